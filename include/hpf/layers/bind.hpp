@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: MIT
+#ifndef HPF_LAYERS_BIND_HPP
+#define HPF_LAYERS_BIND_HPP
+
+#include <hpf/layers/cost.hpp>
+#include <hpf/tensor/shape.hpp>
+
+#include <cstddef>
+#include <string>
+
+namespace hpf {
+
+/// \brief The layer protocol.
+///
+/// A layer (Dense<10>, ReLU, Residual<...>) is an empty type describing *what* to compute. Bound
+/// to the shape of its input, `Layer::bind<In>` states the compile-time facts and the run-time
+/// implementation:
+///
+///     template <class In> struct bind {
+///       using input_shape = In;
+///       using output_shape = ...;           // InvalidShape after a static_assert if In is rejected
+///       static constexpr LayerCost cost;    // per sample (parameters per layer)
+///       static constexpr std::size_t leaves;  // leaf layers inside (pipeline cut positions)
+///       static std::string describe();      // one line for the summary table
+///       template <class T, class Space> using impl = ...;  // default-constructible
+///     };
+///
+/// and the impl provides (see DenseImpl for a complete one):
+///
+///     using tape_type = ...;                 // per micro-batch state kept for backward
+///     void bind(ParameterBinder<T, Space>&); // claim named parameter and buffer slices
+///     void reserve(tape_type&, std::size_t batch_capacity);
+///     std::size_t workspace(std::size_t batch_capacity) const;  // scratch elements needed
+///     void forward(const Context&, ConstActivation x, Activation y, tape_type&) const;
+///     void backward(const Context&, ConstActivation x, ConstActivation y, ConstActivation dy,
+///                   Activation dx, tape_type&) const;   // dx empty: input gradient not needed
+///
+/// Parameter gradients accumulate (+=) so micro-batches add up; the caller zeroes them per step.
+/// Kernel code depends on run-time sizes only, so each (T, Space) compiles one kernel per layer
+/// kind no matter how many shapes a model uses.
+
+/// State of a layer that keeps nothing between forward and backward.
+struct NoTape {};
+
+/// What a layer bound to InvalidShape is: every fact empty, so one error does not cascade.
+struct InvalidBound {
+  using input_shape = InvalidShape;
+  using output_shape = InvalidShape;
+  static constexpr LayerCost cost{};
+  static constexpr std::size_t leaves = 0;
+  static std::string describe() { return "invalid"; }
+};
+
+namespace detail {
+template <class Layer, class In>
+struct bind_impl {
+  using type = typename Layer::template bind<In>;
+};
+template <class Layer>
+struct bind_impl<Layer, InvalidShape> {
+  using type = InvalidBound;
+};
+}  // namespace detail
+
+/// Layer bound to input shape In (InvalidBound after an earlier error).
+template <class Layer, class In>
+using bind_t = typename detail::bind_impl<Layer, In>::type;
+
+/// \brief Binds the layer at position LayerIndex of a model to its input shape. Exists to name
+/// the position: when a layer rejects its input, compilers print this instantiation
+/// (`layer_in_model<3, hpf::Dense<10>, hpf::Shape<32, 7, 7>>`) right at the static_assert.
+template <std::size_t LayerIndex, class Layer, class InputShape>
+struct layer_in_model {
+  using type = bind_t<Layer, InputShape>;
+};
+
+/// Reports two shapes that had to agree; names both in its template arguments.
+template <class Where, class Expected, class Got>
+struct shape_mismatch {
+  static_assert(std::is_same_v<Expected, Got>,
+                "hpf: shapes disagree (the template arguments of hpf::shape_mismatch above name the "
+                "construct, the expected shape and the shape it got)");
+  static constexpr bool value = std::is_same_v<Expected, Got>;
+};
+
+}  // namespace hpf
+
+#endif  // HPF_LAYERS_BIND_HPP

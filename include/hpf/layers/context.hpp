@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: MIT
+#ifndef HPF_LAYERS_CONTEXT_HPP
+#define HPF_LAYERS_CONTEXT_HPP
+
+#include <hpf/tensor/views.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+
+namespace hpf {
+
+/// Labels of a batch, in the execution space's memory.
+template <class Space>
+using LabelView = Kokkos::View<const std::int32_t*, memory_space_t<Space>,
+                               Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+
+/// \brief What one forward or backward call of a layer needs besides its tensors.
+template <class T, class Space>
+struct Context {
+  /// Instance the layer's kernels run on.
+  Space space{};
+  /// Training mode (BatchNorm uses batch statistics and updates running ones) or evaluation.
+  bool training = true;
+  /// Class labels of the (micro-)batch, read by the loss layer.
+  LabelView<Space> labels;
+  /// d(reported loss)/d(per-sample loss): 1 / (samples in the *global* batch), so gradients of
+  /// micro-batches and replicas simply add up to the gradient of the mean loss.
+  T loss_scale = T(1);
+  /// Scratch shared by all layers (e.g. im2col columns); sized from their workspace requests.
+  Buffer<T, Space> workspace;
+  /// Host callback during backward: every gradient at flat offset >= the argument is final for
+  /// this micro-batch. Gradient buckets start their allreduce from it. May be empty.
+  std::function<void(std::size_t)> gradients_ready;
+};
+
+}  // namespace hpf
+
+#endif  // HPF_LAYERS_CONTEXT_HPP

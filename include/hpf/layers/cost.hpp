@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: MIT
+#ifndef HPF_LAYERS_COST_HPP
+#define HPF_LAYERS_COST_HPP
+
+#include <cstddef>
+
+namespace hpf {
+
+/// \brief Compile-time cost facts of a layer bound to its input shape, per sample unless noted.
+/// Sums over a model are `constexpr`; the performance oracle and the balanced partitioner read
+/// them. FLOPs count multiply and add as two (the convention of the reference figures).
+struct LayerCost {
+  /// Trainable scalars (per layer, not per sample).
+  std::size_t parameters = 0;
+  /// Non-trainable state such as BatchNorm running statistics (per layer).
+  std::size_t buffers = 0;
+  /// Forward FLOPs per sample.
+  std::size_t forward_flops = 0;
+  /// Backward FLOPs per sample (input and weight gradients).
+  std::size_t backward_flops = 0;
+  /// Activation elements per sample the layer keeps alive from forward to backward
+  /// (its output; composites include their internal intermediates).
+  std::size_t activations = 0;
+
+  constexpr LayerCost& operator+=(const LayerCost& o) noexcept {
+    parameters += o.parameters;
+    buffers += o.buffers;
+    forward_flops += o.forward_flops;
+    backward_flops += o.backward_flops;
+    activations += o.activations;
+    return *this;
+  }
+  friend constexpr LayerCost operator+(LayerCost a, const LayerCost& b) noexcept { return a += b; }
+  friend constexpr LayerCost operator*(std::size_t n, LayerCost c) noexcept {
+    return {n * c.parameters, n * c.buffers, n * c.forward_flops, n * c.backward_flops,
+            n * c.activations};
+  }
+  /// Forward + backward FLOPs for one training sample.
+  constexpr std::size_t training_flops() const noexcept { return forward_flops + backward_flops; }
+  friend constexpr bool operator==(const LayerCost&, const LayerCost&) = default;
+};
+
+}  // namespace hpf
+
+#endif  // HPF_LAYERS_COST_HPP

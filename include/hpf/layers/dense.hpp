@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: MIT
+#ifndef HPF_LAYERS_DENSE_HPP
+#define HPF_LAYERS_DENSE_HPP
+
+#include <hpf/layers/bind.hpp>
+#include <hpf/layers/context.hpp>
+#include <hpf/layers/detail/gemm.hpp>
+#include <hpf/layers/options.hpp>
+#include <hpf/layers/parameters.hpp>
+#include <hpf/trace/region.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstddef>
+#include <string>
+
+namespace hpf {
+
+namespace detail {
+
+/// Fully connected layer on `[In][N]` activations: y = W x + b, W is PyTorch's `[out, in]`.
+template <class T, class Space>
+class DenseImpl {
+ public:
+  using tape_type = NoTape;
+
+  DenseImpl(std::size_t in, std::size_t out, bool bias) : in_(in), out_(out), bias_(bias) {}
+
+  void bind(ParameterBinder<T, Space>& binder) {
+    auto w = binder.parameter("weight", {out_, in_}, InitRule::weight(in_, out_));
+    weight_ = Matrix<T, Space>(w.value.data(), out_, in_);
+    weight_grad_ = Matrix<T, Space>(w.grad.data(), out_, in_);
+    if (bias_) {
+      auto b = binder.parameter("bias", {out_}, InitRule::uniform_fan_in(in_));
+      bias_value_ = b.value;
+      bias_grad_ = b.grad;
+    }
+  }
+  void reserve(tape_type&, std::size_t) {}
+  std::size_t workspace(std::size_t) const { return 0; }
+
+  void forward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, Activation<T, Space> y,
+               tape_type&) const {
+    trace::Region region("hpf::Dense::forward");
+    const auto out = as_matrix(y);
+    if (bias_) {  // y = b broadcast, then y += W x (one pass over y, as PyTorch's addmm)
+      const auto b = bias_value_;
+      const std::size_t n = out.extent(1);
+      Kokkos::parallel_for(
+          "hpf::Dense::bias", Kokkos::RangePolicy<Space>(ctx.space, 0, out_),
+          KOKKOS_LAMBDA(const std::size_t o) {
+            for (std::size_t j = 0; j < n; ++j) out(o, j) = b(o);
+          });
+    }
+    gemm("N", "N", T(1), weight_, as_matrix(x), bias_ ? T(1) : T(0), out);
+  }
+
+  void backward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, ConstActivation<T, Space>,
+                ConstActivation<T, Space> dy, Activation<T, Space> dx, tape_type&) const {
+    trace::Region region("hpf::Dense::backward");
+    const auto grad_out = as_matrix(dy);
+    gemm("N", "T", T(1), grad_out, as_matrix(x), T(1), weight_grad_);  // dW += dY X^T
+    if (bias_) {
+      const auto db = bias_grad_;
+      const std::size_t n = grad_out.extent(1);
+      Kokkos::parallel_for(
+          "hpf::Dense::bias_grad", Kokkos::RangePolicy<Space>(ctx.space, 0, out_),
+          KOKKOS_LAMBDA(const std::size_t o) {
+            T sum = 0;
+            for (std::size_t j = 0; j < n; ++j) sum += grad_out(o, j);
+            db(o) += sum;
+          });
+    }
+    if (!is_empty(dx)) gemm("T", "N", T(1), weight_, grad_out, T(0), as_matrix(dx));  // dX = W^T dY
+  }
+
+ private:
+  std::size_t in_, out_;
+  bool bias_;
+  Matrix<T, Space> weight_, weight_grad_;
+  Vector<T, Space> bias_value_, bias_grad_;
+};
+
+}  // namespace detail
+
+/// \brief Fully connected layer with `Out` outputs (PyTorch nn.Linear; weight `[Out, in]`).
+/// Needs a rank-1 input: put Flatten (or GlobalAvgPool) in front of image-shaped activations.
+/// \tparam Out output features
+/// \tparam Options NoBias to leave out the bias
+template <std::size_t Out, class... Options>
+struct Dense {
+  static_assert(Out > 0, "hpf::Dense: the number of outputs must be positive");
+  static_assert(((std::is_same_v<Options, NoBias>) && ...),
+                "hpf::Dense: the only option is hpf::NoBias");
+  static constexpr bool has_bias = bias_option_v<Options...>;
+
+  template <class In>
+  struct bind {
+    static_assert(In::rank == 1,
+                  "hpf::Dense: the input must be rank 1 (features); put hpf::Flatten or "
+                  "hpf::GlobalAvgPool before a Dense layer that follows image-shaped layers");
+    static constexpr bool accepted = In::rank == 1;
+    using input_shape = In;
+    using output_shape = std::conditional_t<accepted, Shape<Out>, InvalidShape>;
+    static constexpr LayerCost cost{
+        .parameters = Out * In::size + (has_bias ? Out : 0),
+        .forward_flops = 2 * Out * In::size + (has_bias ? Out : 0),
+        .backward_flops = 4 * Out * In::size + (has_bias ? Out : 0),
+        .activations = Out};
+    static constexpr std::size_t leaves = 1;
+    static std::string describe() {
+      return "Dense(" + std::to_string(In::size) + " -> " + std::to_string(Out) +
+             (has_bias ? ")" : ", no bias)");
+    }
+    template <class T, class Space>
+    struct impl : detail::DenseImpl<T, Space> {
+      impl() : detail::DenseImpl<T, Space>(In::size, Out, has_bias) {}
+    };
+  };
+};
+
+}  // namespace hpf
+
+#endif  // HPF_LAYERS_DENSE_HPP

@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: MIT
+#ifndef HPF_LAYERS_SOFTMAX_CROSS_ENTROPY_HPP
+#define HPF_LAYERS_SOFTMAX_CROSS_ENTROPY_HPP
+
+#include <hpf/layers/bind.hpp>
+#include <hpf/layers/context.hpp>
+#include <hpf/layers/parameters.hpp>
+#include <hpf/tensor/math.hpp>
+#include <hpf/trace/region.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstddef>
+#include <string>
+
+namespace hpf {
+
+namespace detail {
+/// Softmax + cross-entropy on `[K][N]` logits. Output: the class probabilities. Per-sample
+/// losses go to the tape; their sum is reduced once per micro-batch by the network, in a fixed
+/// order, so reported losses are reproducible.
+template <class T, class Space>
+class SoftmaxCrossEntropyImpl {
+ public:
+  struct tape_type {
+    Buffer<T, Space> losses;
+  };
+  void bind(ParameterBinder<T, Space>&) {}
+  void reserve(tape_type& tape, std::size_t capacity) {
+    ensure_capacity(tape.losses, capacity, "hpf::SoftmaxCrossEntropy::losses");
+  }
+  std::size_t workspace(std::size_t) const { return 0; }
+
+  void forward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, Activation<T, Space> y,
+               tape_type& tape) const {
+    trace::Region region("hpf::SoftmaxCrossEntropy::forward");
+    const std::size_t classes = x.extent(0), n = x.extent(1);
+    const auto labels = ctx.labels;
+    const bool with_labels = labels.extent(0) >= n;
+    const auto losses = tape.losses;
+    Kokkos::parallel_for(
+        "hpf::SoftmaxCrossEntropy::forward", Kokkos::RangePolicy<Space>(ctx.space, 0, n),
+        KOKKOS_LAMBDA(const std::size_t j) {
+          T max_logit = x(0, j, 0);
+          for (std::size_t k = 1; k < classes; ++k) max_logit = x(k, j, 0) > max_logit ? x(k, j, 0) : max_logit;
+          T sum = 0;
+          for (std::size_t k = 0; k < classes; ++k) {
+            const T e = math::exp(x(k, j, 0) - max_logit);
+            y(k, j, 0) = e;
+            sum += e;
+          }
+          const T inv = T(1) / sum;
+          for (std::size_t k = 0; k < classes; ++k) y(k, j, 0) *= inv;
+          if (with_labels) {
+            losses(j) = max_logit + math::log(sum) - x(labels(j), j, 0);
+          }
+        });
+  }
+
+  /// dx = (softmax - onehot(label)) * loss_scale; dy is ignored (this layer starts backward).
+  void backward(const Context<T, Space>& ctx, ConstActivation<T, Space>, ConstActivation<T, Space> y,
+                ConstActivation<T, Space>, Activation<T, Space> dx, tape_type&) const {
+    if (is_empty(dx)) return;
+    trace::Region region("hpf::SoftmaxCrossEntropy::backward");
+    const std::size_t classes = y.extent(0), n = y.extent(1);
+    const auto labels = ctx.labels;
+    const T scale = ctx.loss_scale;
+    Kokkos::parallel_for(
+        "hpf::SoftmaxCrossEntropy::backward", Kokkos::RangePolicy<Space>(ctx.space, 0, n),
+        KOKKOS_LAMBDA(const std::size_t j) {
+          const std::size_t label = static_cast<std::size_t>(labels(j));
+          for (std::size_t k = 0; k < classes; ++k) {
+            dx(k, j, 0) = (y(k, j, 0) - (k == label ? T(1) : T(0))) * scale;
+          }
+        });
+  }
+
+  /// Sum of the per-sample losses of the last forward over n samples (blocks until done).
+  T loss_sum(const Context<T, Space>& ctx, const tape_type& tape, std::size_t n) const {
+    const auto losses = tape.losses;
+    T total = 0;
+    Kokkos::parallel_reduce(
+        "hpf::SoftmaxCrossEntropy::loss_sum", Kokkos::RangePolicy<Space>(ctx.space, 0, n),
+        KOKKOS_LAMBDA(const std::size_t j, T& acc) { acc += losses(j); }, total);
+    return total;
+  }
+
+  /// Samples whose most probable class (first maximum, as torch.argmax) equals the label.
+  std::size_t correct(const Context<T, Space>& ctx, ConstActivation<T, Space> y) const {
+    const std::size_t classes = y.extent(0), n = y.extent(1);
+    const auto labels = ctx.labels;
+    std::size_t hits = 0;
+    Kokkos::parallel_reduce(
+        "hpf::SoftmaxCrossEntropy::correct", Kokkos::RangePolicy<Space>(ctx.space, 0, n),
+        KOKKOS_LAMBDA(const std::size_t j, std::size_t& acc) {
+          std::size_t best = 0;
+          for (std::size_t k = 1; k < classes; ++k) best = y(k, j, 0) > y(best, j, 0) ? k : best;
+          acc += best == static_cast<std::size_t>(labels(j)) ? 1 : 0;
+        },
+        hits);
+    return hits;
+  }
+};
+}  // namespace detail
+
+/// \brief Softmax followed by the mean cross-entropy loss against integer labels (PyTorch's
+/// nn.CrossEntropyLoss on logits). Must be the last layer of a trainable model; its output is the
+/// class probabilities.
+struct SoftmaxCrossEntropy {
+  template <class In>
+  struct bind {
+    static_assert(In::rank == 1 && In::size >= 2,
+                  "hpf::SoftmaxCrossEntropy: the input must be a vector of at least 2 class "
+                  "logits (e.g. the output of a Dense layer)");
+    static constexpr bool accepted = In::rank == 1 && In::size >= 2;
+    static constexpr bool is_loss = true;
+    static constexpr std::size_t classes = In::size;
+    using input_shape = In;
+    using output_shape = std::conditional_t<accepted, In, InvalidShape>;
+    static constexpr LayerCost cost{.forward_flops = 4 * In::size, .backward_flops = 2 * In::size,
+                                    .activations = In::size};
+    static constexpr std::size_t leaves = 1;
+    static std::string describe() { return "SoftmaxCrossEntropy(" + std::to_string(In::size) + " classes)"; }
+    template <class T, class Space>
+    using impl = detail::SoftmaxCrossEntropyImpl<T, Space>;
+  };
+};
+
+/// True for a bound layer that computes the training loss.
+template <class Bound>
+concept LossLayer = requires { requires Bound::is_loss; };
+
+}  // namespace hpf
+
+#endif  // HPF_LAYERS_SOFTMAX_CROSS_ENTROPY_HPP

@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: MIT
+#ifndef HPF_MODEL_CHAIN_HPP
+#define HPF_MODEL_CHAIN_HPP
+
+#include <hpf/layers/bind.hpp>
+#include <hpf/layers/context.hpp>
+#include <hpf/layers/parameters.hpp>
+#include <hpf/meta/type_list.hpp>
+#include <hpf/tensor/views.hpp>
+
+#include <array>
+#include <cstddef>
+#include <string>
+#include <tuple>
+
+namespace hpf {
+
+// bind_chain<In, Layers...>: (x, L0..Ln) => Ln(...L1(L0(x))), as a left fold (CuTe style), each
+// layer bound through layer_in_model<I, ...> so an error names its position.
+namespace detail {
+template <std::size_t I, class In, class... Bound>
+struct chain_acc {
+  using shape = In;
+  using bound_list = type_list<Bound...>;
+};
+template <class Layer>
+struct layer_tag {};
+template <std::size_t I, class In, class... Bound, class Layer>
+auto operator|(chain_acc<I, In, Bound...>, layer_tag<Layer>)
+    -> chain_acc<I + 1, typename layer_in_model<I, Layer, In>::type::output_shape, Bound...,
+                 typename layer_in_model<I, Layer, In>::type>;
+
+template <class In, class... Layers>
+using bind_chain_t = decltype((chain_acc<0, In>{} | ... | layer_tag<Layers>{}));
+
+template <class List>
+struct chain_facts;
+template <class... Bound>
+struct chain_facts<type_list<Bound...>> {
+  static constexpr LayerCost cost = (LayerCost{} + ... + Bound::cost);
+  static constexpr std::size_t leaves = (std::size_t{0} + ... + Bound::leaves);
+  static std::string describe() {
+    std::string s;
+    ((s += (s.empty() ? "" : ", ") + Bound::describe()), ...);
+    return s;
+  }
+};
+
+/// Run-time chain: children in order, each child's output buffered per micro-batch in the tape.
+/// Children are named NameBase + position ("3", "4", ...), as in a PyTorch nn.Sequential.
+template <class List, class T, class Space, std::size_t NameBase = 0>
+class ChainImpl;
+
+template <class... Bound, class T, class Space, std::size_t NameBase>
+class ChainImpl<type_list<Bound...>, T, Space, NameBase> {
+  static constexpr std::size_t count = sizeof...(Bound);
+  using list = type_list<Bound...>;
+  template <std::size_t I>
+  using output_shape_at = typename at_t<list, I>::output_shape;
+
+ public:
+  struct tape_type {
+    std::tuple<typename Bound::template impl<T, Space>::tape_type...> children;
+    std::array<Buffer<T, Space>, count> outputs;  // outputs[i]: child i's output, i < count-1
+  };
+
+  void bind(ParameterBinder<T, Space>& binder) {
+    for_each_index<count>([&](auto i) {
+      parameter_begin_[i] = binder.parameter_offset();
+      auto scope = binder.scope(NameBase + i);
+      std::get<i>(children_).bind(binder);
+    });
+  }
+
+  void reserve(tape_type& tape, std::size_t capacity) {
+    std::size_t largest_gradient = 0;
+    for_each_index<count>([&](auto i) {
+      std::get<i>(children_).reserve(std::get<i>(tape.children), capacity);
+      if constexpr (i + 1 < count) {
+        const std::size_t elems = output_shape_at<i>::size * capacity;
+        ensure_capacity(tape.outputs[i], elems, "hpf::Chain::output");
+        largest_gradient = elems > largest_gradient ? elems : largest_gradient;
+      }
+    });
+    ensure_capacity(gradient_[0], largest_gradient, "hpf::Chain::gradient");
+    ensure_capacity(gradient_[1], largest_gradient, "hpf::Chain::gradient");
+  }
+
+  std::size_t workspace(std::size_t capacity) const {
+    std::size_t most = 0;
+    for_each_index<count>([&](auto i) {
+      const std::size_t w = std::get<i>(children_).workspace(capacity);
+      most = w > most ? w : most;
+    });
+    return most;
+  }
+
+  void forward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, Activation<T, Space> y,
+               tape_type& tape) const {
+    const std::size_t n = x.extent(1);
+    for_each_index<count>([&](auto i) {
+      std::get<i>(children_).forward(ctx, input_of<i>(x, tape, n), output_of<i>(y, tape, n),
+                                     std::get<i>(tape.children));
+    });
+  }
+
+  void backward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, ConstActivation<T, Space> y,
+                ConstActivation<T, Space> dy, Activation<T, Space> dx, tape_type& tape) const {
+    const std::size_t n = x.extent(1);
+    for_each_index_reversed<count>([&](auto i) {
+      ConstActivation<T, Space> grad_out;
+      if constexpr (i + 1 == count) {
+        grad_out = dy;
+      } else {
+        grad_out = gradient_view<i>(i % 2, n);
+      }
+      Activation<T, Space> grad_in;
+      if constexpr (i == 0) {
+        grad_in = dx;
+      } else {
+        grad_in = gradient_view<i - 1>((i - 1) % 2, n);
+      }
+      std::get<i>(children_).backward(ctx, input_of<i>(x, tape, n), output_of<i>(y, tape, n),
+                                      grad_out, grad_in, std::get<i>(tape.children));
+      if (ctx.gradients_ready) ctx.gradients_ready(parameter_begin_[i]);
+    });
+  }
+
+  /// Child I (for layers with extra entry points, such as the loss).
+  template <std::size_t I>
+  const auto& child() const {
+    return std::get<I>(children_);
+  }
+  /// Child I's output as stored in `tape` (the last child's output belongs to the caller).
+  template <std::size_t I>
+  Activation<T, Space> stored_output(const tape_type& tape, std::size_t n) const {
+    static_assert(I + 1 < count, "hpf::Chain: the last child's output is the caller's buffer");
+    return activation_view(tape.outputs[I], output_shape_at<I>::channels, n, output_shape_at<I>::spatial);
+  }
+
+ private:
+  template <std::size_t I>
+  ConstActivation<T, Space> input_of(ConstActivation<T, Space> x, const tape_type& tape, std::size_t n) const {
+    if constexpr (I == 0) {
+      return x;
+    } else {
+      return stored_output<I - 1>(tape, n);
+    }
+  }
+  /// Child I's output: the tape's buffer, or for the last child the caller's view (mutable in
+  /// forward, read-only in backward).
+  template <std::size_t I, class OutputView>
+  auto output_of(const OutputView& y, const tape_type& tape, std::size_t n) const {
+    if constexpr (I + 1 == count) {
+      return y;
+    } else {
+      return stored_output<I>(tape, n);
+    }
+  }
+  template <std::size_t I>
+  Activation<T, Space> gradient_view(std::size_t which, std::size_t n) const {
+    return activation_view(gradient_[which], output_shape_at<I>::channels, n, output_shape_at<I>::spatial);
+  }
+
+  std::tuple<typename Bound::template impl<T, Space>...> children_;
+  std::array<std::size_t, count> parameter_begin_{};
+  Buffer<T, Space> gradient_[2];  // ping-pong gradients between children, shared by all tapes
+};
+}  // namespace detail
+
+/// \brief Layers applied one after another; a block of a model (a residual body, a repeated
+/// block) or, under Sequential, the model itself.
+template <class... Layers>
+struct Chain {
+  static_assert(sizeof...(Layers) > 0, "hpf::Chain: a chain needs at least one layer");
+
+  template <class In>
+  struct bind {
+    using acc = detail::bind_chain_t<In, Layers...>;
+    using bound_list = typename acc::bound_list;
+    using input_shape = In;
+    using output_shape = typename acc::shape;
+    static constexpr LayerCost cost = detail::chain_facts<bound_list>::cost;
+    static constexpr std::size_t leaves = detail::chain_facts<bound_list>::leaves;
+    static std::string describe() { return "[" + detail::chain_facts<bound_list>::describe() + "]"; }
+    template <class T, class Space>
+    using impl = detail::ChainImpl<bound_list, T, Space>;
+  };
+};
+
+}  // namespace hpf
+
+#endif  // HPF_MODEL_CHAIN_HPP

@@ -1,0 +1,260 @@
+// SPDX-License-Identifier: MIT
+#ifndef HPF_MODEL_NETWORK_HPP
+#define HPF_MODEL_NETWORK_HPP
+
+#include <hpf/layers/context.hpp>
+#include <hpf/layers/parameters.hpp>
+#include <hpf/layers/softmax_cross_entropy.hpp>
+#include <hpf/meta/type_list.hpp>
+#include <hpf/tensor/random.hpp>
+#include <hpf/tensor/views.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace hpf {
+
+/// How `InitRule::weight` tensors start. Biases and BatchNorm always follow PyTorch.
+enum class InitScheme {
+  /// PyTorch's default for Linear and Conv2d: U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
+  pytorch_default,
+  /// Convolution weights N(0, 2/fan_out) (kaiming_normal_, mode='fan_out', as CIFAR ResNets);
+  /// dense weights keep PyTorch's default.
+  kaiming_normal_fan_out,
+};
+
+struct NetworkOptions {
+  /// Seeds every tensor's own stream together with its name: the same seed gives the same
+  /// weights however the model is split across processes.
+  std::uint64_t seed = 0;
+  InitScheme init = InitScheme::pytorch_default;
+};
+
+/// Training (batch statistics, running statistics updated) or evaluation.
+enum class Mode { train, eval };
+
+/// \brief A model instantiated for scalar T on execution space Space: parameters, gradients and
+/// buffers in three flat arrays of Space's memory, and the layers' kernels.
+///
+/// Activations live in tapes, one per micro-batch in flight, so a pipeline schedule can keep
+/// several micro-batches between their forward and backward passes.
+/// \tparam Model an hpf::Sequential (or a pipeline stage of one)
+/// \tparam T float (default) or double (gradient checks, reference comparisons)
+/// \tparam Space a Kokkos execution space
+template <class Model, class T = float, class Space = Kokkos::DefaultExecutionSpace>
+class Network {
+  static_assert(Model::valid, "hpf::Network: the model is invalid; the first error above names the layer");
+
+ public:
+  using model_type = Model;
+  using scalar_type = T;
+  using execution_space = Space;
+  using memory_space = memory_space_t<Space>;
+  using input_shape = typename Model::input_shape;
+  using output_shape = typename Model::output_shape;
+  using layers_type = typename Model::bound::template impl<T, Space>;
+  using label_buffer = Kokkos::View<std::int32_t*, memory_space>;
+
+  /// Activations and saved state of one micro-batch between its forward and backward passes.
+  struct Tape {
+    std::size_t capacity = 0;  ///< largest batch this tape holds
+    std::size_t batch = 0;     ///< samples of the last forward
+    Buffer<T, Space> input, output;
+    label_buffer labels;
+    typename layers_type::tape_type layers;
+  };
+
+  explicit Network(const NetworkOptions& options = {}, Space space = Space{}) : space_(space) {
+    ParameterBinder<T, Space> measure;
+    layers_.bind(measure);
+    parameters_ = Buffer<T, Space>("hpf::parameters", measure.parameter_storage());
+    gradients_ = Buffer<T, Space>("hpf::gradients", measure.parameter_storage());
+    buffers_ = Buffer<T, Space>("hpf::buffers", measure.buffer_storage());
+    ParameterBinder<T, Space> binder(parameters_, gradients_, buffers_);
+    layers_.bind(binder);
+    tensors_ = binder.tensors();
+    initialize(options);
+  }
+
+  Network(const Network&) = delete;  // layers hold views into this network's storage
+  Network& operator=(const Network&) = delete;
+
+  /// Re-initialises every parameter and buffer as a fresh network with `options` would.
+  void initialize(const NetworkOptions& options) {
+    auto values = Kokkos::create_mirror_view(parameters_);
+    auto state = Kokkos::create_mirror_view(buffers_);
+    Kokkos::deep_copy(values, T(0));
+    Kokkos::deep_copy(state, T(0));
+    for (const TensorInfo& info : tensors_) {
+      T* data = (info.kind == TensorKind::parameter ? values.data() : state.data()) + info.offset;
+      fill(data, info, options);
+    }
+    Kokkos::deep_copy(parameters_, values);
+    Kokkos::deep_copy(buffers_, state);
+    zero_grad();
+  }
+
+  /// A tape for batches of up to `capacity` samples.
+  Tape make_tape(std::size_t capacity) {
+    Tape tape;
+    tape.capacity = capacity;
+    tape.input = Buffer<T, Space>("hpf::Network::input", input_shape::size * capacity);
+    tape.output = Buffer<T, Space>("hpf::Network::output", output_shape::size * capacity);
+    tape.labels = label_buffer("hpf::Network::labels", capacity);
+    layers_.reserve(tape.layers, capacity);
+    ensure_capacity(workspace_, layers_.workspace(capacity), "hpf::Network::workspace");
+    return tape;
+  }
+
+  /// The `[C][n][S]` input of a tape, to be filled before forward.
+  Activation<T, Space> input(const Tape& tape, std::size_t n) const {
+    check_batch(tape, n);
+    return activation_view(tape.input, input_shape::channels, n, input_shape::spatial);
+  }
+  /// The `[C][n][S]` output of the last forward.
+  Activation<T, Space> output(const Tape& tape) const {
+    return activation_view(tape.output, output_shape::channels, tape.batch, output_shape::spatial);
+  }
+  /// The first n labels of a tape, to be filled before forward of a trainable model.
+  Kokkos::View<std::int32_t*, memory_space> labels(const Tape& tape, std::size_t n) const {
+    check_batch(tape, n);
+    return Kokkos::subview(tape.labels, Kokkos::make_pair(std::size_t{0}, n));
+  }
+
+  /// Runs all layers on the first n samples of the tape's input.
+  void forward(Tape& tape, std::size_t n, Mode mode = Mode::train) {
+    check_batch(tape, n);
+    tape.batch = n;
+    Context<T, Space> ctx = context(tape, mode);
+    layers_.forward(ctx, input(tape, n), output(tape), tape.layers);
+  }
+
+  /// Back-propagates the tape's last forward, adding parameter gradients into gradients().
+  /// \param loss_scale gradient of the reported loss per sample's loss (1 / global batch size)
+  /// \param output_grad gradient w.r.t. the output; empty when the model ends with its loss
+  /// \param input_grad where to put the gradient w.r.t. the input; empty if not needed
+  /// \param gradients_ready called with a flat offset once all gradients above it are final
+  void backward(Tape& tape, T loss_scale, ConstActivation<T, Space> output_grad = {},
+                Activation<T, Space> input_grad = {},
+                std::function<void(std::size_t)> gradients_ready = {}) {
+    Context<T, Space> ctx = context(tape, Mode::train);
+    ctx.loss_scale = loss_scale;
+    ctx.gradients_ready = std::move(gradients_ready);
+    layers_.backward(ctx, input(tape, tape.batch), output(tape), output_grad, input_grad, tape.layers);
+  }
+
+  /// Sum of per-sample losses of the tape's last forward (blocks).
+  T loss_sum(const Tape& tape) const
+    requires Model::trainable
+  {
+    constexpr std::size_t last = size_v<typename Model::bound_layers> - 1;
+    return layers_.template child<last>().loss_sum(context(tape, Mode::eval),
+                                                    std::get<last>(tape.layers.children), tape.batch);
+  }
+  /// Correctly classified samples of the tape's last forward (blocks).
+  std::size_t correct(const Tape& tape) const
+    requires Model::trainable
+  {
+    constexpr std::size_t last = size_v<typename Model::bound_layers> - 1;
+    return layers_.template child<last>().correct(context(tape, Mode::eval), output(tape));
+  }
+
+  void zero_grad() { Kokkos::deep_copy(space_, gradients_, T(0)); }
+
+  /// Flat storage: every parameter, every parameter gradient, every buffer (see tensors()).
+  const Buffer<T, Space>& parameters() const { return parameters_; }
+  const Buffer<T, Space>& gradients() const { return gradients_; }
+  const Buffer<T, Space>& buffers() const { return buffers_; }
+  /// Name, kind, offset and PyTorch extents of every tensor, in binding order.
+  const std::vector<TensorInfo>& tensors() const { return tensors_; }
+  const TensorInfo& tensor(std::string_view name) const {
+    for (const TensorInfo& info : tensors_)
+      if (info.name == name) return info;
+    throw std::out_of_range("hpf::Network: no tensor named '" + std::string(name) + "'");
+  }
+  /// Trainable scalars (without alignment padding).
+  std::size_t parameter_count() const {
+    std::size_t n = 0;
+    for (const TensorInfo& info : tensors_)
+      if (info.kind == TensorKind::parameter) n += info.size;
+    return n;
+  }
+
+  /// Host copy of one tensor's values (or of its gradient).
+  std::vector<T> read(const TensorInfo& info, bool gradient = false) const {
+    std::vector<T> out(info.size);
+    const auto& storage = info.kind == TensorKind::buffer ? buffers_ : (gradient ? gradients_ : parameters_);
+    Kokkos::View<T*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> host(out.data(), info.size);
+    Kokkos::deep_copy(host, Kokkos::subview(storage, Kokkos::make_pair(info.offset, info.offset + info.size)));
+    return out;
+  }
+  /// Overwrites one tensor's values from host memory.
+  void write(const TensorInfo& info, const std::vector<T>& values) {
+    if (values.size() != info.size) {
+      throw std::invalid_argument("hpf::Network::write: tensor '" + info.name + "' has " +
+                                  std::to_string(info.size) + " elements, got " + std::to_string(values.size()));
+    }
+    const auto& storage = info.kind == TensorKind::buffer ? buffers_ : parameters_;
+    Kokkos::View<const T*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> host(values.data(), info.size);
+    Kokkos::deep_copy(Kokkos::subview(storage, Kokkos::make_pair(info.offset, info.offset + info.size)), host);
+  }
+
+  const layers_type& layers() const { return layers_; }
+  Space space() const { return space_; }
+
+ private:
+  Context<T, Space> context(const Tape& tape, Mode mode) const {
+    Context<T, Space> ctx;
+    ctx.space = space_;
+    ctx.training = mode == Mode::train;
+    ctx.labels = Kokkos::subview(tape.labels, Kokkos::make_pair(std::size_t{0}, tape.batch));
+    ctx.workspace = workspace_;
+    return ctx;
+  }
+  static void check_batch(const Tape& tape, std::size_t n) {
+    if (n == 0 || n > tape.capacity) {
+      throw std::invalid_argument("hpf::Network: batch of " + std::to_string(n) +
+                                  " samples for a tape of capacity " + std::to_string(tape.capacity));
+    }
+  }
+  static void fill(T* data, const TensorInfo& info, const NetworkOptions& options) {
+    Rng rng(options.seed, info.name);
+    switch (info.init.kind) {
+      case InitRule::Kind::zeros:
+        for (std::size_t i = 0; i < info.size; ++i) data[i] = T(0);
+        return;
+      case InitRule::Kind::ones:
+        for (std::size_t i = 0; i < info.size; ++i) data[i] = T(1);
+        return;
+      case InitRule::Kind::weight:
+        if (options.init == InitScheme::kaiming_normal_fan_out && info.init.convolution) {
+          const double std_dev = std::sqrt(2.0 / static_cast<double>(info.init.fan_out));
+          for (std::size_t i = 0; i < info.size; ++i) data[i] = static_cast<T>(std_dev * rng.normal());
+          return;
+        }
+        [[fallthrough]];
+      case InitRule::Kind::uniform_fan_in: {
+        const double bound = 1.0 / std::sqrt(static_cast<double>(info.init.fan_in));
+        for (std::size_t i = 0; i < info.size; ++i) data[i] = static_cast<T>(rng.uniform(-bound, bound));
+        return;
+      }
+    }
+  }
+
+  Space space_;
+  layers_type layers_;
+  Buffer<T, Space> parameters_, gradients_, buffers_, workspace_;
+  std::vector<TensorInfo> tensors_;
+};
+
+}  // namespace hpf
+
+#endif  // HPF_MODEL_NETWORK_HPP

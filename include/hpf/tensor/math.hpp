@@ -1,0 +1,23 @@
+// SPDX-License-Identifier: MIT
+#ifndef HPF_TENSOR_MATH_HPP
+#define HPF_TENSOR_MATH_HPP
+
+#include <Kokkos_Core.hpp>
+
+namespace hpf::math {
+
+// Device-callable math across Kokkos versions: Kokkos 3.4 has these only in
+// Kokkos::Experimental, Kokkos >= 3.7 in Kokkos (the Experimental names are gone in 4.x).
+#if KOKKOS_VERSION >= 30700
+using Kokkos::exp;
+using Kokkos::log;
+using Kokkos::sqrt;
+#else
+using Kokkos::Experimental::exp;
+using Kokkos::Experimental::log;
+using Kokkos::Experimental::sqrt;
+#endif
+
+}  // namespace hpf::math
+
+#endif  // HPF_TENSOR_MATH_HPP

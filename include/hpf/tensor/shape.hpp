@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: MIT
+#ifndef HPF_TENSOR_SHAPE_HPP
+#define HPF_TENSOR_SHAPE_HPP
+
+#include <array>
+#include <cstddef>
+#include <string>
+#include <type_traits>
+
+namespace hpf {
+
+/// \brief The compile-time shape of one sample (the batch dimension is a run-time value and is
+/// never part of a Shape). `Shape<C, H, W>` is an image with C channels, `Shape<F>` a vector.
+/// \tparam Dims the extents, outermost first (PyTorch's CHW order).
+template <std::size_t... Dims>
+struct Shape {
+  static_assert(sizeof...(Dims) >= 1 && sizeof...(Dims) <= 3,
+                "hpf::Shape: a sample shape has 1 (features) to 3 (channels, height, width) extents");
+  static_assert(((Dims > 0) && ...), "hpf::Shape: every extent must be positive");
+
+  static constexpr bool valid = true;
+  static constexpr std::size_t rank = sizeof...(Dims);
+  static constexpr std::array<std::size_t, rank> dims{Dims...};
+  /// Elements per sample.
+  static constexpr std::size_t size = (Dims * ...);
+  /// Outermost extent: channels of an image, features of a vector.
+  static constexpr std::size_t channels = dims[0];
+  /// Elements per channel (H*W for images, 1 for vectors).
+  static constexpr std::size_t spatial = size / channels;
+  static constexpr std::size_t height = rank == 3 ? dims[1] : 1;
+  static constexpr std::size_t width = rank == 3 ? dims[2] : 1;
+};
+
+/// What a layer outputs when it rejects its input: later layers pass it on silently, so a model
+/// with one mistake produces one error (at the layer that made it), not a cascade.
+struct InvalidShape {
+  static constexpr bool valid = false;
+  static constexpr std::size_t rank = 0;
+  static constexpr std::array<std::size_t, 0> dims{};
+  static constexpr std::size_t size = 0, channels = 0, spatial = 0, height = 0, width = 0;
+};
+
+template <class T>
+inline constexpr bool is_shape_v = false;
+template <std::size_t... Dims>
+inline constexpr bool is_shape_v<Shape<Dims...>> = true;
+
+/// Image shapes (rank 3) as the layers that need height and width expect them.
+template <class S>
+inline constexpr bool is_image_shape_v = is_shape_v<S> && S::rank == 3;
+
+/// "64x8x8" for Shape<64, 8, 8>: used by the model summary and error messages at run time.
+template <class S>
+std::string shape_string() {
+  if constexpr (!S::valid) {
+    return "invalid";
+  } else {
+    std::string s;
+    for (std::size_t i = 0; i < S::rank; ++i) {
+      if (i) s += 'x';
+      s += std::to_string(S::dims[i]);
+    }
+    return s;
+  }
+}
+
+}  // namespace hpf
+
+#endif  // HPF_TENSOR_SHAPE_HPP
