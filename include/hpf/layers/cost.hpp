@@ -21,6 +21,9 @@ struct LayerCost {
   /// Activation elements per sample the layer keeps alive from forward to backward
   /// (its output; composites include their internal intermediates).
   std::size_t activations = 0;
+  /// Multiply-accumulates of the forward GEMM work per sample (convolutions and dense layers
+  /// only): the count published figures use, training FLOPs being 6 x MACs.
+  std::size_t macs = 0;
 
   constexpr LayerCost& operator+=(const LayerCost& o) noexcept {
     parameters += o.parameters;
@@ -28,12 +31,13 @@ struct LayerCost {
     forward_flops += o.forward_flops;
     backward_flops += o.backward_flops;
     activations += o.activations;
+    macs += o.macs;
     return *this;
   }
   friend constexpr LayerCost operator+(LayerCost a, const LayerCost& b) noexcept { return a += b; }
   friend constexpr LayerCost operator*(std::size_t n, LayerCost c) noexcept {
     return {n * c.parameters, n * c.buffers, n * c.forward_flops, n * c.backward_flops,
-            n * c.activations};
+            n * c.activations, n * c.macs};
   }
   /// Forward + backward FLOPs for one training sample.
   constexpr std::size_t training_flops() const noexcept { return forward_flops + backward_flops; }

@@ -106,7 +106,8 @@ struct Dense {
         .parameters = Out * In::size + (has_bias ? Out : 0),
         .forward_flops = 2 * Out * In::size + (has_bias ? Out : 0),
         .backward_flops = 4 * Out * In::size + (has_bias ? Out : 0),
-        .activations = Out};
+        .activations = Out,
+        .macs = Out * In::size};
     static constexpr std::size_t leaves = 1;
     static std::string describe() {
       return "Dense(" + std::to_string(In::size) + " -> " + std::to_string(Out) +

@@ -39,7 +39,14 @@ template <template <class> class Pred, std::size_t Default, class... Options>
 constexpr std::size_t option_value() {
   std::size_t value = Default;
   bool found = false;
-  ((Pred<Options>::value && !found ? (value = Options::value, found = true) : false), ...);
+  auto take = [&]<class Option>() {
+    if constexpr (Pred<Option>::value) {
+      if (!found) value = Option::value;
+      found = true;
+    }
+  };
+  (take.template operator()<Options>(), ...);
+  (void)take;  // unused when Options is empty
   return value;
 }
 template <template <class> class Pred, class... Options>

@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: MIT
+#ifndef HPF_LAYERS_AVG_POOL_HPP
+#define HPF_LAYERS_AVG_POOL_HPP
+
+#include <hpf/layers/bind.hpp>
+#include <hpf/layers/context.hpp>
+#include <hpf/layers/options.hpp>
+#include <hpf/layers/parameters.hpp>
+#include <hpf/trace/region.hpp>
+#include <hpf/layers/detail/pooling.hpp>
+#include <hpf/layers/detail/window.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace hpf {
+
+namespace detail {
+
+/// Average pooling with zero padding counted in the divisor (PyTorch's count_include_pad=True).
+template <class T, class Space>
+class AvgPoolImpl {
+ public:
+  using tape_type = NoTape;
+  explicit AvgPoolImpl(const WindowGeometry& g) : g_(g) {}
+  void bind(ParameterBinder<T, Space>&) {}
+  void reserve(tape_type&, std::size_t) {}
+  std::size_t workspace(std::size_t) const { return 0; }
+
+  void forward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, Activation<T, Space> y,
+               tape_type&) const {
+    trace::Region region("hpf::AvgPool::forward");
+    const WindowGeometry g = g_;
+    const std::size_t n = x.extent(1);
+    const T inv_area = T(1) / T(g.kernel * g.kernel);
+    Kokkos::parallel_for(
+        "hpf::AvgPool::forward", Kokkos::RangePolicy<Space>(ctx.space, 0, g.channels * n * g.out_height),
+        KOKKOS_LAMBDA(const std::size_t item) {
+          const std::size_t c = item / (n * g.out_height), j = (item / g.out_height) % n, oh = item % g.out_height;
+          const T* image = &x(c, j, 0);
+          for (std::size_t ow = 0; ow < g.out_width; ++ow) {
+            T sum = 0;
+            for (std::size_t kh = 0; kh < g.kernel; ++kh) {
+              const std::size_t ih = oh * g.stride + kh;
+              if (ih < g.pad || ih - g.pad >= g.height) continue;
+              for (std::size_t kw = 0; kw < g.kernel; ++kw) {
+                const std::size_t iw = ow * g.stride + kw;
+                if (iw >= g.pad && iw - g.pad < g.width) sum += image[(ih - g.pad) * g.width + (iw - g.pad)];
+              }
+            }
+            y(c, j, oh * g.out_width + ow) = sum * inv_area;
+          }
+        });
+  }
+
+  void backward(const Context<T, Space>& ctx, ConstActivation<T, Space>, ConstActivation<T, Space>,
+                ConstActivation<T, Space> dy, Activation<T, Space> dx, tape_type&) const {
+    if (is_empty(dx)) return;
+    trace::Region region("hpf::AvgPool::backward");
+    const WindowGeometry g = g_;
+    const std::size_t n = dx.extent(1);
+    const T inv_area = T(1) / T(g.kernel * g.kernel);
+    Kokkos::parallel_for(
+        "hpf::AvgPool::backward", Kokkos::RangePolicy<Space>(ctx.space, 0, g.channels * n * g.height),
+        KOKKOS_LAMBDA(const std::size_t item) {
+          const std::size_t c = item / (n * g.height), j = (item / g.height) % n, ih = item % g.height;
+          for (std::size_t iw = 0; iw < g.width; ++iw) {
+            T sum = 0;
+            for_each_covering_window(g, ih, iw, [&](std::size_t oh, std::size_t ow) { sum += dy(c, j, oh * g.out_width + ow); });
+            dx(c, j, ih * g.width + iw) = sum * inv_area;
+          }
+        });
+  }
+
+ private:
+  WindowGeometry g_;
+};
+
+struct avg_pool_kernels {
+  template <class T, class Space>
+  using type = AvgPoolImpl<T, Space>;
+};
+}  // namespace detail
+
+/// \brief Average pooling over Kernel x Kernel windows (PyTorch nn.AvgPool2d with
+/// count_include_pad=True; stride defaults to the window size). \tparam Options Stride<S>, Pad<P>
+template <std::size_t Kernel, class... Options>
+struct AvgPool {
+  static_assert(Kernel > 0, "hpf::AvgPool: the window size must be positive");
+  static_assert(check_spatial_options<Options...>::value);
+  static_assert(bias_option_v<Options...>, "hpf::AvgPool: NoBias does not apply to pooling");
+  template <class In>
+  struct bind : detail::bound_pool<detail::avg_pool_kernels, Kernel, stride_option_v<Kernel, Options...>,
+                                   pad_option_v<0, Options...>, In> {
+    static std::string describe() {
+      return detail::describe_pool("AvgPool", Kernel, stride_option_v<Kernel, Options...>, pad_option_v<0, Options...>);
+    }
+  };
+};
+
+}  // namespace hpf
+
+#endif  // HPF_LAYERS_AVG_POOL_HPP

@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: MIT
+#ifndef HPF_LAYERS_BATCH_NORM_HPP
+#define HPF_LAYERS_BATCH_NORM_HPP
+
+#include <hpf/layers/bind.hpp>
+#include <hpf/layers/context.hpp>
+#include <hpf/layers/parameters.hpp>
+#include <hpf/tensor/math.hpp>
+#include <hpf/trace/region.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstddef>
+#include <string>
+
+namespace hpf {
+
+namespace detail {
+
+/// Batch normalisation per channel over the N*S values of `[C][N][S]` (PyTorch BatchNorm2d for
+/// images, BatchNorm1d for vectors): eps 1e-5, momentum 0.1, biased variance to normalise,
+/// unbiased variance into running_var. One team per channel reduces its contiguous N*S values.
+///
+/// Statistics are those of the batch the layer sees: under micro-batching that is each
+/// micro-batch (as GPipe and PyTorch's pipeline libraries do), and running statistics are updated
+/// once per micro-batch.
+template <class T, class Space>
+class BatchNormImpl {
+ public:
+  static constexpr double epsilon = 1e-5;
+  static constexpr double momentum = 0.1;
+  struct tape_type {
+    Buffer<T, Space> mean, inv_std;  // of the micro-batch, for backward
+  };
+  using team_policy = Kokkos::TeamPolicy<Space>;
+  using member = typename team_policy::member_type;
+
+  explicit BatchNormImpl(std::size_t channels) : channels_(channels) {}
+
+  void bind(ParameterBinder<T, Space>& binder) {
+    auto w = binder.parameter("weight", {channels_}, InitRule::ones());
+    auto b = binder.parameter("bias", {channels_}, InitRule::zeros());
+    gamma_ = w.value;
+    gamma_grad_ = w.grad;
+    beta_ = b.value;
+    beta_grad_ = b.grad;
+    running_mean_ = binder.buffer("running_mean", {channels_}, InitRule::zeros());
+    running_var_ = binder.buffer("running_var", {channels_}, InitRule::ones());
+    batches_tracked_ = binder.buffer("num_batches_tracked", {}, InitRule::zeros());
+  }
+  void reserve(tape_type& tape, std::size_t) {
+    ensure_capacity(tape.mean, channels_, "hpf::BatchNorm::mean");
+    ensure_capacity(tape.inv_std, channels_, "hpf::BatchNorm::inv_std");
+  }
+  std::size_t workspace(std::size_t) const { return 0; }
+
+  void forward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, Activation<T, Space> y,
+               tape_type& tape) const {
+    trace::Region region("hpf::BatchNorm::forward");
+    const std::size_t n = x.extent(1), s = x.extent(2), m = n * s;
+    const auto gamma = gamma_, beta = beta_, running_mean = running_mean_, running_var = running_var_;
+    const auto batches_tracked = batches_tracked_;
+    const auto mean_out = tape.mean, inv_std_out = tape.inv_std;
+    if (!ctx.training) {
+      Kokkos::parallel_for(
+          "hpf::BatchNorm::forward_eval", team_policy(ctx.space, channels_, Kokkos::AUTO),
+          KOKKOS_LAMBDA(const member& team) {
+            const std::size_t c = team.league_rank();
+            const T scale = gamma(c) / math::sqrt(running_var(c) + T(epsilon));
+            const T shift = beta(c) - running_mean(c) * scale;
+            const T* in = &x(c, 0, 0);
+            T* out = &y(c, 0, 0);
+            Kokkos::parallel_for(Kokkos::TeamThreadRange(team, m), [&](const std::size_t i) { out[i] = in[i] * scale + shift; });
+          });
+      return;
+    }
+    const T unbias = m > 1 ? T(m) / T(m - 1) : T(1);
+    Kokkos::parallel_for(
+        "hpf::BatchNorm::forward", team_policy(ctx.space, channels_, Kokkos::AUTO),
+        KOKKOS_LAMBDA(const member& team) {
+          const std::size_t c = team.league_rank();
+          const T* in = &x(c, 0, 0);
+          T* out = &y(c, 0, 0);
+          T sum = 0;
+          Kokkos::parallel_reduce(Kokkos::TeamThreadRange(team, m), [&](const std::size_t i, T& acc) { acc += in[i]; }, sum);
+          const T mean = sum / T(m);
+          T squares = 0;
+          Kokkos::parallel_reduce(
+              Kokkos::TeamThreadRange(team, m),
+              [&](const std::size_t i, T& acc) {
+                const T d = in[i] - mean;
+                acc += d * d;
+              },
+              squares);
+          const T var = squares / T(m);
+          const T inv_std = T(1) / math::sqrt(var + T(epsilon));
+          const T scale = gamma(c) * inv_std, shift = beta(c) - mean * scale;
+          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, m), [&](const std::size_t i) { out[i] = in[i] * scale + shift; });
+          Kokkos::single(Kokkos::PerTeam(team), [&]() {
+            mean_out(c) = mean;
+            inv_std_out(c) = inv_std;
+            running_mean(c) = (T(1) - T(momentum)) * running_mean(c) + T(momentum) * mean;
+            running_var(c) = (T(1) - T(momentum)) * running_var(c) + T(momentum) * var * unbias;
+            if (c == 0) batches_tracked(0) += T(1);
+          });
+        });
+  }
+
+  /// Training-mode backward: dx = gamma*inv_std/m * (m*dy - sum(dy) - xhat*sum(dy*xhat)).
+  void backward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, ConstActivation<T, Space>,
+                ConstActivation<T, Space> dy, Activation<T, Space> dx, tape_type& tape) const {
+    trace::Region region("hpf::BatchNorm::backward");
+    const std::size_t n = x.extent(1), s = x.extent(2), m = n * s;
+    const auto gamma = gamma_, gamma_grad = gamma_grad_, beta_grad = beta_grad_;
+    const auto saved_mean = tape.mean, saved_inv_std = tape.inv_std;
+    const bool want_dx = !is_empty(dx);
+    Kokkos::parallel_for(
+        "hpf::BatchNorm::backward", team_policy(ctx.space, channels_, Kokkos::AUTO),
+        KOKKOS_LAMBDA(const member& team) {
+          const std::size_t c = team.league_rank();
+          const T* in = &x(c, 0, 0);
+          const T* grad_out = &dy(c, 0, 0);
+          const T mean = saved_mean(c), inv_std = saved_inv_std(c);
+          T sum_dy = 0, sum_dy_xhat = 0;
+          Kokkos::parallel_reduce(Kokkos::TeamThreadRange(team, m), [&](const std::size_t i, T& acc) { acc += grad_out[i]; }, sum_dy);
+          Kokkos::parallel_reduce(
+              Kokkos::TeamThreadRange(team, m),
+              [&](const std::size_t i, T& acc) { acc += grad_out[i] * (in[i] - mean) * inv_std; }, sum_dy_xhat);
+          Kokkos::single(Kokkos::PerTeam(team), [&]() {
+            gamma_grad(c) += sum_dy_xhat;
+            beta_grad(c) += sum_dy;
+          });
+          if (want_dx) {
+            T* grad_in = &dx(c, 0, 0);
+            const T k = gamma(c) * inv_std / T(m);
+            Kokkos::parallel_for(Kokkos::TeamThreadRange(team, m), [&](const std::size_t i) {
+              const T xhat = (in[i] - mean) * inv_std;
+              grad_in[i] = k * (T(m) * grad_out[i] - sum_dy - xhat * sum_dy_xhat);
+            });
+          }
+        });
+  }
+
+ private:
+  std::size_t channels_;
+  Vector<T, Space> gamma_, gamma_grad_, beta_, beta_grad_, running_mean_, running_var_, batches_tracked_;
+};
+
+}  // namespace detail
+
+/// \brief Batch normalisation with learnable scale and shift (PyTorch BatchNorm2d on images,
+/// BatchNorm1d on vectors; eps 1e-5, momentum 0.1). Uses batch statistics in Mode::train and
+/// running statistics in Mode::eval. Parameters: weight, bias; buffers: running_mean,
+/// running_var, num_batches_tracked.
+struct BatchNorm {
+  template <class In>
+  struct bind {
+    using input_shape = In;
+    using output_shape = In;
+    static constexpr LayerCost cost{.parameters = 2 * In::channels, .buffers = 2 * In::channels + 1,
+                                    .forward_flops = 4 * In::size, .backward_flops = 7 * In::size,
+                                    .activations = In::size};
+    static constexpr std::size_t leaves = 1;
+    static std::string describe() { return "BatchNorm(" + std::to_string(In::channels) + ")"; }
+    template <class T, class Space>
+    struct impl : detail::BatchNormImpl<T, Space> {
+      impl() : detail::BatchNormImpl<T, Space>(In::channels) {}
+    };
+  };
+};
+
+}  // namespace hpf
+
+#endif  // HPF_LAYERS_BATCH_NORM_HPP

@@ -1,0 +1,191 @@
+// SPDX-License-Identifier: MIT
+#ifndef HPF_LAYERS_CONV2D_HPP
+#define HPF_LAYERS_CONV2D_HPP
+
+#include <hpf/layers/bind.hpp>
+#include <hpf/layers/context.hpp>
+#include <hpf/layers/detail/chunking.hpp>
+#include <hpf/layers/detail/gemm.hpp>
+#include <hpf/layers/detail/im2col.hpp>
+#include <hpf/layers/detail/window.hpp>
+#include <hpf/layers/options.hpp>
+#include <hpf/layers/parameters.hpp>
+#include <hpf/trace/region.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstddef>
+#include <string>
+
+namespace hpf {
+
+namespace detail {
+
+/// 2-D convolution as GEMMs over `[C][N][H*W]` activations: with the batch folded into the
+/// column extent, one GEMM covers a whole chunk of images: Y[O][n*OHW] = W[O][CKK] col[CKK][n*OHW].
+/// 1x1 stride-1 unpadded convolutions use the input itself as col.
+template <class T, class Space>
+class Conv2DImpl {
+ public:
+  using tape_type = NoTape;
+
+  Conv2DImpl(const WindowGeometry& g, std::size_t out_channels, bool bias)
+      : g_(g), out_(out_channels), bias_(bias),
+        pointwise_(g.kernel == 1 && g.stride == 1 && g.pad == 0) {}
+
+  void bind(ParameterBinder<T, Space>& binder) {
+    const std::size_t k = g_.kernel;
+    auto w = binder.parameter("weight", {out_, g_.channels, k, k},
+                              InitRule::weight(g_.patch(), out_ * k * k, /*convolution=*/true));
+    weight_ = Matrix<T, Space>(w.value.data(), out_, g_.patch());
+    weight_grad_ = Matrix<T, Space>(w.grad.data(), out_, g_.patch());
+    if (bias_) {
+      auto b = binder.parameter("bias", {out_}, InitRule::uniform_fan_in(g_.patch()));
+      bias_value_ = b.value;
+      bias_grad_ = b.grad;
+    }
+  }
+  void reserve(tape_type&, std::size_t) {}
+  std::size_t workspace(std::size_t capacity) const {
+    if (pointwise_) return 0;
+    const std::size_t per_image = g_.patch() * g_.out_spatial();
+    return per_image * samples_per_chunk<Space>(per_image, capacity);
+  }
+
+  void forward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, Activation<T, Space> y,
+               tape_type&) const {
+    trace::Region region("hpf::Conv2D::forward");
+    const std::size_t n = x.extent(1), ohw = g_.out_spatial();
+    const auto out = as_matrix(y);  // [O][n*OHW]
+    if (bias_) fill_bias(ctx, out);
+    const T beta = bias_ ? T(1) : T(0);
+    if (pointwise_) {
+      gemm("N", "N", T(1), weight_, as_matrix(x), beta, out);
+      return;
+    }
+    for_each_chunk(n, [&](std::size_t first, std::size_t count) {
+      auto col = columns(ctx, count);
+      im2col(ctx.space, g_, x, first, count, col);
+      gemm("N", "N", T(1), weight_, col, beta, columns_of(out, first, count, ohw));
+    });
+  }
+
+  void backward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, ConstActivation<T, Space>,
+                ConstActivation<T, Space> dy, Activation<T, Space> dx, tape_type&) const {
+    trace::Region region("hpf::Conv2D::backward");
+    const std::size_t n = x.extent(1), ohw = g_.out_spatial();
+    const auto grad_out = as_matrix(dy);  // [O][n*OHW]
+    if (bias_) accumulate_bias_grad(ctx, grad_out);
+    if (pointwise_) {
+      gemm("N", "T", T(1), grad_out, as_matrix(x), T(1), weight_grad_);  // dW += dY X^T
+      if (!is_empty(dx)) gemm("T", "N", T(1), weight_, grad_out, T(0), as_matrix(dx));
+      return;
+    }
+    for_each_chunk(n, [&](std::size_t first, std::size_t count) {
+      auto col = columns(ctx, count);
+      const auto dy_chunk = columns_of(grad_out, first, count, ohw);
+      im2col(ctx.space, g_, x, first, count, col);                // recomputed: cheaper than keeping
+      gemm("N", "T", T(1), dy_chunk, col, T(1), weight_grad_);   // dW += dY col^T
+      if (!is_empty(dx)) {
+        gemm("T", "N", T(1), weight_, dy_chunk, T(0), col);       // dcol = W^T dY
+        col2im(ctx.space, g_, Matrix<const T, Space>(col), first, count, dx);
+      }
+    });
+  }
+
+ private:
+  template <class F>
+  void for_each_chunk(std::size_t n, F&& f) const {
+    const std::size_t per_image = g_.patch() * g_.out_spatial();
+    const std::size_t chunk = samples_per_chunk<Space>(per_image, n);
+    for (std::size_t first = 0; first < n; first += chunk) f(first, first + chunk <= n ? chunk : n - first);
+  }
+  Matrix<T, Space> columns(const Context<T, Space>& ctx, std::size_t count) const {
+    KOKKOS_ASSERT(ctx.workspace.extent(0) >= g_.patch() * count * g_.out_spatial());
+    return Matrix<T, Space>(ctx.workspace.data(), g_.patch(), count * g_.out_spatial());
+  }
+  template <class M>
+  static auto columns_of(const M& m, std::size_t first, std::size_t count, std::size_t ohw) {
+    return Kokkos::subview(m, Kokkos::ALL, Kokkos::make_pair(first * ohw, (first + count) * ohw));
+  }
+  void fill_bias(const Context<T, Space>& ctx, Matrix<T, Space> out) const {
+    const auto b = bias_value_;
+    const std::size_t cols = out.extent(1);
+    Kokkos::parallel_for(
+        "hpf::Conv2D::bias", Kokkos::RangePolicy<Space>(ctx.space, 0, out_),
+        KOKKOS_LAMBDA(const std::size_t o) {
+          for (std::size_t j = 0; j < cols; ++j) out(o, j) = b(o);
+        });
+  }
+  void accumulate_bias_grad(const Context<T, Space>& ctx, Matrix<const T, Space> grad_out) const {
+    const auto db = bias_grad_;
+    const std::size_t cols = grad_out.extent(1);
+    Kokkos::parallel_for(
+        "hpf::Conv2D::bias_grad", Kokkos::RangePolicy<Space>(ctx.space, 0, out_),
+        KOKKOS_LAMBDA(const std::size_t o) {
+          T sum = 0;
+          for (std::size_t j = 0; j < cols; ++j) sum += grad_out(o, j);
+          db(o) += sum;
+        });
+  }
+
+  WindowGeometry g_;
+  std::size_t out_;
+  bool bias_, pointwise_;
+  Matrix<T, Space> weight_, weight_grad_;
+  Vector<T, Space> bias_value_, bias_grad_;
+};
+
+}  // namespace detail
+
+/// \brief 2-D convolution (PyTorch nn.Conv2d, weight OIHW, square kernel).
+/// \tparam Out output channels
+/// \tparam Kernel kernel height and width
+/// \tparam Options Stride<S> (default 1), Pad<P> (default 0), NoBias
+template <std::size_t Out, std::size_t Kernel, class... Options>
+struct Conv2D {
+  static_assert(Out > 0, "hpf::Conv2D: the number of output channels must be positive");
+  static_assert(Kernel > 0, "hpf::Conv2D: the kernel size must be positive");
+  static_assert(check_spatial_options<Options...>::value);
+  static constexpr std::size_t stride = stride_option_v<1, Options...>;
+  static constexpr std::size_t pad = pad_option_v<0, Options...>;
+  static constexpr bool has_bias = bias_option_v<Options...>;
+
+  template <class In>
+  struct bind {
+    static_assert(In::rank == 3,
+                  "hpf::Conv2D: the input must be an image (channels, height, width); a convolution "
+                  "cannot follow Flatten, Dense or GlobalAvgPool");
+    static_assert(In::rank != 3 || (In::height + 2 * pad >= Kernel && In::width + 2 * pad >= Kernel),
+                  "hpf::Conv2D: the kernel is larger than the padded input image");
+    static constexpr bool accepted = In::rank == 3 && In::height + 2 * pad >= Kernel &&
+                                     In::width + 2 * pad >= Kernel;
+    static constexpr detail::WindowGeometry geometry{In::channels, In::height, In::width, Kernel, stride, pad};
+    static constexpr std::size_t patch = In::channels * Kernel * Kernel;
+    static constexpr std::size_t out_spatial = geometry.out_height * geometry.out_width;
+
+    using input_shape = In;
+    using output_shape = std::conditional_t<accepted, Shape<Out, geometry.out_height, geometry.out_width>, InvalidShape>;
+    static constexpr LayerCost cost{
+        .parameters = Out * patch + (has_bias ? Out : 0),
+        .forward_flops = 2 * Out * patch * out_spatial + (has_bias ? Out * out_spatial : 0),
+        .backward_flops = 4 * Out * patch * out_spatial + (has_bias ? Out * out_spatial : 0),
+        .activations = Out * out_spatial,
+        .macs = Out * patch * out_spatial};
+    static constexpr std::size_t leaves = 1;
+    static std::string describe() {
+      return "Conv2D(" + std::to_string(In::channels) + " -> " + std::to_string(Out) + ", " +
+             std::to_string(Kernel) + "x" + std::to_string(Kernel) +
+             (stride != 1 ? ", stride " + std::to_string(stride) : std::string()) +
+             (pad != 0 ? ", pad " + std::to_string(pad) : std::string()) + (has_bias ? ")" : ", no bias)");
+    }
+    template <class T, class Space>
+    struct impl : detail::Conv2DImpl<T, Space> {
+      impl() : detail::Conv2DImpl<T, Space>(geometry, Out, has_bias) {}
+    };
+  };
+};
+
+}  // namespace hpf
+
+#endif  // HPF_LAYERS_CONV2D_HPP

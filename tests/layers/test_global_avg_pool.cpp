@@ -1,0 +1,26 @@
+#include <hpf/layers/global_avg_pool.hpp>
+#include <hpf/model/network.hpp>
+#include <hpf/model/sequential.hpp>
+
+#include <support/fill.hpp>
+#include <support/gradient_check.hpp>
+
+#include <doctest/doctest.h>
+
+TEST_CASE("GlobalAvgPool: a vector of channel means") {
+  using M = hpf::Sequential<hpf::Input<3, 2, 4>, hpf::GlobalAvgPool>;
+  static_assert(std::is_same_v<M::output_shape, hpf::Shape<3>>);
+  hpf::Network<M, double> net;
+  auto tape = net.make_tape(2);
+  const auto x = hpf_test::fill_uniform(net.input(tape, 2), 2);
+  net.forward(tape, 2);
+  const auto y = hpf_test::to_host(net.output(tape));
+  for (std::size_t c = 0; c < 3; ++c)
+    for (std::size_t j = 0; j < 2; ++j) {
+      double sum = 0;
+      for (std::size_t s = 0; s < 8; ++s) sum += x[(c * 2 + j) * 8 + s];
+      CHECK(y[c * 2 + j] == doctest::Approx(sum / 8));
+    }
+  auto r = hpf_test::gradient_check<M>(3);
+  CHECK(r.worst_input_error < 1e-6);
+}

@@ -1,0 +1,55 @@
+#include <hpf/layers/softmax_cross_entropy.hpp>
+#include <hpf/model/network.hpp>
+#include <hpf/model/sequential.hpp>
+
+#include <support/fill.hpp>
+#include <support/gradient_check.hpp>
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+TEST_CASE("SoftmaxCrossEntropy: probabilities, loss, accuracy and gradient") {
+  using M = hpf::Sequential<hpf::Input<4>, hpf::SoftmaxCrossEntropy>;
+  static_assert(M::trainable);
+  hpf::Network<M, double> net;
+  constexpr std::size_t N = 5;
+  auto tape = net.make_tape(N);
+  const auto logits = hpf_test::fill_uniform(net.input(tape, N), 1, -4, 4);
+  auto labels = Kokkos::create_mirror_view(net.labels(tape, N));
+  for (std::size_t j = 0; j < N; ++j) labels(j) = static_cast<std::int32_t>((j * 3) % 4);
+  Kokkos::deep_copy(net.labels(tape, N), labels);
+  net.forward(tape, N);
+  const auto p = hpf_test::to_host(net.output(tape));
+  double expected_loss = 0;
+  std::size_t expected_correct = 0;
+  for (std::size_t j = 0; j < N; ++j) {
+    double z = 0;
+    std::size_t best = 0;
+    for (std::size_t k = 0; k < 4; ++k) {
+      z += std::exp(logits[k * N + j]);
+      if (logits[k * N + j] > logits[best * N + j]) best = k;
+    }
+    for (std::size_t k = 0; k < 4; ++k) CHECK(p[k * N + j] == doctest::Approx(std::exp(logits[k * N + j]) / z));
+    expected_loss += std::log(z) - logits[labels(j) * N + j];
+    expected_correct += best == static_cast<std::size_t>(labels(j));
+  }
+  CHECK(net.loss_sum(tape) == doctest::Approx(expected_loss));
+  CHECK(net.correct(tape) == expected_correct);
+  auto r = hpf_test::gradient_check<M>(N);
+  CHECK(r.worst_input_error < 1e-6);
+}
+
+TEST_CASE("SoftmaxCrossEntropy: large logits do not overflow") {
+  using M = hpf::Sequential<hpf::Input<3>, hpf::SoftmaxCrossEntropy>;
+  hpf::Network<M> net;
+  auto tape = net.make_tape(1);
+  auto x = Kokkos::create_mirror_view(net.input(tape, 1));
+  x(0, 0, 0) = 1000.f;
+  x(1, 0, 0) = 0.f;
+  x(2, 0, 0) = -1000.f;
+  Kokkos::deep_copy(net.input(tape, 1), x);
+  Kokkos::deep_copy(net.labels(tape, 1), 1);
+  net.forward(tape, 1);
+  CHECK(net.loss_sum(tape) == doctest::Approx(1000.0f));
+}
