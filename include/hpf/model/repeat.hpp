@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: MIT
+#ifndef HPF_MODEL_REPEAT_HPP
+#define HPF_MODEL_REPEAT_HPP
+
+#include <hpf/layers/bind.hpp>
+#include <hpf/layers/context.hpp>
+#include <hpf/layers/parameters.hpp>
+#include <hpf/tensor/views.hpp>
+
+#include <cstddef>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace hpf {
+
+/// Compile error for a Repeat whose block changes the shape of its input.
+template <class BlockInput, class BlockOutput>
+struct repeated_block_changes_shape {
+  static_assert(std::is_same_v<BlockInput, BlockOutput>,
+                "hpf::Repeat: a repeated block must keep the shape of its input (see the template "
+                "arguments of hpf::repeated_block_changes_shape above); put a shape-changing block "
+                "before the Repeat");
+  static constexpr bool value = std::is_same_v<BlockInput, BlockOutput>;
+};
+
+namespace detail {
+
+/// N instances of one block implementation: compile time does not grow with N.
+template <class BlockBound, std::size_t N, std::size_t FirstIndex, class T, class Space>
+class RepeatImpl {
+  using Shape_ = typename BlockBound::input_shape;
+  using block_impl = typename BlockBound::template impl<T, Space>;
+
+ public:
+  struct tape_type {
+    std::vector<typename block_impl::tape_type> blocks = std::vector<typename block_impl::tape_type>(N);
+    std::vector<Buffer<T, Space>> outputs = std::vector<Buffer<T, Space>>(N - 1);  // between blocks
+  };
+
+  void bind(ParameterBinder<T, Space>& binder) {
+    for (std::size_t i = 0; i < N; ++i) {
+      parameter_begin_[i] = binder.parameter_offset();
+      auto scope = binder.scope(FirstIndex + i);
+      blocks_[i].bind(binder);
+    }
+  }
+  void reserve(tape_type& tape, std::size_t capacity) {
+    for (std::size_t i = 0; i < N; ++i) blocks_[i].reserve(tape.blocks[i], capacity);
+    for (auto& buffer : tape.outputs) ensure_capacity(buffer, Shape_::size * capacity, "hpf::Repeat::output");
+    if constexpr (N > 1) {
+      for (auto& buffer : gradient_) ensure_capacity(buffer, Shape_::size * capacity, "hpf::Repeat::gradient");
+    }
+  }
+  std::size_t workspace(std::size_t capacity) const { return blocks_[0].workspace(capacity); }
+
+  void forward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, Activation<T, Space> y, tape_type& tape) const {
+    const std::size_t n = x.extent(1);
+    for (std::size_t i = 0; i < N; ++i) {
+      blocks_[i].forward(ctx, i == 0 ? x : view(tape.outputs[i - 1], n), i + 1 == N ? y : view(tape.outputs[i], n),
+                         tape.blocks[i]);
+    }
+  }
+
+  void backward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, ConstActivation<T, Space> y,
+                ConstActivation<T, Space> dy, Activation<T, Space> dx, tape_type& tape) const {
+    const std::size_t n = x.extent(1);
+    for (std::size_t i = N; i-- > 0;) {
+      const ConstActivation<T, Space> block_in = i == 0 ? x : ConstActivation<T, Space>(view(tape.outputs[i - 1], n));
+      const ConstActivation<T, Space> block_out = i + 1 == N ? y : ConstActivation<T, Space>(view(tape.outputs[i], n));
+      const ConstActivation<T, Space> grad_out = i + 1 == N ? dy : ConstActivation<T, Space>(view(gradient_[i % 2], n));
+      const Activation<T, Space> grad_in = i == 0 ? dx : view(gradient_[(i - 1) % 2], n);
+      blocks_[i].backward(ctx, block_in, block_out, grad_out, grad_in, tape.blocks[i]);
+      if (ctx.gradients_ready) ctx.gradients_ready(parameter_begin_[i]);
+    }
+  }
+
+ private:
+  static Activation<T, Space> view(const Buffer<T, Space>& buffer, std::size_t n) {
+    return activation_view(buffer, Shape_::channels, n, Shape_::spatial);
+  }
+  std::vector<block_impl> blocks_ = std::vector<block_impl>(N);
+  std::vector<std::size_t> parameter_begin_ = std::vector<std::size_t>(N);
+  Buffer<T, Space> gradient_[2];
+};
+
+}  // namespace detail
+
+/// \brief N copies of Block, applied one after another, each with its own parameters.
+///
+/// Repetition is part of the type, not N instantiations: `Repeat<111, Bottleneck>` compiles as
+/// fast as `Repeat<2, Bottleneck>`. The block must keep its input shape. Copies are named
+/// FirstIndex, FirstIndex + 1, ... (PyTorch: an nn.Sequential of blocks); FirstIndex is set when a
+/// pipeline cut splits a Repeat, so names stay those of the whole model.
+/// \tparam N number of copies (>= 1)
+/// \tparam Block the repeated layer or block (a Chain, a Residual, ...)
+template <std::size_t N, class Block, std::size_t FirstIndex = 0>
+struct Repeat {
+  static_assert(N >= 1, "hpf::Repeat: repeat a block at least once");
+
+  template <class In>
+  struct bind {
+    using block = bind_t<Block, In>;
+    static constexpr bool block_valid = block::output_shape::valid;
+    static constexpr bool accepted =
+        !block_valid || repeated_block_changes_shape<In, typename block::output_shape>::value;
+    using input_shape = In;
+    using output_shape = std::conditional_t<block_valid && accepted, In, InvalidShape>;
+    static constexpr LayerCost cost = N * block::cost;
+    static constexpr std::size_t leaves = N * block::leaves;
+    static constexpr std::size_t count = N;
+    static constexpr std::size_t first_index = FirstIndex;
+    static std::string describe() { return std::to_string(N) + " x " + block::describe(); }
+    template <class T, class Space>
+    using impl = detail::RepeatImpl<block, N, FirstIndex, T, Space>;
+  };
+};
+
+}  // namespace hpf
+
+#endif  // HPF_MODEL_REPEAT_HPP

@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: MIT
+#ifndef HPF_MODEL_RESIDUAL_HPP
+#define HPF_MODEL_RESIDUAL_HPP
+
+#include <hpf/layers/bind.hpp>
+#include <hpf/layers/context.hpp>
+#include <hpf/layers/detail/elementwise.hpp>
+#include <hpf/layers/identity.hpp>
+#include <hpf/layers/parameters.hpp>
+#include <hpf/model/chain.hpp>
+#include <hpf/trace/region.hpp>
+
+#include <cstddef>
+#include <string>
+#include <type_traits>
+
+namespace hpf {
+
+/// Compile error for a residual block whose two paths end in different shapes; the template
+/// arguments name both shapes.
+template <class BodyOutput, class ShortcutOutput>
+struct residual_paths_disagree {
+  static_assert(std::is_same_v<BodyOutput, ShortcutOutput>,
+                "hpf::Residual: the body and the shortcut produce different shapes (see the template "
+                "arguments of hpf::residual_paths_disagree above); give the shortcut a projection, e.g. "
+                "Chain<Conv2D<Out, 1, Stride<S>, NoBias>, BatchNorm>, or SubsampleZeroPad<Out, S>");
+  static constexpr bool value = std::is_same_v<BodyOutput, ShortcutOutput>;
+};
+
+namespace detail {
+
+/// y = body(x) + shortcut(x). Gradient-readiness notifications from inside are held back: the
+/// shortcut's parameters come after the body's in flat storage but finish their backward later.
+template <class BodyBound, class ShortcutBound, class T, class Space>
+class ResidualImpl {
+  static constexpr bool identity = std::is_same_v<ShortcutBound, typename Identity::template bind<typename BodyBound::input_shape>>;
+  using In = typename BodyBound::input_shape;
+  using Out = typename BodyBound::output_shape;
+  using body_impl = typename BodyBound::template impl<T, Space>;
+  using shortcut_impl = typename ShortcutBound::template impl<T, Space>;
+
+ public:
+  struct tape_type {
+    typename body_impl::tape_type body;
+    typename shortcut_impl::tape_type shortcut;
+    Buffer<T, Space> body_output, shortcut_output;
+  };
+
+  void bind(ParameterBinder<T, Space>& binder) {
+    {
+      auto scope = binder.scope("body");
+      body_.bind(binder);
+    }
+    if constexpr (!identity) {
+      auto scope = binder.scope("shortcut");
+      shortcut_.bind(binder);
+    }
+  }
+  void reserve(tape_type& tape, std::size_t capacity) {
+    body_.reserve(tape.body, capacity);
+    ensure_capacity(tape.body_output, Out::size * capacity, "hpf::Residual::body_output");
+    if constexpr (!identity) {
+      shortcut_.reserve(tape.shortcut, capacity);
+      ensure_capacity(tape.shortcut_output, Out::size * capacity, "hpf::Residual::shortcut_output");
+      ensure_capacity(shortcut_grad_, In::size * capacity, "hpf::Residual::shortcut_grad");
+    }
+  }
+  std::size_t workspace(std::size_t capacity) const {
+    const std::size_t b = body_.workspace(capacity), s = identity ? 0 : shortcut_.workspace(capacity);
+    return b > s ? b : s;
+  }
+
+  void forward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, Activation<T, Space> y, tape_type& tape) const {
+    const std::size_t n = x.extent(1);
+    const auto body_out = output_view(tape.body_output, n);
+    body_.forward(ctx, x, body_out, tape.body);
+    trace::Region region("hpf::Residual::add");
+    if constexpr (identity) {
+      add(ctx.space, body_out, x, y, "hpf::Residual::add");
+    } else {
+      const auto shortcut_out = output_view(tape.shortcut_output, n);
+      shortcut_.forward(ctx, x, shortcut_out, tape.shortcut);
+      add(ctx.space, body_out, shortcut_out, y, "hpf::Residual::add");
+    }
+  }
+
+  void backward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, ConstActivation<T, Space>,
+                ConstActivation<T, Space> dy, Activation<T, Space> dx, tape_type& tape) const {
+    const std::size_t n = x.extent(1);
+    Context<T, Space> inner = ctx;
+    inner.gradients_ready = nullptr;
+    body_.backward(inner, x, output_view(tape.body_output, n), dy, dx, tape.body);  // dx = d body
+    if constexpr (identity) {
+      if (!is_empty(dx)) accumulate(ctx.space, dy, dx, "hpf::Residual::shortcut_grad");
+    } else {
+      Activation<T, Space> shortcut_dx;
+      if (!is_empty(dx)) shortcut_dx = activation_view(shortcut_grad_, In::channels, n, In::spatial);
+      shortcut_.backward(inner, x, output_view(tape.shortcut_output, n), dy, shortcut_dx, tape.shortcut);
+      if (!is_empty(dx)) accumulate(ctx.space, shortcut_dx, dx, "hpf::Residual::shortcut_grad");
+    }
+  }
+
+ private:
+  static Activation<T, Space> output_view(const Buffer<T, Space>& buffer, std::size_t n) {
+    return activation_view(buffer, Out::channels, n, Out::spatial);
+  }
+  body_impl body_;
+  [[no_unique_address]] shortcut_impl shortcut_;
+  Buffer<T, Space> shortcut_grad_;
+};
+
+}  // namespace detail
+
+/// \brief A residual block: y = Body(x) + Shortcut(x).
+///
+/// Parameters are named "body.<i>..." and "shortcut.<i>..." (PyTorch: a module with `body` and
+/// `shortcut` nn.Sequential children). A pipeline cut may not fall inside a residual block: its
+/// skip connection would have to cross processes.
+/// \tparam Body the main path, usually a Chain<...>
+/// \tparam Shortcut Identity (default), SubsampleZeroPad<Out, S>, or a projection Chain<...>
+template <class Body, class Shortcut = Identity>
+struct Residual {
+  template <class In>
+  struct bind {
+    using body = bind_t<Body, In>;
+    using shortcut = bind_t<Shortcut, In>;
+    static constexpr bool paths_valid = body::output_shape::valid && shortcut::output_shape::valid;
+    static constexpr bool accepted =
+        !paths_valid ||
+        residual_paths_disagree<typename body::output_shape, typename shortcut::output_shape>::value;
+    using input_shape = In;
+    using output_shape = std::conditional_t<paths_valid && accepted, typename body::output_shape, InvalidShape>;
+    static constexpr bool identity_shortcut = std::is_same_v<Shortcut, Identity>;
+    static constexpr LayerCost cost = body::cost + (identity_shortcut ? LayerCost{} : shortcut::cost) +
+                                      LayerCost{.forward_flops = output_shape::size,
+                                                .backward_flops = identity_shortcut ? 0 : In::size,
+                                                .activations = output_shape::size};
+    static constexpr std::size_t leaves = body::leaves + shortcut::leaves;
+    static std::string describe() {
+      return "Residual(body " + body::describe() + ", shortcut " + shortcut::describe() + ")";
+    }
+    template <class T, class Space>
+    using impl = detail::ResidualImpl<body, shortcut, T, Space>;
+  };
+};
+
+}  // namespace hpf
+
+#endif  // HPF_MODEL_RESIDUAL_HPP
