@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: MIT
+#ifndef HPF_COMM_ENVIRONMENT_HPP
+#define HPF_COMM_ENVIRONMENT_HPP
+
+#include <hpf/comm/communicator.hpp>
+#include <hpf/comm/error.hpp>
+#include <hpf/comm/mpi.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <exception>
+#include <iostream>
+#include <optional>
+#include <string>
+
+namespace hpf::comm {
+
+/// \brief MPI and Kokkos for the lifetime of a scope: MPI first (threads funneled: only the
+/// thread that called MPI_Init calls MPI; Kokkos threads never do), then Kokkos; torn down in
+/// reverse. Either may already be initialised by the application, which then keeps owning it.
+class Environment {
+ public:
+  Environment(int& argc, char**& argv) {
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    if (!initialized) {
+      int provided = 0;
+      check(MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+      owns_mpi_ = true;
+    }
+    if (!Kokkos::is_initialized()) {
+      Kokkos::initialize(argc, argv);
+      owns_kokkos_ = true;
+    }
+    world_.emplace(MPI_COMM_WORLD);
+  }
+  Environment(const Environment&) = delete;
+  Environment& operator=(const Environment&) = delete;
+  ~Environment() {
+    world_.reset();  // MPI_Comm_free before MPI_Finalize
+    if (owns_kokkos_) Kokkos::finalize();
+    if (owns_mpi_) MPI_Finalize();
+  }
+
+  /// hpf's duplicate of MPI_COMM_WORLD.
+  const Communicator& world() const { return *world_; }
+
+ private:
+  std::optional<Communicator> world_;
+  bool owns_mpi_ = false;
+  bool owns_kokkos_ = false;
+};
+
+/// \brief A main() that cannot hang: runs `body(world)` in an Environment and turns an
+/// exception into a message naming the rank and a non-zero exit. A UsageError is raised alike on
+/// every rank, so all of them finish cleanly (exit code 2); any other error may be this rank's
+/// alone, so it aborts the job (exit code 1) rather than leave peers waiting in a receive.
+template <class Body>
+int run_main(int argc, char** argv, Body&& body) {
+  Environment environment(argc, argv);
+  const int rank = environment.world().rank();
+  try {
+    body(environment.world());
+    return 0;
+  } catch (const UsageError& e) {
+    std::cerr << "hpf: error on rank " << rank << ": " << e.what() << std::endl;
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "hpf: error on rank " << rank << ": " << e.what() << " (aborting all ranks)" << std::endl;
+  } catch (...) {
+    std::cerr << "hpf: unknown error on rank " << rank << " (aborting all ranks)" << std::endl;
+  }
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  return 1;
+}
+
+}  // namespace hpf::comm
+
+#endif  // HPF_COMM_ENVIRONMENT_HPP

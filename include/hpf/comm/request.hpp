@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: MIT
+#ifndef HPF_COMM_REQUEST_HPP
+#define HPF_COMM_REQUEST_HPP
+
+#include <hpf/comm/error.hpp>
+#include <hpf/comm/mpi.hpp>
+
+#include <exception>
+#include <functional>
+#include <memory>
+#include <utility>
+
+namespace hpf::comm {
+
+/// \brief A non-blocking operation in flight. Owns what must outlive it (a host staging buffer)
+/// and what must follow it (copying received data from the staging buffer to the device).
+/// Move-only; waits on destruction unless an exception is unwinding (then the job aborts anyway
+/// and waiting could hang).
+class Request {
+ public:
+  Request() = default;
+  Request(MPI_Request request, const char* operation, std::shared_ptr<void> keep_alive = {},
+          std::function<void()> on_complete = {})
+      : request_(request), operation_(operation), keep_alive_(std::move(keep_alive)), on_complete_(std::move(on_complete)) {}
+  Request(Request&& other) noexcept { *this = std::move(other); }
+  Request& operator=(Request&& other) noexcept {
+    if (this != &other) {
+      finish_quietly();
+      request_ = std::exchange(other.request_, MPI_REQUEST_NULL);
+      operation_ = other.operation_;
+      keep_alive_ = std::move(other.keep_alive_);
+      on_complete_ = std::move(other.on_complete_);
+    }
+    return *this;
+  }
+  Request(const Request&) = delete;
+  Request& operator=(const Request&) = delete;
+  ~Request() { finish_quietly(); }
+
+  /// True when nothing is in flight any more.
+  bool done() const noexcept { return request_ == MPI_REQUEST_NULL; }
+
+  /// Advances the operation (MPI makes progress only inside MPI calls); true when complete.
+  bool test() {
+    if (done()) return true;
+    int flag = 0;
+    check(MPI_Test(&request_, &flag, MPI_STATUS_IGNORE), operation_);
+    if (flag) complete();
+    return flag != 0;
+  }
+
+  void wait() {
+    if (done()) return;
+    check(MPI_Wait(&request_, MPI_STATUS_IGNORE), operation_);
+    complete();
+  }
+
+ private:
+  void complete() {
+    request_ = MPI_REQUEST_NULL;
+    if (on_complete_) std::exchange(on_complete_, nullptr)();
+    keep_alive_.reset();
+  }
+  void finish_quietly() noexcept {
+    if (done() || std::uncaught_exceptions() > 0) return;
+    try {
+      wait();
+    } catch (...) {
+    }
+  }
+
+  MPI_Request request_ = MPI_REQUEST_NULL;
+  const char* operation_ = "";
+  std::shared_ptr<void> keep_alive_;
+  std::function<void()> on_complete_;
+};
+
+}  // namespace hpf::comm
+
+#endif  // HPF_COMM_REQUEST_HPP

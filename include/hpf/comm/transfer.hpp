@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: MIT
+#ifndef HPF_COMM_TRANSFER_HPP
+#define HPF_COMM_TRANSFER_HPP
+
+#include <hpf/comm/communicator.hpp>
+#include <hpf/comm/error.hpp>
+#include <hpf/comm/mpi.hpp>
+#include <hpf/comm/request.hpp>
+#include <hpf/config.hpp>
+#include <hpf/trace/region.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <climits>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+namespace hpf::comm {
+
+namespace detail {
+/// True when MPI may be handed View's pointer directly: host memory, or device memory with a
+/// GPU-aware MPI (HPF_ENABLE_GPU_AWARE_MPI). Otherwise data goes through a host mirror.
+template <class View>
+inline constexpr bool direct_v =
+    HPF_ENABLE_GPU_AWARE_MPI || Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename View::memory_space>::accessible;
+
+template <class View>
+int count_of(const View& v, const char* operation) {
+  if (!v.span_is_contiguous()) {
+    throw std::invalid_argument(std::string("hpf::comm: ") + operation + " needs a contiguous view");
+  }
+  if (v.size() > static_cast<std::size_t>(INT_MAX)) {
+    throw std::invalid_argument(std::string("hpf::comm: ") + operation + " of more than INT_MAX elements");
+  }
+  return static_cast<int>(v.size());
+}
+
+/// Flat host view of the same size as `v`.
+template <class View>
+auto host_staging(const View& v) {
+  return Kokkos::View<typename View::non_const_value_type*, Kokkos::HostSpace>(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, "hpf::comm::staging"), v.size());
+}
+template <class View>
+auto flat(const View& v) {
+  return Kokkos::View<typename View::value_type*, typename View::memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
+      v.data(), v.size());
+}
+}  // namespace detail
+
+/// Starts sending a contiguous view to `dest`. The view must stay unchanged until the request
+/// completes (unless staged, then only until this call returns).
+template <class View>
+Request isend(const Communicator& comm, const View& v, int dest, int tag) {
+  trace::Region region("hpf::comm::isend");
+  const int count = detail::count_of(v, "isend");
+  using T = typename View::value_type;
+  typename View::execution_space().fence();  // kernels that produced v are done
+  MPI_Request request = MPI_REQUEST_NULL;
+  if constexpr (detail::direct_v<View>) {
+    check(MPI_Isend(v.data(), count, datatype<T>(), dest, tag, comm.get(), &request), "MPI_Isend");
+    return Request(request, "MPI_Isend");
+  } else {
+    auto staging = std::make_shared<decltype(detail::host_staging(v))>(detail::host_staging(v));
+    Kokkos::deep_copy(*staging, detail::flat(v));
+    check(MPI_Isend(staging->data(), count, datatype<T>(), dest, tag, comm.get(), &request), "MPI_Isend");
+    return Request(request, "MPI_Isend", staging);
+  }
+}
+
+/// Starts receiving into a contiguous view from `source`; the data is there once the request
+/// completes.
+template <class View>
+Request irecv(const Communicator& comm, const View& v, int source, int tag) {
+  trace::Region region("hpf::comm::irecv");
+  const int count = detail::count_of(v, "irecv");
+  using T = typename View::value_type;
+  MPI_Request request = MPI_REQUEST_NULL;
+  if constexpr (detail::direct_v<View>) {
+    check(MPI_Irecv(v.data(), count, datatype<T>(), source, tag, comm.get(), &request), "MPI_Irecv");
+    return Request(request, "MPI_Irecv");
+  } else {
+    auto staging = std::make_shared<decltype(detail::host_staging(v))>(detail::host_staging(v));
+    check(MPI_Irecv(staging->data(), count, datatype<T>(), source, tag, comm.get(), &request), "MPI_Irecv");
+    const auto target = detail::flat(v);
+    return Request(request, "MPI_Irecv", staging, [staging, target] { Kokkos::deep_copy(target, *staging); });
+  }
+}
+
+template <class View>
+void send(const Communicator& comm, const View& v, int dest, int tag) {
+  isend(comm, v, dest, tag).wait();
+}
+template <class View>
+void recv(const Communicator& comm, const View& v, int source, int tag) {
+  irecv(comm, v, source, tag).wait();
+}
+
+/// Starts an in-place reduction of a contiguous view over all ranks of `comm`.
+template <class View>
+Request iallreduce(const Communicator& comm, const View& v, MPI_Op op = MPI_SUM) {
+  trace::Region region("hpf::comm::iallreduce");
+  const int count = detail::count_of(v, "iallreduce");
+  using T = typename View::value_type;
+  typename View::execution_space().fence();
+  MPI_Request request = MPI_REQUEST_NULL;
+  if constexpr (detail::direct_v<View>) {
+    check(MPI_Iallreduce(MPI_IN_PLACE, v.data(), count, datatype<T>(), op, comm.get(), &request), "MPI_Iallreduce");
+    return Request(request, "MPI_Iallreduce");
+  } else {
+    auto staging = std::make_shared<decltype(detail::host_staging(v))>(detail::host_staging(v));
+    const auto target = detail::flat(v);
+    Kokkos::deep_copy(*staging, target);
+    check(MPI_Iallreduce(MPI_IN_PLACE, staging->data(), count, datatype<T>(), op, comm.get(), &request),
+          "MPI_Iallreduce");
+    return Request(request, "MPI_Iallreduce", staging, [staging, target] { Kokkos::deep_copy(target, *staging); });
+  }
+}
+
+/// In-place reduction of a contiguous view over all ranks of `comm`.
+template <class View>
+void allreduce(const Communicator& comm, const View& v, MPI_Op op = MPI_SUM) {
+  iallreduce(comm, v, op).wait();
+}
+
+/// Reduction of one host scalar over all ranks of `comm`.
+template <class T>
+T allreduce_value(const Communicator& comm, T value, MPI_Op op = MPI_SUM) {
+  trace::Region region("hpf::comm::allreduce");
+  T result{};
+  check(MPI_Allreduce(&value, &result, 1, datatype<T>(), op, comm.get()), "MPI_Allreduce");
+  return result;
+}
+
+}  // namespace hpf::comm
+
+#endif  // HPF_COMM_TRANSFER_HPP

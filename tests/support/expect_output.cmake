@@ -1,0 +1,20 @@
+# Runs COMMAND with ARGS (a list) and checks its combined output and exit code:
+#   EXPECT          list of regular expressions that must all appear
+#   EXPECT_FAILURE  ON: the command must exit non-zero; OFF (default): it must succeed
+#   EXPECT_CODE     the exact exit code required (optional)
+execute_process(COMMAND ${COMMAND} ${ARGS} OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE code)
+set(all "${out}${err}")
+message("${all}")
+if(EXPECT_FAILURE AND code EQUAL 0)
+  message(FATAL_ERROR "expected a non-zero exit code, got 0")
+elseif(NOT EXPECT_FAILURE AND NOT code EQUAL 0)
+  message(FATAL_ERROR "expected success, got exit code ${code}")
+endif()
+if(DEFINED EXPECT_CODE AND NOT code EQUAL EXPECT_CODE)
+  message(FATAL_ERROR "expected exit code ${EXPECT_CODE}, got ${code}")
+endif()
+foreach(pattern IN LISTS EXPECT)
+  if(NOT all MATCHES "${pattern}")
+    message(FATAL_ERROR "output lacks: ${pattern}")
+  endif()
+endforeach()
