@@ -168,25 +168,32 @@ class ChainImpl<type_list<Bound...>, T, Space, NameBase> {
 };
 }  // namespace detail
 
-/// \brief Layers applied one after another; a block of a model (a residual body, a repeated
-/// block) or, under Sequential, the model itself.
-template <class... Layers>
-struct Chain {
+namespace detail {
+/// A chain whose children are named NameBase, NameBase + 1, ...: a pipeline stage holding layers
+/// NameBase.. of a model keeps the names they have in the whole model.
+template <std::size_t NameBase, class... Layers>
+struct chain_named_from {
   static_assert(sizeof...(Layers) > 0, "hpf::Chain: a chain needs at least one layer");
 
   template <class In>
   struct bind {
-    using acc = detail::bind_chain_t<In, Layers...>;
+    using acc = bind_chain_t<In, Layers...>;
     using bound_list = typename acc::bound_list;
     using input_shape = In;
     using output_shape = typename acc::shape;
-    static constexpr LayerCost cost = detail::chain_facts<bound_list>::cost;
-    static constexpr std::size_t leaves = detail::chain_facts<bound_list>::leaves;
-    static std::string describe() { return "[" + detail::chain_facts<bound_list>::describe() + "]"; }
+    static constexpr LayerCost cost = chain_facts<bound_list>::cost;
+    static constexpr std::size_t leaves = chain_facts<bound_list>::leaves;
+    static std::string describe() { return "[" + chain_facts<bound_list>::describe() + "]"; }
     template <class T, class Space>
-    using impl = detail::ChainImpl<bound_list, T, Space>;
+    using impl = ChainImpl<bound_list, T, Space, NameBase>;
   };
 };
+}  // namespace detail
+
+/// \brief Layers applied one after another; a block of a model (a residual body, a repeated
+/// block) or, under Sequential, the model itself.
+template <class... Layers>
+struct Chain : detail::chain_named_from<0, Layers...> {};
 
 }  // namespace hpf
 

@@ -5,6 +5,7 @@
 #include <hpf/model/network.hpp>
 #include <hpf/optim/optimizer.hpp>
 #include <hpf/train/progress.hpp>
+#include <hpf/train/schedule_kind.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -21,13 +22,18 @@ struct TrainOptions {
   /// Micro-batches each replica's share of a mini-batch is split into (pipelining; gradient
   /// accumulation on one process).
   std::size_t micro_batches = 1;
+  /// Pipeline schedule of the micro-batches (matters with more than one stage).
+  Schedule schedule = Schedule::one_f_one_b;
+  /// Size of the gradient buckets reduced among replicas while backward still runs.
+  std::size_t bucket_bytes = std::size_t{4} << 20;
   OptimizerOptions optimizer = SgdOptions{.learning_rate = 0.05, .momentum = 0.9};
   /// Seed and scheme of the initial weights.
   NetworkOptions network{};
   /// Seed of the data order (per-epoch shuffles).
   std::uint64_t data_seed = 0;
-  /// Data shards of the sampler. A parallel run uses one per replica; one process given the
-  /// same number visits exactly the samples of that parallel run, in the same pieces.
+  /// Data shards of the sampler for single-process training (hpf::Trainer); hpf::fit uses one
+  /// per replica. One process given a parallel run's replica count visits exactly that run's
+  /// samples, in the same pieces.
   std::size_t data_shards = 1;
   /// Stop each epoch after this many steps (0: whole epochs). For smoke runs and benchmarks.
   std::size_t steps_per_epoch = 0;

@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: MIT
+#ifndef HPF_PARALLEL_FIT_HPP
+#define HPF_PARALLEL_FIT_HPP
+
+#include <hpf/comm/agreement.hpp>
+#include <hpf/comm/communicator.hpp>
+#include <hpf/comm/error.hpp>
+#include <hpf/data/fashion_mnist.hpp>
+#include <hpf/data/shard.hpp>
+#include <hpf/meta/hash.hpp>
+#include <hpf/meta/type_name.hpp>
+#include <hpf/parallel/grid.hpp>
+#include <hpf/parallel/partition.hpp>
+#include <hpf/parallel/schedule.hpp>
+#include <hpf/parallel/stage_engine.hpp>
+#include <hpf/parallel/strategy.hpp>
+#include <hpf/train/loop.hpp>
+#include <hpf/train/options.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <variant>
+
+namespace hpf {
+
+/// Loads the part of a training and a test set one process needs (see data::Shard).
+using DataSource = std::function<data::TrainTest(const data::Shard&)>;
+
+namespace detail {
+
+/// Calls f(integral_constant<I>) for the I equal to `index` (< N): a run-time stage number to the
+/// compile-time stage type.
+template <std::size_t N, class F>
+void with_index(std::size_t index, F&& f) {
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    ((index == I ? (f(std::integral_constant<std::size_t, I>{}), true) : false) || ...);
+  }(std::make_index_sequence<N>{});
+}
+
+/// What every rank must agree on before training together: the program's types and the options
+/// that shape communication.
+template <class Model, class Partition, class T, class Space>
+std::uint64_t run_signature(const TrainOptions& o) {
+  std::uint64_t h = hash_combine(type_hash_v<Model>, type_hash_v<Partition>);
+  h = hash_combine(h, type_hash_v<T>);
+  h = hash_combine(h, type_hash_v<Space>);
+  for (std::uint64_t v : {std::uint64_t(o.epochs), std::uint64_t(o.batch), std::uint64_t(o.micro_batches),
+                          std::uint64_t(o.schedule), std::uint64_t(o.bucket_bytes), std::uint64_t(o.steps_per_epoch),
+                          std::uint64_t(o.data_seed), o.network.seed, std::uint64_t(o.network.init),
+                          std::uint64_t(o.optimizer.index()), std::uint64_t(o.evaluate), std::uint64_t(o.eval_batch)}) {
+    h = hash_combine(h, v);
+  }
+  return h;
+}
+
+/// The default `inspect` of fit: looks at nothing.
+struct ignore_network {
+  template <class... Args>
+  void operator()(Args&&...) const {}
+};
+
+inline void check_options(const TrainOptions& o, std::size_t replicas) {
+  auto fail = [](const std::string& what) { throw comm::UsageError("hpf::fit: " + what); };
+  if (o.batch == 0) fail("batch must be at least 1");
+  if (o.micro_batches == 0) fail("micro_batches must be at least 1");
+  if (o.batch % replicas != 0) {
+    fail("the global batch " + std::to_string(o.batch) + " does not split evenly over " + std::to_string(replicas) +
+         " replicas");
+  }
+  if (o.micro_batches > o.batch / replicas) {
+    fail(std::to_string(o.micro_batches) + " micro-batches of a " + std::to_string(o.batch / replicas) +
+         "-sample replica batch would leave some empty");
+  }
+  if (o.bucket_bytes == 0) fail("bucket_bytes must be positive");
+}
+
+}  // namespace detail
+
+/// \brief Trains Model with Strategy on every process of `world`: the single entry point for
+/// data, model and hybrid parallelism.
+///
+/// With S stages (from the strategy's partition) and P processes, P / S replicas each run a
+/// pipeline of S stages; rank r is stage r % S of replica r / S. Each rank builds only its own
+/// stage's layers and loads only its replica's shard of the data (only the images on the first
+/// stage, only the labels on the last). All ranks first check that they run the same program
+/// with the same options. Every rank returns the same report; rank 0 prints progress.
+/// \tparam Model an hpf::Sequential ending in a loss
+/// \tparam Strategy DataParallel or Pipeline<Cuts<...>> / Pipeline<Balanced<S>>
+/// \param inspect called at the end with this rank's Network (its stage) and the ProcessGrid
+template <class Model, class Strategy = DataParallel, class T = float, class Space = Kokkos::DefaultExecutionSpace,
+          class Inspect = detail::ignore_network>
+TrainReport fit(const comm::Communicator& world, const TrainOptions& options, const DataSource& source,
+                Inspect&& inspect = {}) {
+  static_assert(Model::trainable, "hpf::fit: the model must end with a loss layer (e.g. SoftmaxCrossEntropy)");
+  using Partition = typename Strategy::partition;
+  static_assert(valid_partition_v<Model, Partition>, "hpf::fit: invalid partition; the error above says why");
+  constexpr std::size_t stages = stage_count_v<Model, Partition>;
+  static_assert(schedules_verified<stages>(), "hpf::fit: a pipeline schedule failed its compile-time check");
+
+  ProcessGrid grid(world, stages);
+  detail::check_options(options, grid.replicas());
+  comm::require_same_everywhere(world, detail::run_signature<Model, Partition, T, Space>(options),
+                                "hpf::fit: the model, strategy, scalar type or training options");
+  if (const auto check = check_schedule(options.schedule, stages, options.micro_batches); !check.ok) {
+    throw comm::UsageError(std::string("hpf::fit: schedule check failed: ") + check.problem);
+  }
+  const data::TrainTest data = comm::agree(world, [&] {
+    return source(data::pipeline_shard(grid.replica(), grid.replicas(), grid.stage(), grid.stages()));
+  });
+  TrainReport report;
+  detail::with_index<stages>(grid.stage(), [&](auto stage) {
+    StageEngine<Model, Partition, stage, T, Space> engine(grid, options, data);
+    report = run_epochs(engine, options, world.rank() == 0);
+    inspect(engine.network(), grid);
+  });
+  return report;
+}
+
+}  // namespace hpf
+
+#endif  // HPF_PARALLEL_FIT_HPP

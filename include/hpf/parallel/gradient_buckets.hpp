@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: MIT
+#ifndef HPF_PARALLEL_GRADIENT_BUCKETS_HPP
+#define HPF_PARALLEL_GRADIENT_BUCKETS_HPP
+
+#include <hpf/comm/communicator.hpp>
+#include <hpf/comm/request.hpp>
+#include <hpf/comm/transfer.hpp>
+#include <hpf/tensor/views.hpp>
+#include <hpf/trace/region.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstddef>
+#include <vector>
+
+namespace hpf {
+
+/// \brief Sums a stage's flat gradient array over its replicas in fixed buckets, each started
+/// (non-blocking) as soon as backward has finished every gradient in it.
+///
+/// Buckets are ranges of the flat array cut from its end, because backward finishes the last
+/// layers' gradients first. Boundaries depend only on the array size and the bucket size, and
+/// buckets always start in the same order, so a fixed configuration reduces identically every
+/// run. MPI progresses only inside MPI calls, so every readiness notification (one per layer
+/// during backward) also tests the buckets in flight.
+template <class T, class Space>
+class GradientBuckets {
+ public:
+  GradientBuckets(comm::Communicator replicas, Buffer<T, Space> gradients, std::size_t bucket_bytes)
+      : replicas_(std::move(replicas)), gradients_(gradients) {
+    const std::size_t total = gradients.extent(0);
+    const std::size_t per_bucket = bucket_bytes / sizeof(T) > 0 ? bucket_bytes / sizeof(T) : 1;
+    for (std::size_t end = total; end > 0;) {
+      const std::size_t begin = end > per_bucket ? end - per_bucket : 0;
+      begins_.push_back(begin);
+      ends_.push_back(end);
+      end = begin;
+    }
+    requests_.resize(begins_.size());
+  }
+
+  /// Call before the backward passes of a step.
+  void begin_step() { started_ = 0; }
+
+  /// Every gradient at flat offset >= `offset` is final for this step: start the buckets that
+  /// lie entirely above it, and advance the ones in flight.
+  void ready(std::size_t offset) {
+    if (replicas_.size() == 1) return;
+    while (started_ < begins_.size() && begins_[started_] >= offset) start(started_++);
+    for (std::size_t b = 0; b < started_; ++b) requests_[b].test();
+  }
+
+  /// Starts what is left and waits for every bucket: afterwards gradients hold the sum over replicas.
+  void finish() {
+    if (replicas_.size() == 1) return;
+    trace::Region region("hpf::GradientBuckets::finish");
+    ready(0);
+    for (auto& r : requests_) r.wait();
+  }
+
+  std::size_t bucket_count() const { return begins_.size(); }
+  /// [begin, end) of bucket b; bucket 0 holds the end of the array.
+  std::pair<std::size_t, std::size_t> bucket(std::size_t b) const { return {begins_[b], ends_[b]}; }
+  /// Buckets started so far in this step (all of them after finish()).
+  std::size_t started() const { return started_; }
+
+ private:
+  void start(std::size_t b) {
+    requests_[b] = comm::iallreduce(replicas_, Kokkos::subview(gradients_, Kokkos::make_pair(begins_[b], ends_[b])));
+  }
+
+  comm::Communicator replicas_;
+  Buffer<T, Space> gradients_;
+  std::vector<std::size_t> begins_, ends_;
+  std::vector<comm::Request> requests_;
+  std::size_t started_ = 0;
+};
+
+}  // namespace hpf
+
+#endif  // HPF_PARALLEL_GRADIENT_BUCKETS_HPP
