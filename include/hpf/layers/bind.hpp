@@ -49,6 +49,19 @@ struct InvalidBound {
   static constexpr LayerCost cost{};
   static constexpr std::size_t leaves = 0;
   static std::string describe() { return "invalid"; }
+  /// Never run (hpf::Network static_asserts Model::valid); exists so that nothing cascades.
+  template <class T, class Space>
+  struct impl {
+    using tape_type = NoTape;
+    template <class Binder>
+    void bind(Binder&) {}
+    void reserve(tape_type&, std::size_t) {}
+    std::size_t workspace(std::size_t) const { return 0; }
+    template <class... Args>
+    void forward(const Args&...) const {}
+    template <class... Args>
+    void backward(const Args&...) const {}
+  };
 };
 
 namespace detail {
@@ -72,7 +85,13 @@ using bind_t = typename detail::bind_impl<Layer, In>::type;
 template <std::size_t LayerIndex, class Layer, class InputShape>
 struct layer_in_model {
   using type = bind_t<Layer, InputShape>;
+  using output_shape = typename type::output_shape;  // instantiates the layer here, under this name
 };
+
+/// Pattern for a check whose failure must not make the enclosing bind unusable (Clang treats a
+/// class whose own static_assert failed as invalid, and each later use of it as one more error):
+/// put the static_assert in a reporter struct and instantiate it only on failure,
+///     static_assert(sizeof(std::conditional_t<accepted, char, some_reporter<In>>));
 
 /// Reports two shapes that had to agree; names both in its template arguments.
 template <class Where, class Expected, class Got>

@@ -144,22 +144,25 @@ class Conv2DImpl {
 /// \tparam Options Stride<S> (default 1), Pad<P> (default 0), NoBias
 template <std::size_t Out, std::size_t Kernel, class... Options>
 struct Conv2D {
-  static_assert(Out > 0, "hpf::Conv2D: the number of output channels must be positive");
-  static_assert(Kernel > 0, "hpf::Conv2D: the kernel size must be positive");
-  static_assert(check_spatial_options<Options...>::value);
   static constexpr std::size_t stride = stride_option_v<1, Options...>;
   static constexpr std::size_t pad = pad_option_v<0, Options...>;
   static constexpr bool has_bias = bias_option_v<Options...>;
 
   template <class In>
   struct bind {
+    // Parameter checks here rather than at class scope: instantiated under layer_in_model<I, ...>,
+    // they name the layer's position (GCC instantiates the class itself earlier, for ADL).
+    static_assert(Out > 0, "hpf::Conv2D: the number of output channels must be positive");
+    static_assert(Kernel > 0, "hpf::Conv2D: the kernel size must be positive");
+    static_assert(check_spatial_options<Options...>::value);
+    static_assert(stride > 0, "hpf::Conv2D: Stride<S> must be positive");
     static_assert(In::rank == 3,
                   "hpf::Conv2D: the input must be an image (channels, height, width); a convolution "
                   "cannot follow Flatten, Dense or GlobalAvgPool");
     static_assert(In::rank != 3 || (In::height + 2 * pad >= Kernel && In::width + 2 * pad >= Kernel),
                   "hpf::Conv2D: the kernel is larger than the padded input image");
-    static constexpr bool accepted = In::rank == 3 && In::height + 2 * pad >= Kernel &&
-                                     In::width + 2 * pad >= Kernel;
+    static constexpr bool accepted = Out > 0 && Kernel > 0 && stride > 0 && In::rank == 3 &&
+                                     In::height + 2 * pad >= Kernel && In::width + 2 * pad >= Kernel;
     static constexpr detail::WindowGeometry geometry{In::channels, In::height, In::width, Kernel, stride, pad};
     static constexpr std::size_t patch = In::channels * Kernel * Kernel;
     static constexpr std::size_t out_spatial = geometry.out_height * geometry.out_width;

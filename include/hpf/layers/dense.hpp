@@ -87,19 +87,24 @@ class DenseImpl {
 /// Needs a rank-1 input: put Flatten (or GlobalAvgPool) in front of image-shaped activations.
 /// \tparam Out output features
 /// \tparam Options NoBias to leave out the bias
+template <class In>
+struct dense_input_not_a_vector {
+  static_assert(In::rank == 1,
+                "hpf::Dense: the input must be rank 1 (features); put hpf::Flatten or "
+                "hpf::GlobalAvgPool before a Dense layer that follows image-shaped layers");
+};
+
 template <std::size_t Out, class... Options>
 struct Dense {
-  static_assert(Out > 0, "hpf::Dense: the number of outputs must be positive");
-  static_assert(((std::is_same_v<Options, NoBias>) && ...),
-                "hpf::Dense: the only option is hpf::NoBias");
   static constexpr bool has_bias = bias_option_v<Options...>;
 
   template <class In>
   struct bind {
-    static_assert(In::rank == 1,
-                  "hpf::Dense: the input must be rank 1 (features); put hpf::Flatten or "
-                  "hpf::GlobalAvgPool before a Dense layer that follows image-shaped layers");
-    static constexpr bool accepted = In::rank == 1;
+    // Parameter checks in bind, where layer_in_model<I, ...> names the layer's position.
+    static_assert(Out > 0, "hpf::Dense: the number of outputs must be positive");
+    static_assert(((std::is_same_v<Options, NoBias>) && ...), "hpf::Dense: the only option is hpf::NoBias");
+    static constexpr bool accepted = Out > 0 && In::rank == 1;
+    static_assert(sizeof(std::conditional_t<accepted, char, dense_input_not_a_vector<In>>));
     using input_shape = In;
     using output_shape = std::conditional_t<accepted, Shape<Out>, InvalidShape>;
     static constexpr LayerCost cost{

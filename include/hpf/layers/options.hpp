@@ -10,7 +10,7 @@ namespace hpf {
 /// Stride of a convolution or pooling window (`Conv2D<64, 3, Stride<2>>`).
 template <std::size_t S>
 struct Stride {
-  static_assert(S > 0, "hpf::Stride: the stride must be positive");
+  // S > 0 is checked by the layer that takes the option, where the layer's position is known.
   static constexpr std::size_t value = S;
 };
 /// Zero padding on each side of the height and width (`Conv2D<32, 3, Pad<1>>`).

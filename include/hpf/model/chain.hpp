@@ -25,10 +25,13 @@ struct chain_acc {
 };
 template <class Layer>
 struct layer_tag {};
+// The result type is deduced from the body: binding a layer in the signature would make a
+// rejected layer a substitution failure as well (Clang: "invalid operands to binary expression").
 template <std::size_t I, class In, class... Bound, class Layer>
-auto operator|(chain_acc<I, In, Bound...>, layer_tag<Layer>)
-    -> chain_acc<I + 1, typename layer_in_model<I, Layer, In>::type::output_shape, Bound...,
-                 typename layer_in_model<I, Layer, In>::type>;
+auto operator|(chain_acc<I, In, Bound...>, layer_tag<Layer>) {
+  using step = layer_in_model<I, Layer, In>;
+  return chain_acc<I + 1, typename step::output_shape, Bound..., typename step::type>{};
+}
 
 template <class In, class... Layers>
 using bind_chain_t = decltype((chain_acc<0, In>{} | ... | layer_tag<Layers>{}));

@@ -102,8 +102,8 @@ struct Repeat {
   struct bind {
     using block = bind_t<Block, In>;
     static constexpr bool block_valid = block::output_shape::valid;
-    static constexpr bool accepted =
-        !block_valid || repeated_block_changes_shape<In, typename block::output_shape>::value;
+    static constexpr bool accepted = !block_valid || std::is_same_v<In, typename block::output_shape>;
+    static_assert(sizeof(std::conditional_t<accepted, char, repeated_block_changes_shape<In, typename block::output_shape>>));
     using input_shape = In;
     using output_shape = std::conditional_t<block_valid && accepted, In, InvalidShape>;
     static constexpr LayerCost cost = N * block::cost;

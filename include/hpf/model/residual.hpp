@@ -126,8 +126,9 @@ struct Residual {
     using shortcut = bind_t<Shortcut, In>;
     static constexpr bool paths_valid = body::output_shape::valid && shortcut::output_shape::valid;
     static constexpr bool accepted =
-        !paths_valid ||
-        residual_paths_disagree<typename body::output_shape, typename shortcut::output_shape>::value;
+        !paths_valid || std::is_same_v<typename body::output_shape, typename shortcut::output_shape>;
+    static_assert(sizeof(std::conditional_t<accepted, char,
+                                            residual_paths_disagree<typename body::output_shape, typename shortcut::output_shape>>));
     using input_shape = In;
     using output_shape = std::conditional_t<paths_valid && accepted, typename body::output_shape, InvalidShape>;
     static constexpr bool identity_shortcut = std::is_same_v<Shortcut, Identity>;

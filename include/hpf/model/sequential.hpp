@@ -25,6 +25,17 @@ inline constexpr bool is_input_v = false;
 template <std::size_t... Dims>
 inline constexpr bool is_input_v<Input<Dims...>> = true;
 
+namespace detail {
+template <class T>
+struct input_shape_of {
+  using type = InvalidShape;  // not an hpf::Input: Sequential has said so
+};
+template <std::size_t... Dims>
+struct input_shape_of<Input<Dims...>> {
+  using type = Shape<Dims...>;
+};
+}  // namespace detail
+
 /// \brief A model: an input shape followed by layers, all known at compile time.
 ///
 ///     using Mlp = hpf::Sequential<hpf::Input<1, 28, 28>, hpf::Flatten, hpf::Dense<512>, hpf::ReLU,
@@ -41,10 +52,10 @@ struct Sequential {
                 "hpf::Sequential: the first entry must be hpf::Input<dims...>, the shape of one sample");
   static_assert(sizeof...(Layers) > 0, "hpf::Sequential: a model needs at least one layer");
 
-  using input_shape = typename InputLayer::shape;
+  using input_shape = typename detail::input_shape_of<InputLayer>::type;
   using layers = type_list<Layers...>;
   /// The layers bound to their input shapes (each has input_shape, output_shape, cost, ...).
-  using bound = bind_t<Chain<Layers...>, input_shape>;
+  using bound = typename Chain<Layers...>::template bind<input_shape>;  // InvalidBound children if invalid
   using bound_layers = typename bound::bound_list;
   using output_shape = typename bound::output_shape;
 

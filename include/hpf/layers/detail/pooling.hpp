@@ -37,7 +37,9 @@ struct bound_pool {
   static_assert(In::rank != 3 || (In::height + 2 * Pad >= Kernel && In::width + 2 * Pad >= Kernel),
                 "hpf::MaxPool/AvgPool: the window is larger than the padded input image");
   static_assert(2 * Pad <= Kernel, "hpf::MaxPool/AvgPool: padding may be at most half the window (as in PyTorch)");
-  static constexpr bool accepted = In::rank == 3 && In::height + 2 * Pad >= Kernel && In::width + 2 * Pad >= Kernel;
+  static_assert(Stride > 0, "hpf::MaxPool/AvgPool: Stride<S> must be positive");
+  static constexpr bool accepted =
+      Stride > 0 && In::rank == 3 && In::height + 2 * Pad >= Kernel && In::width + 2 * Pad >= Kernel;
   static constexpr WindowGeometry geometry{In::channels, In::height, In::width, Kernel, Stride, Pad};
   using input_shape = In;
   using output_shape = std::conditional_t<accepted, Shape<In::channels, geometry.out_height, geometry.out_width>, InvalidShape>;

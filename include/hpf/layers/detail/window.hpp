@@ -11,7 +11,7 @@ namespace hpf::detail {
 /// Output extent of a sliding window: floor((in + 2 pad - kernel) / stride) + 1, or 0 if the
 /// padded input is smaller than the kernel (layers reject that at compile time).
 constexpr std::size_t window_output(std::size_t in, std::size_t kernel, std::size_t stride, std::size_t pad) {
-  return in + 2 * pad >= kernel ? (in + 2 * pad - kernel) / stride + 1 : 0;
+  return stride > 0 && in + 2 * pad >= kernel ? (in + 2 * pad - kernel) / stride + 1 : 0;
 }
 
 /// Run-time geometry of a square window sliding over `[C][N][H*W]` images (convolution, pooling).
