@@ -33,6 +33,9 @@ class BatchNormImpl {
     Buffer<T, Space> mean, inv_std;  // of the micro-batch, for backward
   };
   using team_policy = Kokkos::TeamPolicy<Space>;
+  /// Reductions over a channel's N*S values accumulate in double: in float, thousands of terms
+  /// with cancellation lose digits that the next step's normalisation then amplifies.
+  using accumulator = double;
   using member = typename team_policy::member_type;
 
   explicit BatchNormImpl(std::size_t channels) : channels_(channels) {}
@@ -81,18 +84,18 @@ class BatchNormImpl {
           const std::size_t c = team.league_rank();
           const T* in = &x(c, 0, 0);
           T* out = &y(c, 0, 0);
-          T sum = 0;
-          Kokkos::parallel_reduce(Kokkos::TeamThreadRange(team, m), [&](const std::size_t i, T& acc) { acc += in[i]; }, sum);
-          const T mean = sum / T(m);
-          T squares = 0;
+          accumulator sum = 0;
+          Kokkos::parallel_reduce(Kokkos::TeamThreadRange(team, m), [&](const std::size_t i, accumulator& acc) { acc += in[i]; }, sum);
+          const T mean = static_cast<T>(sum / accumulator(m));
+          accumulator squares = 0;
           Kokkos::parallel_reduce(
               Kokkos::TeamThreadRange(team, m),
-              [&](const std::size_t i, T& acc) {
-                const T d = in[i] - mean;
+              [&](const std::size_t i, accumulator& acc) {
+                const accumulator d = accumulator(in[i]) - accumulator(mean);
                 acc += d * d;
               },
               squares);
-          const T var = squares / T(m);
+          const T var = static_cast<T>(squares / accumulator(m));
           const T inv_std = T(1) / math::sqrt(var + T(epsilon));
           const T scale = gamma(c) * inv_std, shift = beta(c) - mean * scale;
           Kokkos::parallel_for(Kokkos::TeamThreadRange(team, m), [&](const std::size_t i) { out[i] = in[i] * scale + shift; });
@@ -121,11 +124,13 @@ class BatchNormImpl {
           const T* in = &x(c, 0, 0);
           const T* grad_out = &dy(c, 0, 0);
           const T mean = saved_mean(c), inv_std = saved_inv_std(c);
-          T sum_dy = 0, sum_dy_xhat = 0;
-          Kokkos::parallel_reduce(Kokkos::TeamThreadRange(team, m), [&](const std::size_t i, T& acc) { acc += grad_out[i]; }, sum_dy);
+          accumulator sum_dy_wide = 0, sum_dy_xhat_wide = 0;
+          Kokkos::parallel_reduce(Kokkos::TeamThreadRange(team, m), [&](const std::size_t i, accumulator& acc) { acc += grad_out[i]; }, sum_dy_wide);
           Kokkos::parallel_reduce(
               Kokkos::TeamThreadRange(team, m),
-              [&](const std::size_t i, T& acc) { acc += grad_out[i] * (in[i] - mean) * inv_std; }, sum_dy_xhat);
+              [&](const std::size_t i, accumulator& acc) { acc += accumulator(grad_out[i]) * (accumulator(in[i]) - accumulator(mean)) * accumulator(inv_std); },
+              sum_dy_xhat_wide);
+          const T sum_dy = static_cast<T>(sum_dy_wide), sum_dy_xhat = static_cast<T>(sum_dy_xhat_wide);
           Kokkos::single(Kokkos::PerTeam(team), [&]() {
             gamma_grad(c) += sum_dy_xhat;
             beta_grad(c) += sum_dy;
