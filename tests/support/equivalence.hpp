@@ -3,6 +3,7 @@
 #define HPF_TESTS_SUPPORT_EQUIVALENCE_HPP
 
 #include <hpf/comm/communicator.hpp>
+#include <hpf/data/synthetic.hpp>
 #include <hpf/parallel/fit.hpp>
 #include <hpf/train/trainer.hpp>
 
@@ -10,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -21,6 +23,7 @@ struct Equivalence {
   double worst_buffer = 0;     ///< the same for BatchNorm running statistics (model parallel only)
   std::size_t steps = 0;
   std::size_t tensors = 0;
+  std::vector<double> loss_by_step;  ///< relative loss difference of each step
 };
 
 inline double norm_inf(const std::vector<double>& v) {
@@ -87,11 +90,63 @@ Equivalence compare_with_single_process(const hpf::comm::Communicator& world, hp
   REQUIRE(report.step_losses.size() == losses.size());
   e.steps = losses.size();
   for (std::size_t s = 0; s < losses.size(); ++s) {
-    e.worst_loss = std::max(e.worst_loss, std::abs(report.step_losses[s] - losses[s]) / std::abs(losses[s]));
+    e.loss_by_step.push_back(std::abs(report.step_losses[s] - losses[s]) / std::abs(losses[s]));
+    e.worst_loss = std::max(e.worst_loss, e.loss_by_step.back());
   }
   e.worst_parameter = hpf::comm::allreduce_value(world, e.worst_parameter, MPI_MAX);
   e.worst_buffer = hpf::comm::allreduce_value(world, e.worst_buffer, MPI_MAX);
   return e;
+}
+
+/// Runs compare_with_single_process for Strategy when the world size fits it (a multiple of its
+/// stage count) and checks losses and parameters within `tolerance`; with one replica also the
+/// BatchNorm running statistics, which then follow exactly the reference's micro-batch order.
+template <class Model, class Strategy, class T>
+void check_strategy(const hpf::TrainOptions& options, const hpf::DataSource& source, double tolerance,
+                    std::size_t expected_steps) {
+  hpf::comm::Communicator world;
+  constexpr std::size_t stages = hpf::stage_count_v<Model, typename Strategy::partition>;
+  if (world.size() % stages != 0) return;
+  const std::size_t replicas = static_cast<std::size_t>(world.size()) / stages;
+  const auto e = compare_with_single_process<Model, Strategy, T>(world, options, source);
+  std::string curve;
+  for (double d : e.loss_by_step) {
+    char text[32];
+    std::snprintf(text, sizeof text, " %.1e", d);
+    curve += text;
+  }
+  INFO("relative loss difference by step:", curve);
+  INFO(stages, " stage(s) x ", replicas, " replica(s), ", std::string(hpf::to_string(options.schedule)), ", ", sizeof(T) * 8,
+       "-bit: worst relative difference: loss ", e.worst_loss, ", parameters ", e.worst_parameter, ", buffers ",
+       e.worst_buffer);
+  CHECK(e.steps == expected_steps);
+  CHECK(e.worst_loss <= tolerance);
+  CHECK(e.worst_parameter <= tolerance);
+  if (replicas == 1) CHECK(e.worst_buffer <= tolerance);
+  if (world.rank() == 0) {
+    MESSAGE(stages, "x", replicas, " ", std::string(hpf::to_string(options.schedule)), " ", sizeof(T) * 8, "-bit: loss ", e.worst_loss,
+            ", parameters ", e.worst_parameter, ", buffers ", e.worst_buffer);
+  }
+}
+
+/// Both schedules, both precisions (1e-9 in double, 1e-4 in float).
+template <class Model, class Strategy>
+void check_strategy_all(hpf::TrainOptions options, const hpf::DataSource& source, std::size_t expected_steps) {
+  for (auto schedule : {hpf::Schedule::gpipe, hpf::Schedule::one_f_one_b}) {
+    options.schedule = schedule;
+    check_strategy<Model, Strategy, double>(options, source, 1e-9, expected_steps);
+    check_strategy<Model, Strategy, float>(options, source, 1e-4, expected_steps);
+  }
+}
+
+/// A synthetic training set of `count` samples of Model's input shape (10 classes) as a DataSource.
+template <class Model>
+hpf::DataSource synthetic_source(std::size_t count) {
+  using In = typename Model::input_shape;
+  return [count](const hpf::data::Shard& shard) {
+    return hpf::data::TrainTest{hpf::data::synthetic_dataset(count, In::channels, In::height, In::width, 10, 5, shard),
+                                hpf::data::synthetic_dataset(0, In::channels, In::height, In::width, 10, 6, shard)};
+  };
 }
 
 }  // namespace hpf_test

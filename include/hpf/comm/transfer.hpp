@@ -15,6 +15,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 namespace hpf::comm {
 
@@ -115,6 +116,40 @@ Request iallreduce(const Communicator& comm, const View& v, MPI_Op op = MPI_SUM)
     check(MPI_Iallreduce(MPI_IN_PLACE, staging->data(), count, datatype<T>(), op, comm.get(), &request),
           "MPI_Iallreduce");
     return Request(request, "MPI_Iallreduce", staging, [staging, target] { Kokkos::deep_copy(target, *staging); });
+  }
+}
+
+/// Starts gathering every rank's contiguous `part` into `all` (comm.size() times its size, in
+/// rank order).
+template <class PartView, class AllView>
+Request iallgather(const Communicator& comm, const PartView& part, const AllView& all) {
+  trace::Region region("hpf::comm::iallgather");
+  const int count = detail::count_of(part, "iallgather");
+  if (all.size() != part.size() * static_cast<std::size_t>(comm.size())) {
+    throw std::invalid_argument("hpf::comm: iallgather needs a receive view of size x part size");
+  }
+  detail::count_of(all, "iallgather");
+  using T = typename PartView::value_type;
+  static_assert(std::is_same_v<std::remove_const_t<T>, typename AllView::value_type>,
+                "hpf::comm::iallgather: part and result must hold the same scalar type");
+  typename PartView::execution_space().fence();
+  MPI_Request request = MPI_REQUEST_NULL;
+  if constexpr (detail::direct_v<PartView> && detail::direct_v<AllView>) {
+    check(MPI_Iallgather(part.data(), count, datatype<T>(), all.data(), count, datatype<T>(), comm.get(), &request),
+          "MPI_Iallgather");
+    return Request(request, "MPI_Iallgather");
+  } else {
+    struct Staging {
+      decltype(detail::host_staging(part)) send;
+      decltype(detail::host_staging(all)) receive;
+    };
+    auto staging = std::make_shared<Staging>(Staging{detail::host_staging(part), detail::host_staging(all)});
+    Kokkos::deep_copy(staging->send, detail::flat(part));
+    check(MPI_Iallgather(staging->send.data(), count, datatype<T>(), staging->receive.data(), count, datatype<T>(),
+                         comm.get(), &request),
+          "MPI_Iallgather");
+    const auto target = detail::flat(all);
+    return Request(request, "MPI_Iallgather", staging, [staging, target] { Kokkos::deep_copy(target, staging->receive); });
   }
 }
 

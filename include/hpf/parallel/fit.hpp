@@ -49,7 +49,7 @@ std::uint64_t run_signature(const TrainOptions& o) {
   h = hash_combine(h, type_hash_v<T>);
   h = hash_combine(h, type_hash_v<Space>);
   for (std::uint64_t v : {std::uint64_t(o.epochs), std::uint64_t(o.batch), std::uint64_t(o.micro_batches),
-                          std::uint64_t(o.schedule), std::uint64_t(o.bucket_bytes), std::uint64_t(o.steps_per_epoch),
+                          std::uint64_t(o.schedule), std::uint64_t(o.bucket_bytes), std::uint64_t(o.reduction), std::uint64_t(o.steps_per_epoch),
                           std::uint64_t(o.data_seed), o.network.seed, std::uint64_t(o.network.init),
                           std::uint64_t(o.optimizer.index()), std::uint64_t(o.evaluate), std::uint64_t(o.eval_batch)}) {
     h = hash_combine(h, v);

@@ -5,12 +5,15 @@
 #include <hpf/comm/communicator.hpp>
 #include <hpf/comm/request.hpp>
 #include <hpf/comm/transfer.hpp>
+#include <hpf/tensor/ordered_sum.hpp>
+#include <hpf/train/gradient_reduction.hpp>
 #include <hpf/tensor/views.hpp>
 #include <hpf/trace/region.hpp>
 
 #include <Kokkos_Core.hpp>
 
 #include <cstddef>
+#include <string>
 #include <vector>
 
 namespace hpf {
@@ -21,13 +24,21 @@ namespace hpf {
 /// Buckets are ranges of the flat array cut from its end, because backward finishes the last
 /// layers' gradients first. Boundaries depend only on the array size and the bucket size, and
 /// buckets always start in the same order, so a fixed configuration reduces identically every
-/// run. MPI progresses only inside MPI calls, so every readiness notification (one per layer
-/// during backward) also tests the buckets in flight.
+/// run. With GradientReduction::ordered each bucket is gathered from all replicas and added in
+/// hpf::ordered_sum's fixed tree, which single-process training reproduces bit for bit; with
+/// ::allreduce it goes to MPI_Iallreduce. MPI progresses only inside MPI calls, so every
+/// readiness notification (one per layer during backward) also tests the buckets in flight.
 template <class T, class Space>
 class GradientBuckets {
  public:
-  GradientBuckets(comm::Communicator replicas, Buffer<T, Space> gradients, std::size_t bucket_bytes)
-      : replicas_(std::move(replicas)), gradients_(gradients) {
+  GradientBuckets(comm::Communicator replicas, Buffer<T, Space> gradients, std::size_t bucket_bytes,
+                  GradientReduction reduction)
+      : replicas_(std::move(replicas)), gradients_(gradients),
+        reduction_(resolve(reduction, static_cast<std::size_t>(replicas_.size()))) {
+    if (reduction_ == GradientReduction::ordered && static_cast<std::size_t>(replicas_.size()) > ordered_sum_max_parts) {
+      throw comm::UsageError("hpf: ordered gradient reduction supports up to " + std::to_string(ordered_sum_max_parts) +
+                             " replicas; use GradientReduction::allreduce");
+    }
     const std::size_t total = gradients.extent(0);
     const std::size_t per_bucket = bucket_bytes / sizeof(T) > 0 ? bucket_bytes / sizeof(T) : 1;
     for (std::size_t end = total; end > 0;) {
@@ -37,6 +48,13 @@ class GradientBuckets {
       end = begin;
     }
     requests_.resize(begins_.size());
+    if (reduction_ == GradientReduction::ordered && replicas_.size() > 1) {
+      gathered_.resize(begins_.size());
+      for (std::size_t b = 0; b < begins_.size(); ++b) {
+        gathered_[b] = Buffer<T, Space>("hpf::GradientBuckets::gathered", (ends_[b] - begins_[b]) * replicas_.size());
+      }
+      summed_.assign(begins_.size(), true);
+    }
   }
 
   /// Call before the backward passes of a step.
@@ -47,7 +65,9 @@ class GradientBuckets {
   void ready(std::size_t offset) {
     if (replicas_.size() == 1) return;
     while (started_ < begins_.size() && begins_[started_] >= offset) start(started_++);
-    for (std::size_t b = 0; b < started_; ++b) requests_[b].test();
+    for (std::size_t b = 0; b < started_; ++b) {
+      if (requests_[b].test()) sum_gathered(b);
+    }
   }
 
   /// Starts what is left and waits for every bucket: afterwards gradients hold the sum over replicas.
@@ -55,7 +75,10 @@ class GradientBuckets {
     if (replicas_.size() == 1) return;
     trace::Region region("hpf::GradientBuckets::finish");
     ready(0);
-    for (auto& r : requests_) r.wait();
+    for (std::size_t b = 0; b < requests_.size(); ++b) {
+      requests_[b].wait();
+      sum_gathered(b);
+    }
   }
 
   std::size_t bucket_count() const { return begins_.size(); }
@@ -63,14 +86,32 @@ class GradientBuckets {
   std::pair<std::size_t, std::size_t> bucket(std::size_t b) const { return {begins_[b], ends_[b]}; }
   /// Buckets started so far in this step (all of them after finish()).
   std::size_t started() const { return started_; }
+  GradientReduction reduction() const { return reduction_; }
 
  private:
+  auto bucket_view(std::size_t b) const { return Kokkos::subview(gradients_, Kokkos::make_pair(begins_[b], ends_[b])); }
   void start(std::size_t b) {
-    requests_[b] = comm::iallreduce(replicas_, Kokkos::subview(gradients_, Kokkos::make_pair(begins_[b], ends_[b])));
+    if (reduction_ == GradientReduction::ordered) {
+      requests_[b] = comm::iallgather(replicas_, bucket_view(b), gathered_[b]);
+      summed_[b] = false;
+    } else {
+      requests_[b] = comm::iallreduce(replicas_, bucket_view(b));
+    }
+  }
+  /// Ordered reduction of a bucket whose gather has completed (once).
+  void sum_gathered(std::size_t b) {
+    if (reduction_ != GradientReduction::ordered || summed_[b]) return;
+    const std::size_t length = ends_[b] - begins_[b];
+    ordered_sum(Space{}, gathered_[b].data(), static_cast<std::size_t>(replicas_.size()), length,
+                gradients_.data() + begins_[b], length);
+    summed_[b] = true;
   }
 
   comm::Communicator replicas_;
   Buffer<T, Space> gradients_;
+  GradientReduction reduction_;
+  std::vector<Buffer<T, Space>> gathered_;  // ordered: every replica's copy of each bucket
+  std::vector<bool> summed_;
   std::vector<std::size_t> begins_, ends_;
   std::vector<comm::Request> requests_;
   std::size_t started_ = 0;

@@ -48,7 +48,7 @@ class StageEngine {
         program_(stage_program(options.schedule, grid.stages(), grid.stage(), options.micro_batches)),
         net_(options.network),
         optimizer_(net_.parameters().extent(0), options.optimizer),
-        buckets_(grid.stage_group(), net_.gradients(), options.bucket_bytes) {
+        buckets_(grid.stage_group(), net_.gradients(), options.bucket_bytes, options.reduction) {
     const std::size_t capacity = (sampler_.local_batch() + options.micro_batches - 1) / options.micro_batches;
     slots_.resize(slots_needed(options.schedule, grid.stages(), grid.stage(), options.micro_batches));
     for (Slot& slot : slots_) {

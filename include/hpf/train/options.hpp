@@ -4,6 +4,7 @@
 
 #include <hpf/model/network.hpp>
 #include <hpf/optim/optimizer.hpp>
+#include <hpf/train/gradient_reduction.hpp>
 #include <hpf/train/progress.hpp>
 #include <hpf/train/schedule_kind.hpp>
 
@@ -26,6 +27,9 @@ struct TrainOptions {
   Schedule schedule = Schedule::one_f_one_b;
   /// Size of the gradient buckets reduced among replicas while backward still runs.
   std::size_t bucket_bytes = std::size_t{4} << 20;
+  /// How replicas combine gradients (and in which order single-process training adds the
+  /// pieces of data_shards shards, to reproduce it).
+  GradientReduction reduction = GradientReduction::automatic;
   OptimizerOptions optimizer = SgdOptions{.learning_rate = 0.05, .momentum = 0.9};
   /// Seed and scheme of the initial weights.
   NetworkOptions network{};

@@ -6,6 +6,7 @@
 #include <hpf/data/sampler.hpp>
 #include <hpf/model/network.hpp>
 #include <hpf/optim/optimizer.hpp>
+#include <hpf/tensor/ordered_sum.hpp>
 #include <hpf/train/batch_loader.hpp>
 #include <hpf/train/loop.hpp>
 #include <hpf/train/options.hpp>
@@ -50,10 +51,17 @@ class Trainer {
   StepResult step(std::size_t epoch, std::size_t step) {
     const std::vector<std::size_t> batch = sampler_.batch(epoch, step);
     const T scale = T(1) / static_cast<T>(batch.size());
+    // With an ordered reduction, each shard's gradient is summed on its own and the shards are
+    // combined in hpf::ordered_sum's tree, exactly as that many replicas would combine theirs.
+    const std::size_t shards = options_.data_shards;
+    const bool ordered = shards > 1 && resolve(options_.reduction, shards) == GradientReduction::ordered;
+    const std::size_t length = net_.gradients().extent(0);
+    if (ordered) ensure_capacity(shard_gradients_, shards * length, "hpf::Trainer::shard_gradients");
     net_.zero_grad();
     StepResult result;
     result.samples = batch.size();
-    for (std::size_t shard = 0; shard < options_.data_shards; ++shard) {
+    for (std::size_t shard = 0; shard < shards; ++shard) {
+      if (ordered && shard > 0) net_.zero_grad();
       const std::vector<std::size_t> piece = sampler_.piece(epoch, step, shard);
       for (std::size_t m = 0; m < options_.micro_batches; ++m) {
         const auto [begin, end] = data::split_range(piece.size(), options_.micro_batches, m);
@@ -65,7 +73,12 @@ class Trainer {
         result.loss_sum += static_cast<double>(net_.loss_sum(tape_));
         net_.backward(tape_, scale);
       }
+      if (ordered) {
+        Kokkos::deep_copy(Kokkos::subview(shard_gradients_, Kokkos::make_pair(shard * length, (shard + 1) * length)),
+                          net_.gradients());
+      }
     }
+    if (ordered) ordered_sum(net_.space(), shard_gradients_.data(), shards, length, net_.gradients().data(), length);
     optimizer_.step(net_.parameters(), net_.gradients());
     return result;
   }
@@ -137,6 +150,7 @@ class Trainer {
   Optimizer<T, Space> optimizer_;
   typename network_type::Tape tape_, eval_tape_;
   BatchLoader<T, Space> loader_;
+  Buffer<T, Space> shard_gradients_;  // per-shard gradients for an ordered reduction
 };
 
 }  // namespace hpf

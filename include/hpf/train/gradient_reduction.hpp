@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: MIT
+#ifndef HPF_TRAIN_GRADIENT_REDUCTION_HPP
+#define HPF_TRAIN_GRADIENT_REDUCTION_HPP
+
+#include <hpf/tensor/ordered_sum.hpp>
+
+#include <cstddef>
+
+namespace hpf {
+
+/// How the replicas of a stage combine their parameter gradients.
+enum class GradientReduction {
+  /// `ordered` up to 8 replicas, `allreduce` beyond.
+  automatic,
+  /// Gather every replica's bucket and add them in a fixed tree (hpf::ordered_sum): the same
+  /// bits on every rank with any MPI, and the same bits as one process training on the same
+  /// pieces. Moves as much data as an allreduce for 2 replicas, (R-1)/2 times as much for R.
+  ordered,
+  /// MPI_Iallreduce: bandwidth-optimal at any scale; reproducible run to run for a fixed
+  /// configuration, but summed in the MPI library's order.
+  allreduce,
+};
+
+/// The reduction actually used by `replicas` replicas.
+constexpr GradientReduction resolve(GradientReduction r, std::size_t replicas) {
+  if (r != GradientReduction::automatic) return r;
+  return replicas <= 8 ? GradientReduction::ordered : GradientReduction::allreduce;
+}
+
+inline const char* to_string(GradientReduction r) {
+  switch (r) {
+    case GradientReduction::ordered:
+      return "ordered";
+    case GradientReduction::allreduce:
+      return "allreduce";
+    default:
+      return "automatic";
+  }
+}
+
+}  // namespace hpf
+
+#endif  // HPF_TRAIN_GRADIENT_REDUCTION_HPP
