@@ -9,7 +9,11 @@
 # Then: cmake -DKokkos_ROOT="$(scripts/kokkos/build.sh openmp --print-prefix)" ...
 # (for CUDA also -DCMAKE_CXX_COMPILER=<prefix>/bin/nvcc_wrapper).
 # Run with --help for the options; see scripts/kokkos/README.md for the details.
+# The whole script is one { } block: bash parses all of it before running any of it,
+# so editing or pulling this file while a build runs cannot derail that build.
+{
 set -euo pipefail
+shopt -s inherit_errexit  # also stop on errors inside $(...)
 
 readonly KOKKOS_VERSION=3.4.01
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -143,6 +147,13 @@ trap 'rc=$?; [ $rc -eq 0 ] || echo "build.sh: stopped (exit $rc); log: $logfile"
 is_root() { [ "$(id -u)" = 0 ]; }
 seconds() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$(seconds)" 'BEGIN { printf "%.0f", b - a }'; }
+# cpu_now: set CPU_NOW to the user+sys CPU seconds of the finished child processes.
+# The builtin `times` must run in this shell (a $(...) subshell starts from zero).
+cpu_now() {
+  times > "$logfile.times"
+  CPU_NOW=$(awk 'NR == 2 { n = 0; for (i = 1; i <= 2; i++) { split($i, t, /[ms]/); n += t[1] * 60 + t[2] } printf "%.0f\n", n }' "$logfile.times")
+  rm -f "$logfile.times"
+}
 
 # ---------------------------------------------------------------- packages
 apt_get() {
@@ -171,7 +182,7 @@ ensure_deb_src() {
   codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
   [ -n "$codename" ] || die "cannot tell the Debian release from /etc/os-release"
   if apt-get indextargets --format '$(TARGET_OF) $(RELEASE) $(COMPONENT)' 2>/dev/null |
-      grep -qx "deb-src $codename main"; then
+      grep -x "deb-src $codename main" > /dev/null; then
     return 0
   fi
   line=$(apt-get indextargets --format '$(TARGET_OF)|$(RELEASE)|$(COMPONENT)|$(ORIGIN)|$(REPO_URI)|$(SOURCESENTRY)' 2>/dev/null |
@@ -180,11 +191,11 @@ ensure_deb_src() {
   [ -n "$line" ] || die "no 'deb' entry for $codename main in the apt sources; cannot derive a deb-src entry (use --source-tarball)"
   is_root || die "apt has no deb-src entry for $codename; add one or run as root (or use --source-tarball)"
   uri=$(cut -d'|' -f5 <<< "$line")
-  file=$(cut -d'|' -f6 <<< "$line"); lineno=${file##*:}; file=${file%:*}
+  file=$(cut -d'|' -f6 <<< "$line"); lineno=${file##*:}; file=${file%:*}  # file:line or file:stanza
   if [[ $file == *.sources ]]; then
-    # deb822: copy the Signed-By of the stanza that holds the deb entry
+    # deb822 (apt numbers its stanzas from 1): copy the Signed-By of the deb entry's stanza
     local signed_by
-    signed_by=$(awk -v start="$lineno" 'NR >= start { if ($0 ~ /^[[:space:]]*$/) exit; print }' "$file" |
+    signed_by=$(awk -v n="$lineno" 'BEGIN { RS = "" } NR == n { print }' "$file" |
                 awk 'tolower($0) ~ /^signed-by:/ { grab = 1; print; next } grab && /^[ \t]/ { print; next } { grab = 0 }')
     {
       echo "# Added by hpf scripts/kokkos/build.sh: Debian source packages (apt-get source trilinos)"
@@ -205,17 +216,20 @@ ensure_deb_src() {
   run "apt-get update" apt_get update
 }
 
+# (grep without -q in pipelines: an early exit would SIGPIPE the writer, and pipefail fail)
+apt_knows_trilinos() { apt-cache showsrc trilinos 2>/dev/null | grep '^Package: trilinos$' > /dev/null; }
+
 # Download Debian's trilinos source package into CACHE/src/debian (once) and check it.
 fetch_debian_source() {
   local dir=$cache/src/debian dsc orig
   mkdir -p "$dir"
   dsc=$(ls "$dir"/trilinos_*.dsc 2>/dev/null | tail -n 1 || true)
   if [ -z "$dsc" ] || ! ls "$dir"/trilinos_*.orig.tar.* > /dev/null 2>&1; then
-    if ! apt-cache showsrc trilinos 2>/dev/null | grep -q '^Package: trilinos$'; then
+    if ! apt_knows_trilinos; then
       ensure_deb_src
-      apt-cache showsrc trilinos 2>/dev/null | grep -q '^Package: trilinos$' || {
+      apt_knows_trilinos || {
         run "apt-get update" apt_get update
-        apt-cache showsrc trilinos 2>/dev/null | grep -q '^Package: trilinos$' ||
+        apt_knows_trilinos ||
           die "apt knows no source package 'trilinos' even with deb-src configured"
       }
     fi
@@ -246,7 +260,8 @@ extract_sources() {
     top=$(dirname "$(find "$tmp" -mindepth 3 -maxdepth 3 -type d -path '*/packages/kokkos' | head -n 1)")
   else
     run "extract $tarball" tar -xf "$tarball" -C "$tmp"
-    top=$(dirname "$(find "$tmp" -maxdepth 3 -type f -path '*/kokkos/CMakeLists.txt' | head -n 1)")
+    top=$(find "$tmp" -maxdepth 3 -type f -path '*/kokkos/CMakeLists.txt' | head -n 1)
+    top=$(dirname "$(dirname "$top")")
   fi
   [ -d "$top/kokkos" ] && [ -d "$top/kokkos-kernels" ] ||
     { rm -rf "$tmp"; die "$tarball holds no kokkos/ and kokkos-kernels/ folders"; }
@@ -263,6 +278,7 @@ extract_sources() {
 # Unpatched sources in CACHE/src/kokkos-VERSION-pristine (made once).
 pristine_sources() {
   local dir=$cache/src/kokkos-$KOKKOS_VERSION-pristine
+  mkdir -p "$cache/src"
   if [ ! -f "$dir/.complete" ]; then
     local tarball=$source_tarball
     if [ -n "$tarball" ]; then
@@ -354,7 +370,7 @@ case $command in
   openmp)
     install_missing g++ make cmake patch libopenblas-dev
     cxx=$(command -v g++)
-    toolchain="$("$cxx" -dumpfullversion) $(cmake --version | head -n 1)" ;;
+    toolchain="$("$cxx" -dumpfullversion) $(cmake --version | sed -n 1p)" ;;
   cuda)
     install_missing g++ make cmake patch
     nvcc=
@@ -366,10 +382,10 @@ case $command in
     PATH=$(dirname "$nvcc"):$PATH
     export PATH
     nvcc_version=$("$nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')
-    "$nvcc" --list-gpu-code 2>/dev/null | grep -qx "$sm" ||
+    "$nvcc" --list-gpu-code 2>/dev/null | grep -x "$sm" > /dev/null ||
       die "nvcc $nvcc_version cannot generate $sm code (--arch $arch)"
     export NVCC_WRAPPER_DEFAULT_ARCH=$sm
-    toolchain="nvcc $nvcc_version $(g++ -dumpfullversion) $(cmake --version | head -n 1)" ;;
+    toolchain="nvcc $nvcc_version $(g++ -dumpfullversion) $(cmake --version | sed -n 1p)" ;;
 esac
 build_hash=$({ cat "$SCRIPT_PATH" "$PATCH_DIR"/*.patch; echo "$command ${arch:-} $toolchain"; } | sha256sum | cut -c1-16)
 
@@ -402,13 +418,18 @@ pristine=$(pristine_sources)
 src=$(patched_sources "$pristine")
 unlock sources
 
-# Only clear a prefix that this script made (it has our stamp), never someone else's.
+# Start from an empty prefix, but only delete a prefix that this script created
+# (stamp says owned=yes); never a shared one such as /usr/local.
+owned=yes
 if [ -f "$prefix/$STAMP_NAME" ]; then
-  rm -rf "$prefix"
+  grep -qx "owned=no" "$prefix/$STAMP_NAME" && owned=no
 elif [ -d "$prefix" ] && [ -n "$(ls -A "$prefix")" ]; then
-  say "warning: installing into the non-empty $prefix, which this script did not make"
+  owned=no
+  say "warning: installing into the non-empty $prefix, which this script did not create"
 fi
+[ "$owned" = no ] || rm -rf "$prefix"
 mkdir -p "$prefix"
+printf 'hash=incomplete\nowned=%s\n' "$owned" > "$prefix/$STAMP_NAME"  # until the end
 build=$cache/build/$name
 rm -rf "$build"; mkdir -p "$build"
 
@@ -454,14 +475,14 @@ if [ "$command" = cuda ]; then
 fi
 
 # ---- Kokkos
-t0=$(seconds)
+t0=$(seconds); cpu_now; c0=$CPU_NOW
 say "Kokkos: configure"
 run "Kokkos configure" cmake -S "$src/kokkos" -B "$build/kokkos" "${common[@]}" "${kokkos_args[@]}"
 say "Kokkos: build + install"
 run "Kokkos build" cmake --build "$build/kokkos" --parallel "$jobs"
 run "Kokkos install" cmake --install "$build/kokkos"
-t_kokkos=$(elapsed "$t0")
-say "Kokkos done in $t_kokkos s"
+cpu_now; t_kokkos=$(elapsed "$t0") c_kokkos=$((CPU_NOW - c0))
+say "Kokkos done in $t_kokkos s (CPU $c_kokkos s)"
 
 [ "$command" != cuda ] || configure_wrapper  # the install step put back the plain copy
 
@@ -480,15 +501,15 @@ endif()
 EOF
 
 # ---- KokkosKernels
-t0=$(seconds)
+t0=$(seconds); cpu_now; c0=$CPU_NOW
 say "KokkosKernels: configure"
 run "KokkosKernels configure" cmake -S "$src/kokkos-kernels" -B "$build/kokkos-kernels" \
     "${common[@]}" -DKokkos_ROOT="$prefix" -DKokkosKernels_ENABLE_TESTS=OFF "${kk_args[@]}"
 say "KokkosKernels: build + install"
 run "KokkosKernels build" cmake --build "$build/kokkos-kernels" --parallel "$jobs"
 run "KokkosKernels install" cmake --install "$build/kokkos-kernels"
-t_kk=$(elapsed "$t0")
-say "KokkosKernels done in $t_kk s"
+cpu_now; t_kk=$(elapsed "$t0") c_kk=$((CPU_NOW - c0))
+say "KokkosKernels done in $t_kk s (CPU $c_kk s)"
 
 # ---- smoke test of the installed packages, as a C++20 CMake consumer would use them
 if [ "$check" = 1 ]; then
@@ -516,12 +537,15 @@ fi
 
 {
   echo "hash=$build_hash"
+  echo "owned=$owned"
   echo "kokkos=$KOKKOS_VERSION"
   echo "backend=$command${sm:+ $arch $sm}"
   echo "toolchain=$toolchain"
   echo "patches=$patch_hash"
   echo "sources=$(cat "$pristine/.complete" 2>/dev/null || echo unknown)"
-  echo "built=$(date -u +%FT%TZ) kokkos_s=$t_kokkos kokkoskernels_s=$t_kk jobs=$jobs"
+  echo "built=$(date -u +%FT%TZ) jobs=$jobs wall_s: kokkos=$t_kokkos kokkoskernels=$t_kk cpu_s: kokkos=$c_kokkos kokkoskernels=$c_kk"
 } > "$prefix/$STAMP_NAME"
 [ "$keep_build" = 1 ] || rm -rf "$build"
-say "installed $prefix (Kokkos ${t_kokkos} s, KokkosKernels ${t_kk} s)"
+say "installed $prefix (wall: Kokkos ${t_kokkos} s, KokkosKernels ${t_kk} s)"
+exit 0
+}

@@ -4,7 +4,7 @@
 A stand-in for `cuobjdump --list-elf --list-ptx`, which this machine lacks.
 Reads the `.nv_fatbin` section (and `__nv_relfatbin`, used for relocatable
 device code) of executables, shared libraries and objects, or a bare
-`.fatbin` file; static libraries (`.a`) are read member by member.
+`.fatbin` file or a bare `.cubin`; static libraries (`.a`) are read member by member.
 Prints one line per file:
 
     ./app: ELF sm_90 x15, PTX sm_90 x14
@@ -17,7 +17,7 @@ Fatbin layout (reverse-engineered, little-endian; checked against nvcc 13.0):
   container header, 16 bytes:
     u32 magic 0xBA55ED50, u16 version (1), u16 header size (16),
     u64 size of the entries that follow
-  entry header (its own size is in the header, 64 bytes so far):
+  entry header (64 bytes for cubins, 80 for PTX; the size is in the header):
     +0  u16 kind: 1 = PTX, 2 = ELF (cubin)
     +2  u16 (unknown, 0x0101)
     +4  u32 entry header size
@@ -28,12 +28,12 @@ Fatbin layout (reverse-engineered, little-endian; checked against nvcc 13.0):
     +28 u32 arch: 90 for sm_90 / compute_90
     +32 u32 offset and +36 u32 length of an object name (0 if none)
     +40 u64 flags: 0x1 64-bit, 0x2 debug, 0x10 Linux, 0x2000 compressed
-            (CUDA <= 12), 0x8000 compressed (zstd, CUDA 13 default for PTX),
+            (older nvcc, per public fatbin decompressors), 0x8000 compressed
+            (zstd; nvcc 13 compresses PTX by default),
             0x100000 arch-specific target (sm_90a: same arch number 90)
     +48 u64 (zero)
     +56 u64 decompressed size
-PTX entries have an 80-byte header. A section holds one container per
-translation unit (concatenated, 8-byte aligned). For uncompressed cubins the
+A section holds one container per translation unit (concatenated, 8-byte aligned). For uncompressed cubins the
 embedded ELF header is read as a cross-check (EM_CUDA; CUDA 13 writes
 ELFOSABI 0x41 with the SM number in e_flags bits 8..15); `-v` shows any
 disagreement. PTX is listed as sm_XX, as cuobjdump does.
@@ -41,6 +41,7 @@ disagreement. PTX is listed as sm_XX, as cuobjdump does.
 
 import argparse
 import re
+import signal
 import struct
 import sys
 
@@ -126,7 +127,7 @@ def parse_fatbin(blob, where):
             kind_name = KIND_NAMES.get(kind, "kind%d" % kind)
             name = "sm_%d%s" % (arch, "a" if flags & FLAG_ARCH_SPECIFIC else "")
             yield {
-                "kind": kind_name, "arch": name, "arch_number": arch,
+                "kind": kind_name, "arch": name,
                 "detail": detail, "version": "%d.%d" % (major, minor),
                 "size": psize, "compressed": compressed, "flags": flags,
             }
@@ -155,6 +156,10 @@ def ar_members(data):
 
 
 def elf_entries(data, where):
+    arch = cubin_arch(data)
+    if arch:  # a bare cubin (nvcc -cubin): the file itself is the device code
+        return [{"kind": "ELF", "arch": arch, "detail": arch, "version": "-", "size": len(data),
+                 "compressed": False, "flags": 0}]
     found = []
     for name, body in elf_sections(data):
         if name in SECTIONS:
@@ -250,4 +255,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # quiet under `| head`
     sys.exit(main(sys.argv[1:]))
