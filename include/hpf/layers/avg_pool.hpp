@@ -37,21 +37,20 @@ class AvgPoolImpl {
     const std::size_t n = x.extent(1);
     const T inv_area = T(1) / T(g.kernel * g.kernel);
     Kokkos::parallel_for(
-        "hpf::AvgPool::forward", Kokkos::RangePolicy<Space>(ctx.space, 0, g.channels * n * g.out_height),
-        KOKKOS_LAMBDA(const std::size_t item) {
-          const std::size_t c = item / (n * g.out_height), j = (item / g.out_height) % n, oh = item % g.out_height;
+        "hpf::AvgPool::forward", Kokkos::RangePolicy<Space>(ctx.space, 0, g.channels * n),
+        KOKKOS_LAMBDA(const std::size_t plane) {
+          const std::size_t c = plane / n, j = plane % n;
           const T* image = &x(c, j, 0);
-          for (std::size_t ow = 0; ow < g.out_width; ++ow) {
-            T sum = 0;
-            for (std::size_t kh = 0; kh < g.kernel; ++kh) {
-              const std::size_t ih = oh * g.stride + kh;
-              if (ih < g.pad || ih - g.pad >= g.height) continue;
-              for (std::size_t kw = 0; kw < g.kernel; ++kw) {
-                const std::size_t iw = ow * g.stride + kw;
-                if (iw >= g.pad && iw - g.pad < g.width) sum += image[(ih - g.pad) * g.width + (iw - g.pad)];
-              }
+          T* out = &y(c, j, 0);
+          for (std::size_t oh = 0; oh < g.out_height; ++oh) {
+            const auto [h0, h1] = window_rows(g, oh);
+            for (std::size_t ow = 0; ow < g.out_width; ++ow) {
+              const auto [w0, w1] = window_cols(g, ow);
+              T sum = 0;
+              for (std::size_t ih = h0; ih < h1; ++ih)
+                for (std::size_t iw = w0; iw < w1; ++iw) sum += image[ih * g.width + iw];
+              out[oh * g.out_width + ow] = sum * inv_area;
             }
-            y(c, j, oh * g.out_width + ow) = sum * inv_area;
           }
         });
   }
@@ -63,14 +62,23 @@ class AvgPoolImpl {
     const WindowGeometry g = g_;
     const std::size_t n = dx.extent(1);
     const T inv_area = T(1) / T(g.kernel * g.kernel);
+    // Per plane (one work item, so overlapping windows never race): zero, then spread each
+    // window's gradient over the pixels it covers.
     Kokkos::parallel_for(
-        "hpf::AvgPool::backward", Kokkos::RangePolicy<Space>(ctx.space, 0, g.channels * n * g.height),
-        KOKKOS_LAMBDA(const std::size_t item) {
-          const std::size_t c = item / (n * g.height), j = (item / g.height) % n, ih = item % g.height;
-          for (std::size_t iw = 0; iw < g.width; ++iw) {
-            T sum = 0;
-            for_each_covering_window(g, ih, iw, [&](std::size_t oh, std::size_t ow) { sum += dy(c, j, oh * g.out_width + ow); });
-            dx(c, j, ih * g.width + iw) = sum * inv_area;
+        "hpf::AvgPool::backward", Kokkos::RangePolicy<Space>(ctx.space, 0, g.channels * n),
+        KOKKOS_LAMBDA(const std::size_t plane) {
+          const std::size_t c = plane / n, j = plane % n;
+          T* grad_in = &dx(c, j, 0);
+          const T* grad_out = &dy(c, j, 0);
+          for (std::size_t i = 0; i < g.height * g.width; ++i) grad_in[i] = T(0);
+          for (std::size_t oh = 0; oh < g.out_height; ++oh) {
+            const auto [h0, h1] = window_rows(g, oh);
+            for (std::size_t ow = 0; ow < g.out_width; ++ow) {
+              const auto [w0, w1] = window_cols(g, ow);
+              const T share = grad_out[oh * g.out_width + ow] * inv_area;
+              for (std::size_t ih = h0; ih < h1; ++ih)
+                for (std::size_t iw = w0; iw < w1; ++iw) grad_in[ih * g.width + iw] += share;
+            }
           }
         });
   }

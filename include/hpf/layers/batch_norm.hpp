@@ -4,6 +4,7 @@
 
 #include <hpf/layers/bind.hpp>
 #include <hpf/layers/context.hpp>
+#include <hpf/layers/detail/reduce.hpp>
 #include <hpf/layers/parameters.hpp>
 #include <hpf/tensor/math.hpp>
 #include <hpf/trace/region.hpp>
@@ -84,17 +85,12 @@ class BatchNormImpl {
           const std::size_t c = team.league_rank();
           const T* in = &x(c, 0, 0);
           T* out = &y(c, 0, 0);
-          accumulator sum = 0;
-          Kokkos::parallel_reduce(Kokkos::TeamThreadRange(team, m), [&](const std::size_t i, accumulator& acc) { acc += in[i]; }, sum);
+          const accumulator sum = team_sum<accumulator>(team, m, [&](std::size_t i) { return in[i]; });
           const T mean = static_cast<T>(sum / accumulator(m));
-          accumulator squares = 0;
-          Kokkos::parallel_reduce(
-              Kokkos::TeamThreadRange(team, m),
-              [&](const std::size_t i, accumulator& acc) {
-                const accumulator d = accumulator(in[i]) - accumulator(mean);
-                acc += d * d;
-              },
-              squares);
+          const accumulator squares = team_sum<accumulator>(team, m, [&](std::size_t i) {
+            const accumulator d = accumulator(in[i]) - accumulator(mean);
+            return d * d;
+          });
           const T var = static_cast<T>(squares / accumulator(m));
           const T inv_std = T(1) / math::sqrt(var + T(epsilon));
           const T scale = gamma(c) * inv_std, shift = beta(c) - mean * scale;
@@ -124,13 +120,10 @@ class BatchNormImpl {
           const T* in = &x(c, 0, 0);
           const T* grad_out = &dy(c, 0, 0);
           const T mean = saved_mean(c), inv_std = saved_inv_std(c);
-          accumulator sum_dy_wide = 0, sum_dy_xhat_wide = 0;
-          Kokkos::parallel_reduce(Kokkos::TeamThreadRange(team, m), [&](const std::size_t i, accumulator& acc) { acc += grad_out[i]; }, sum_dy_wide);
-          Kokkos::parallel_reduce(
-              Kokkos::TeamThreadRange(team, m),
-              [&](const std::size_t i, accumulator& acc) { acc += accumulator(grad_out[i]) * (accumulator(in[i]) - accumulator(mean)) * accumulator(inv_std); },
-              sum_dy_xhat_wide);
-          const T sum_dy = static_cast<T>(sum_dy_wide), sum_dy_xhat = static_cast<T>(sum_dy_xhat_wide);
+          const T sum_dy = static_cast<T>(team_sum<accumulator>(team, m, [&](std::size_t i) { return grad_out[i]; }));
+          const T sum_dy_xhat = static_cast<T>(team_sum<accumulator>(team, m, [&](std::size_t i) {
+            return accumulator(grad_out[i]) * (accumulator(in[i]) - accumulator(mean)) * accumulator(inv_std);
+          }));
           Kokkos::single(Kokkos::PerTeam(team), [&]() {
             gamma_grad(c) += sum_dy_xhat;
             beta_grad(c) += sum_dy;

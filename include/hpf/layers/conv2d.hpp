@@ -6,6 +6,7 @@
 #include <hpf/layers/context.hpp>
 #include <hpf/layers/detail/chunking.hpp>
 #include <hpf/layers/detail/gemm.hpp>
+#include <hpf/layers/detail/reduce.hpp>
 #include <hpf/layers/detail/im2col.hpp>
 #include <hpf/layers/detail/window.hpp>
 #include <hpf/layers/options.hpp>
@@ -123,9 +124,8 @@ class Conv2DImpl {
     Kokkos::parallel_for(
         "hpf::Conv2D::bias_grad", Kokkos::RangePolicy<Space>(ctx.space, 0, out_),
         KOKKOS_LAMBDA(const std::size_t o) {
-          T sum = 0;
-          for (std::size_t j = 0; j < cols; ++j) sum += grad_out(o, j);
-          db(o) += sum;
+          const T* row = &grad_out(o, 0);
+          db(o) += lane_sum<T>(cols, [&](std::size_t j) { return row[j]; });
         });
   }
 

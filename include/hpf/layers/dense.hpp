@@ -5,6 +5,7 @@
 #include <hpf/layers/bind.hpp>
 #include <hpf/layers/context.hpp>
 #include <hpf/layers/detail/gemm.hpp>
+#include <hpf/layers/detail/reduce.hpp>
 #include <hpf/layers/options.hpp>
 #include <hpf/layers/parameters.hpp>
 #include <hpf/trace/region.hpp>
@@ -66,9 +67,8 @@ class DenseImpl {
       Kokkos::parallel_for(
           "hpf::Dense::bias_grad", Kokkos::RangePolicy<Space>(ctx.space, 0, out_),
           KOKKOS_LAMBDA(const std::size_t o) {
-            T sum = 0;
-            for (std::size_t j = 0; j < n; ++j) sum += grad_out(o, j);
-            db(o) += sum;
+            const T* row = &grad_out(o, 0);
+            db(o) += lane_sum<T>(n, [&](std::size_t j) { return row[j]; });
           });
     }
     if (!is_empty(dx)) gemm("T", "N", T(1), weight_, grad_out, T(0), as_matrix(dx));  // dX = W^T dY

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdio>
+#include <cstdlib>
 #include <ostream>
 #include <string>
 
@@ -39,7 +40,7 @@ struct EpochReport {
 /// \brief Prints per-epoch progress: a redrawn line on a terminal, plain lines otherwise.
 class ProgressReporter {
  public:
-  explicit ProgressReporter(ProgressMode mode, std::ostream& out, bool is_terminal = ::isatty(STDOUT_FILENO) != 0)
+  explicit ProgressReporter(ProgressMode mode, std::ostream& out, bool is_terminal = stdout_is_terminal())
       : mode_(mode == ProgressMode::automatic ? (is_terminal ? ProgressMode::redraw : ProgressMode::lines) : mode), out_(out) {}
 
   void begin_epoch(std::size_t epoch, std::size_t epochs, std::size_t steps) {
@@ -79,6 +80,14 @@ class ProgressReporter {
   }
 
   ProgressMode mode() const { return mode_; }
+
+  /// A terminal a person watches. MPI launchers hand ranks a pseudo-terminal even when their own
+  /// output goes to a file or pipe, so a process started by one counts as not a terminal.
+  static bool stdout_is_terminal() {
+    for (const char* launched : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"})
+      if (std::getenv(launched)) return false;
+    return ::isatty(STDOUT_FILENO) != 0;
+  }
 
  private:
   std::string line(std::size_t done, double loss, double ips) const {

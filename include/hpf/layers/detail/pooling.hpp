@@ -15,19 +15,15 @@ namespace hpf {
 
 namespace detail {
 
-/// Calls f(oh, ow) for every output window of g that covers input pixel (ih, iw): the gather
-/// form of a pooling backward, so each input gradient has exactly one writer.
-template <class F>
-KOKKOS_INLINE_FUNCTION void for_each_covering_window(const WindowGeometry& g, std::size_t ih, std::size_t iw, F&& f) {
-  // oh*S - P + kh = ih, 0 <= kh < K  =>  oh in [ceil((ih + P - K + 1) / S), (ih + P) / S]
-  const std::size_t h = ih + g.pad, w = iw + g.pad;
-  const std::size_t oh_begin = h + 1 > g.kernel ? (h + 1 - g.kernel + g.stride - 1) / g.stride : 0;
-  const std::size_t ow_begin = w + 1 > g.kernel ? (w + 1 - g.kernel + g.stride - 1) / g.stride : 0;
-  std::size_t oh_end = h / g.stride + 1, ow_end = w / g.stride + 1;
-  oh_end = oh_end < g.out_height ? oh_end : g.out_height;
-  ow_end = ow_end < g.out_width ? ow_end : g.out_width;
-  for (std::size_t oh = oh_begin; oh < oh_end; ++oh)
-    for (std::size_t ow = ow_begin; ow < ow_end; ++ow) f(oh, ow);
+/// Input rows [first, last) of output row oh's window, clipped to the image (padding excluded).
+KOKKOS_INLINE_FUNCTION Kokkos::pair<std::size_t, std::size_t> window_rows(const WindowGeometry& g, std::size_t oh) {
+  const std::size_t top = oh * g.stride, bottom = top + g.kernel;
+  return {top > g.pad ? top - g.pad : 0, bottom - g.pad < g.height ? bottom - g.pad : g.height};
+}
+/// Input columns [first, last) of output column ow's window, clipped to the image.
+KOKKOS_INLINE_FUNCTION Kokkos::pair<std::size_t, std::size_t> window_cols(const WindowGeometry& g, std::size_t ow) {
+  const std::size_t left = ow * g.stride, right = left + g.kernel;
+  return {left > g.pad ? left - g.pad : 0, right - g.pad < g.width ? right - g.pad : g.width};
 }
 
 /// Shared compile-time part of MaxPool and AvgPool.

@@ -1,0 +1,101 @@
+// Trains a Fashion-MNIST classifier with any parallel strategy, chosen when launching:
+//
+//   mpiexec -n 4 hpf_fashion_mnist --model cnn --stages 2     # 2 stages x 2 replicas (hybrid)
+//   mpiexec -n 2 hpf_fashion_mnist --model mlp --stages 1     # data parallel
+//   hpf_fashion_mnist --model cnn                             # one process
+//
+// Replicas = processes / stages. Rank 0 prints the model's compile-time summary, progress and
+// the test accuracy after every epoch.
+#include <hpf/comm/environment.hpp>
+#include <hpf/data/fashion_mnist.hpp>
+#include <hpf/model/summary.hpp>
+#include <hpf/parallel/fit.hpp>
+#include <hpf/zoo/models.hpp>
+
+#include <common/arguments.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <string>
+
+namespace {
+
+struct Settings {
+  std::string model;
+  std::size_t stages;
+  double min_accuracy;  // for tests: fail unless the final accuracy reaches it
+  hpf::TrainOptions train;
+  std::string data_dir;
+};
+
+template <class Model, class Strategy>
+double train(const hpf::comm::Communicator& world, const Settings& s) {
+  if (world.rank() == 0) {
+    const auto bounds = hpf::stage_bounds_v<Model, typename Strategy::partition>;
+    std::cout << hpf::summary<Model>(s.train.batch) << "\n"
+              << world.size() << " process(es): " << bounds.size() - 1 << " stage(s) x "
+              << world.size() / static_cast<int>(bounds.size() - 1) << " replica(s); stages begin at leaves";
+    for (std::size_t i = 0; i + 1 < bounds.size(); ++i) std::cout << " " << bounds[i];
+    std::cout << "; " << s.train.micro_batches << " micro-batch(es), " << hpf::to_string(s.train.schedule) << "\n\n";
+  }
+  const std::string dir = s.data_dir;
+  const auto report = hpf::fit<Model, Strategy>(world, s.train, [dir](const hpf::data::Shard& shard) {
+    return dir.empty() ? hpf::data::load_fashion_mnist(shard) : hpf::data::load_fashion_mnist(shard, dir);
+  });
+  return report.final_test_accuracy();
+}
+
+template <class Model>
+double train_with_stages(const hpf::comm::Communicator& world, const Settings& s) {
+  switch (s.stages) {
+    case 1:
+      return train<Model, hpf::DataParallel>(world, s);
+    case 2:
+      return train<Model, hpf::Pipeline<hpf::Balanced<2>>>(world, s);
+    case 4:
+      return train<Model, hpf::Pipeline<hpf::Balanced<4>>>(world, s);
+    default:
+      throw hpf::comm::UsageError("--stages must be 1, 2 or 4 (got " + std::to_string(s.stages) + ")");
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return hpf::comm::run_main(argc, argv, [&](const hpf::comm::Communicator& world) {
+    hpf_examples::Arguments args(argc, argv, "Fashion-MNIST training with hpf (data, model or hybrid parallel)");
+    Settings s;
+    s.model = args.get<std::string>("model", "cnn", "mlp (784-512-512-10) or cnn (conv32-pool-conv64-pool-fc128-fc10)");
+    s.stages = args.get<std::size_t>("stages", 2, "pipeline stages: 1, 2 or 4; replicas = processes / stages");
+    s.train.epochs = args.get<std::size_t>("epochs", 1, "passes over the 60000 training images");
+    s.train.batch = args.get<std::size_t>("batch", 0, "global mini-batch (0: 128 for mlp, 64 for cnn)");
+    s.train.micro_batches = args.get<std::size_t>("micro-batches", 2, "micro-batches per replica batch");
+    const auto schedule = args.get<std::string>("schedule", "1f1b", "pipeline schedule: 1f1b or gpipe");
+    const double lr = args.get<double>("lr", 0.05, "SGD learning rate (momentum 0.9)");
+    s.train.steps_per_epoch = args.get<std::size_t>("steps", 0, "stop each epoch after this many steps (0: whole epochs)");
+    s.train.network.seed = args.get<std::uint64_t>("seed", 0, "seed of the initial weights and of the data order");
+    s.data_dir = args.get<std::string>("data-dir", "", "directory of the IDX files (default: $HPF_FASHION_MNIST_DIR or Debian's)");
+    s.min_accuracy = args.get<double>("expect-accuracy", 0.0, "exit with an error unless the final test accuracy reaches this (0-1)");
+    if (!args.finish(world.rank() == 0)) return;
+    if (schedule != "1f1b" && schedule != "gpipe") throw hpf::comm::UsageError("--schedule must be 1f1b or gpipe");
+    s.train.schedule = schedule == "gpipe" ? hpf::Schedule::gpipe : hpf::Schedule::one_f_one_b;
+    s.train.data_seed = s.train.network.seed;
+    s.train.optimizer = hpf::SgdOptions{.learning_rate = lr, .momentum = 0.9};
+    if (s.train.batch == 0) s.train.batch = s.model == "mlp" ? 128 : 64;
+
+    double accuracy = 0;
+    if (s.model == "mlp") {
+      accuracy = train_with_stages<hpf::zoo::Mlp>(world, s);
+    } else if (s.model == "cnn") {
+      accuracy = train_with_stages<hpf::zoo::Cnn>(world, s);
+    } else {
+      throw hpf::comm::UsageError("--model must be mlp or cnn (got '" + s.model + "')");
+    }
+    if (world.rank() == 0) std::printf("final test accuracy: %.2f%%\n", 100.0 * accuracy);
+    if (s.min_accuracy > 0 && !(accuracy >= s.min_accuracy)) {
+      throw hpf::comm::UsageError("test accuracy " + std::to_string(100 * accuracy) + "% is below the expected " +
+                                  std::to_string(100 * s.min_accuracy) + "%");
+    }
+  });
+}

@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: MIT
+#ifndef HPF_SYSTEM_BLAS_HPP
+#define HPF_SYSTEM_BLAS_HPP
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+namespace hpf::system {
+
+namespace detail {
+/// OpenBLAS's own functions, if OpenBLAS is the BLAS this process loaded (dlsym: no link-time
+/// dependency, so any other BLAS simply skips these adjustments).
+inline const char* openblas_core() {
+  using corename_fn = char* (*)();
+  auto f = reinterpret_cast<corename_fn>(dlsym(RTLD_DEFAULT, "openblas_get_corename"));
+  return f ? f() : nullptr;
+}
+/// How wide the SIMD of OpenBLAS kernel family `core` is: 0 unknown, 1 SSE, 2 AVX/AVX2, 3 AVX-512.
+inline int core_width(std::string_view core) {
+  for (std::string_view wide : {"skylakex", "cooperlake", "sapphirerapids"})
+    if (core == wide) return 3;
+  for (std::string_view avx : {"sandybridge", "haswell", "zen", "excavator", "steamroller", "piledriver", "bulldozer"})
+    if (core == avx) return 2;
+  for (std::string_view sse : {"prescott", "core2", "penryn", "dunnington", "nehalem", "atom", "barcelona", "opteron", "katmai"})
+    if (core == sse) return 1;
+  return 0;
+}
+inline std::string lower(const char* s) {
+  std::string r(s ? s : "");
+  for (char& c : r) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  return r;
+}
+}  // namespace detail
+
+/// The OpenBLAS kernel family this CPU runs best: SkylakeX with AVX-512, Haswell with AVX2+FMA.
+inline const char* best_openblas_core() {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("avx512dq")) {
+    return "SkylakeX";
+  }
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "Haswell";
+#endif
+  return nullptr;
+}
+
+/// \brief Makes OpenBLAS use the widest kernels this CPU supports.
+///
+/// OpenBLAS picks its kernels once, when it loads, from the CPU model it recognises; a CPU newer
+/// than the OpenBLAS release gets old SSE kernels (OpenBLAS 0.3.21 on Zen 5: "Prescott", about a
+/// quarter of the AVX-512 speed). Unless OPENBLAS_CORETYPE is set (then the user has chosen and
+/// nothing happens), this re-executes the program once with OPENBLAS_CORETYPE set to
+/// best_openblas_core(). Call it first thing in main, before MPI_Init; hpf::comm::Environment does.
+/// HPF_KEEP_BLAS_KERNELS=1 turns it off.
+inline void select_blas_kernels(char** argv) {
+  if (std::getenv("OPENBLAS_CORETYPE") || std::getenv("HPF_KEEP_BLAS_KERNELS") || std::getenv("HPF_BLAS_REEXECUTED")) {
+    return;
+  }
+  const char* loaded = detail::openblas_core();
+  const char* best = best_openblas_core();
+  if (!loaded || !best) return;
+  if (detail::core_width(detail::lower(loaded)) >= detail::core_width(detail::lower(best))) return;
+  setenv("OPENBLAS_CORETYPE", best, 1);
+  setenv("HPF_BLAS_REEXECUTED", loaded, 1);  // once only, and tells what was replaced
+  execv("/proc/self/exe", argv);
+  // exec failed (no /proc?): carry on with the kernels OpenBLAS chose.
+  unsetenv("OPENBLAS_CORETYPE");
+}
+
+/// \brief Gives OpenBLAS one thread unless OPENBLAS_NUM_THREADS says otherwise: hpf's
+/// parallelism is its ranks and Kokkos threads, and an OpenBLAS thread pool on the same cores
+/// only competes with them (the pthreads build spins in sched_yield).
+inline void limit_blas_threads() {
+  if (std::getenv("OPENBLAS_NUM_THREADS") || std::getenv("OMP_NUM_THREADS_BLAS")) return;
+  using set_threads_fn = void (*)(int);
+  if (auto f = reinterpret_cast<set_threads_fn>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) f(1);
+}
+
+/// One line describing the BLAS kernels in use, for logs ("OpenBLAS Haswell (selected by hpf: ...)").
+inline std::string blas_description() {
+  const char* core = detail::openblas_core();
+  if (!core) return "BLAS: not OpenBLAS";
+  std::string text = std::string("OpenBLAS kernels: ") + core;
+  if (const char* replaced = std::getenv("HPF_BLAS_REEXECUTED")) text += std::string(" (hpf replaced ") + replaced + ")";
+  return text;
+}
+
+}  // namespace hpf::system
+
+#endif  // HPF_SYSTEM_BLAS_HPP
