@@ -9,6 +9,7 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <cstdio>
 #include <exception>
 #include <iostream>
 #include <optional>
@@ -64,16 +65,22 @@ template <class Body>
 int run_main(int argc, char** argv, Body&& body) {
   Environment environment(argc, argv);
   const int rank = environment.world().rank();
+  // One write per message: ranks share the terminal, and piecewise output would interleave.
+  auto report = [rank](const std::string& what) {
+    const std::string line = "hpf: error on rank " + std::to_string(rank) + ": " + what + "\n";
+    std::fwrite(line.data(), 1, line.size(), stderr);
+    std::fflush(stderr);
+  };
   try {
     body(environment.world());
     return 0;
   } catch (const UsageError& e) {
-    std::cerr << "hpf: error on rank " << rank << ": " << e.what() << std::endl;
+    report(e.what());
     return 2;
   } catch (const std::exception& e) {
-    std::cerr << "hpf: error on rank " << rank << ": " << e.what() << " (aborting all ranks)" << std::endl;
+    report(std::string(e.what()) + " (aborting all ranks)");
   } catch (...) {
-    std::cerr << "hpf: unknown error on rank " << rank << " (aborting all ranks)" << std::endl;
+    report("unknown exception (aborting all ranks)");
   }
   MPI_Abort(MPI_COMM_WORLD, 1);
   return 1;
