@@ -104,13 +104,18 @@ static_assert(P164::cost.parameters == 1'703'258 && P1001::cost.parameters == 10
 static_assert(P1001::cost.macs == 1'490'995'712);
 // Repeat<110, ...> costs 110 blocks.
 static_assert(cost_at<P1001, 2> == 110 * hpf::Sequential<hpf::Input<64, 32, 32>, hpf::zoo::PreActBottleneck<16, 64>>::cost);
-// The whole-model cost is the sum of the per-layer costs.
+// The whole-model cost is the sum of the per-layer costs, except that the ReLU after the final
+// BatchNorm (layer 8) writes over the BatchNorm's output: its activations are not counted twice.
 constexpr hpf::LayerCost sum_of_layers() {
   hpf::LayerCost total{};
   for (const auto& c : P1001::layer_costs) total += c;
   return total;
 }
-static_assert(sum_of_layers() == P1001::cost);
+constexpr hpf::LayerCost in_place_relu = P1001::layer_costs[8];
+static_assert(in_place_relu.activations == 256 * 8 * 8);
+static_assert(sum_of_layers().parameters == P1001::cost.parameters && sum_of_layers().macs == P1001::cost.macs &&
+              sum_of_layers().forward_flops == P1001::cost.forward_flops &&
+              sum_of_layers().activations == P1001::cost.activations + in_place_relu.activations);
 // Depth does not change the shapes, only the Repeat counts (the type stays the same size).
 static_assert(std::is_same_v<hpf::zoo::PreActResNet<4502>::output_shape, Shape<10>>);
 static_assert(hpf::zoo::PreActResNet<4502>::leaves == preact_leaves<4502>);

@@ -8,6 +8,13 @@
 #include <string>
 
 using hpf::Balanced;
+
+// Stage costs add up to the model's, except activation memory: a ReLU that ends or starts a
+// stage cannot write over its predecessor's output as it does inside one chain.
+constexpr bool same_work(hpf::LayerCost a, hpf::LayerCost b) {
+  return a.parameters == b.parameters && a.buffers == b.buffers && a.forward_flops == b.forward_flops &&
+         a.backward_flops == b.backward_flops && a.macs == b.macs && a.activations >= b.activations;
+}
 using hpf::Cuts;
 using hpf::stage_t;
 namespace zoo = hpf::zoo;
@@ -20,7 +27,7 @@ static_assert(std::is_same_v<stage_t<zoo::Mlp, Mlp2, 0>::output_shape, hpf::Shap
 static_assert(std::is_same_v<stage_t<zoo::Mlp, Mlp2, 1>::input_shape, hpf::Shape<512>>);
 static_assert(stage_t<zoo::Mlp, Mlp2, 1>::first_layer == 3);
 static_assert(!stage_t<zoo::Mlp, Mlp2, 0>::trainable && stage_t<zoo::Mlp, Mlp2, 1>::trainable);
-static_assert(stage_t<zoo::Mlp, Mlp2, 0>::cost + stage_t<zoo::Mlp, Mlp2, 1>::cost == zoo::Mlp::cost);
+static_assert(same_work(stage_t<zoo::Mlp, Mlp2, 0>::cost + stage_t<zoo::Mlp, Mlp2, 1>::cost, zoo::Mlp::cost));
 
 // ResNet-20: conv 0, bn 1, relu 2, Repeat<3, block of 6 leaves> 3..20, ... A cut at 9 (= 3 + 6)
 // splits the first Repeat after its first copy.
@@ -29,12 +36,12 @@ static_assert(std::is_same_v<stage_t<R20, Cuts<9>, 0>::layers,
                              hpf::type_list<hpf::Conv2D<16, 3, hpf::Pad<1>, hpf::NoBias>, hpf::BatchNorm, hpf::ReLU,
                                             hpf::Repeat<1, zoo::BasicBlock<16>, 0>>>);
 static_assert(std::is_same_v<hpf::at_t<stage_t<R20, Cuts<9>, 1>::layers, 0>, hpf::Repeat<2, zoo::BasicBlock<16>, 1>>);
-static_assert(stage_t<R20, Cuts<9>, 0>::cost + stage_t<R20, Cuts<9>, 1>::cost == R20::cost);
+static_assert(same_work(stage_t<R20, Cuts<9>, 0>::cost + stage_t<R20, Cuts<9>, 1>::cost, R20::cost));
 static_assert(stage_t<R20, Cuts<9>, 1>::first_layer == 3);
 
 template <class Model, class Partition, std::size_t... I>
 constexpr bool costs_add_up(std::index_sequence<I...>) {
-  return (hpf::LayerCost{} + ... + stage_t<Model, Partition, I>::cost) == Model::cost &&
+  return same_work((hpf::LayerCost{} + ... + stage_t<Model, Partition, I>::cost), Model::cost) &&
          (std::size_t{0} + ... + stage_t<Model, Partition, I>::leaves) == Model::leaves;
 }
 static_assert(costs_add_up<R20, Balanced<4>>(std::make_index_sequence<4>{}));

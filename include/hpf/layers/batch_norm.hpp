@@ -158,6 +158,7 @@ struct BatchNorm {
     static constexpr LayerCost cost{.parameters = 2 * In::channels, .buffers = 2 * In::channels + 1,
                                     .forward_flops = 4 * In::size, .backward_flops = 7 * In::size,
                                     .activations = In::size};
+    static constexpr bool backward_reads_output = false;
     static constexpr std::size_t leaves = 1;
     static std::string describe() { return "BatchNorm(" + std::to_string(In::channels) + ")"; }
     template <class T, class Space>

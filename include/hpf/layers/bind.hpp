@@ -36,11 +36,37 @@ namespace hpf {
 ///                   Activation dx, tape_type&) const;   // dx empty: input gradient not needed
 ///
 /// Parameter gradients accumulate (+=) so micro-batches add up; the caller zeroes them per step.
+/// Composites also provide `std::size_t scratch(std::size_t batch_capacity) const`: gradient
+/// scratch they take from Context::scratch during backward (see scratch_of).
 /// Kernel code depends on run-time sizes only, so each (T, Space) compiles one kernel per layer
 /// kind no matter how many shapes a model uses.
 
 /// State of a layer that keeps nothing between forward and backward.
 struct NoTape {};
+
+/// \brief Memory traits of a bound layer, both optional:
+///   `static constexpr bool in_place`: forward may write its output over its input, because
+///       backward reads only the output (ReLU). Default false.
+///   `static constexpr bool backward_reads_output`: backward reads the layer's own output
+///       (ReLU, softmax). Default true; layers that only read their input say false.
+/// A chain runs an in-place layer over its predecessor's output buffer when that predecessor's
+/// backward does not read it, saving one activation (what PyTorch frees after such a layer).
+template <class Bound>
+constexpr bool runs_in_place() {
+  if constexpr (requires { Bound::in_place; }) {
+    return Bound::in_place;
+  } else {
+    return false;
+  }
+}
+template <class Bound>
+constexpr bool backward_reads_output() {
+  if constexpr (requires { Bound::backward_reads_output; }) {
+    return Bound::backward_reads_output;
+  } else {
+    return true;
+  }
+}
 
 /// What a layer bound to InvalidShape is: every fact empty, so one error does not cascade.
 struct InvalidBound {

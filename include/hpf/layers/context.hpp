@@ -29,10 +29,38 @@ struct Context {
   T loss_scale = T(1);
   /// Scratch shared by all layers (e.g. im2col columns); sized from their workspace requests.
   Buffer<T, Space> workspace;
+  /// Gradient scratch of composite layers, used as a stack during backward: a composite takes
+  /// its buffers from `scratch_offset` on and hands its children the rest. One network-wide
+  /// buffer sized by the deepest nesting, not one pair of buffers per block.
+  Buffer<T, Space> scratch;
+  std::size_t scratch_offset = 0;
+
+  /// `elements` of scratch from the current offset on.
+  T* scratch_at(std::size_t elements) const {
+    KOKKOS_ASSERT(scratch.extent(0) >= scratch_offset + elements);
+    (void)elements;
+    return scratch.data() + scratch_offset;
+  }
+  /// A copy whose scratch starts `used` elements further (for the children of a composite).
+  Context after_scratch(std::size_t used) const {
+    Context inner = *this;
+    inner.scratch_offset += used;
+    return inner;
+  }
   /// Host callback during backward: every gradient at flat offset >= the argument is final for
   /// this micro-batch. Gradient buckets start their allreduce from it. May be empty.
   std::function<void(std::size_t)> gradients_ready;
 };
+
+/// Gradient scratch a layer implementation needs (0 for leaf layers, which define no scratch()).
+template <class Impl>
+std::size_t scratch_of(const Impl& impl, std::size_t capacity) {
+  if constexpr (requires { impl.scratch(capacity); }) {
+    return impl.scratch(capacity);
+  } else {
+    return 0;
+  }
+}
 
 }  // namespace hpf
 

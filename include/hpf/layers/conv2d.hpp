@@ -175,6 +175,7 @@ struct Conv2D {
         .backward_flops = 4 * Out * patch * out_spatial + (has_bias ? Out * out_spatial : 0),
         .activations = Out * out_spatial,
         .macs = Out * patch * out_spatial};
+    static constexpr bool backward_reads_output = false;
     static constexpr std::size_t leaves = 1;
     static std::string describe() {
       return "Conv2D(" + std::to_string(In::channels) + " -> " + std::to_string(Out) + ", " +

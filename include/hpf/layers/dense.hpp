@@ -113,6 +113,7 @@ struct Dense {
         .backward_flops = 4 * Out * In::size + (has_bias ? Out : 0),
         .activations = Out,
         .macs = Out * In::size};
+    static constexpr bool backward_reads_output = false;
     static constexpr std::size_t leaves = 1;
     static std::string describe() {
       return "Dense(" + std::to_string(In::size) + " -> " + std::to_string(Out) +

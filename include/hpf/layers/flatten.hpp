@@ -59,6 +59,7 @@ struct Flatten {
     using input_shape = In;
     using output_shape = Shape<In::size>;
     static constexpr LayerCost cost{.activations = In::size};
+    static constexpr bool backward_reads_output = false;
     static constexpr std::size_t leaves = 1;
     static std::string describe() { return "Flatten"; }
     template <class T, class Space>

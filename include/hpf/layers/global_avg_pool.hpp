@@ -68,6 +68,7 @@ struct GlobalAvgPool {
     using output_shape = std::conditional_t<In::rank == 3, Shape<In::channels>, InvalidShape>;
     static constexpr LayerCost cost{.forward_flops = In::size, .backward_flops = In::size,
                                     .activations = In::channels};
+    static constexpr bool backward_reads_output = false;
     static constexpr std::size_t leaves = 1;
     static std::string describe() { return "GlobalAvgPool"; }
     template <class T, class Space>

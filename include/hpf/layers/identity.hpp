@@ -38,6 +38,7 @@ struct Identity {
     using input_shape = In;
     using output_shape = In;
     static constexpr LayerCost cost{.activations = In::size};
+    static constexpr bool backward_reads_output = false;
     static constexpr std::size_t leaves = 0;  // no layer of its own: nothing to cut at
     static std::string describe() { return "Identity"; }
     template <class T, class Space>

@@ -55,6 +55,8 @@ struct ReLU {
     static constexpr LayerCost cost{.forward_flops = In::size, .backward_flops = In::size,
                                     .activations = In::size};
     static constexpr std::size_t leaves = 1;
+    static constexpr bool in_place = true;  // backward reads only the output
+    static constexpr bool backward_reads_output = true;
     static std::string describe() { return "ReLU"; }
     template <class T, class Space>
     using impl = detail::ReLUImpl<T, Space>;

@@ -40,7 +40,34 @@ template <class List>
 struct chain_facts;
 template <class... Bound>
 struct chain_facts<type_list<Bound...>> {
-  static constexpr LayerCost cost = (LayerCost{} + ... + Bound::cost);
+  static constexpr std::size_t count = sizeof...(Bound);
+  using list = type_list<Bound...>;
+
+  /// Child I writes its output over its input, the stored output of child I-1: it can run in
+  /// place, child I-1's backward does not read that output, and neither buffer is the caller's.
+  static constexpr std::array<bool, count> in_place = [] {
+    std::array<bool, count> r{};
+    for_each_index<count>([&](auto i) {
+      if constexpr (i > 0 && i + 1 < count) {
+        r[i] = runs_in_place<at_t<list, i>>() && !backward_reads_output<at_t<list, i - 1>>();
+      }
+    });
+    return r;
+  }();
+  /// Which stored buffer holds child I's output (its own, or an in-place predecessor's).
+  static constexpr std::array<std::size_t, count> storage = [] {
+    std::array<std::size_t, count> r{};
+    for (std::size_t i = 0; i < count; ++i) r[i] = in_place[i] ? r[i - 1] : i;
+    return r;
+  }();
+  static constexpr LayerCost cost = [] {
+    LayerCost c{};
+    for_each_index<count>([&](auto i) {
+      c += at_t<list, i>::cost;
+      if (in_place[i]) c.activations -= at_t<list, i>::cost.activations;  // shares its input's buffer
+    });
+    return c;
+  }();
   static constexpr std::size_t leaves = (std::size_t{0} + ... + Bound::leaves);
   static std::string describe() {
     std::string s;
@@ -49,8 +76,9 @@ struct chain_facts<type_list<Bound...>> {
   }
 };
 
-/// Run-time chain: children in order, each child's output buffered per micro-batch in the tape.
-/// Children are named NameBase + position ("3", "4", ...), as in a PyTorch nn.Sequential.
+/// Run-time chain: children in order, each child's output buffered per micro-batch in the tape
+/// (in-place children share their predecessor's buffer). Children are named NameBase +
+/// position ("3", "4", ...), as in a PyTorch nn.Sequential.
 template <class List, class T, class Space, std::size_t NameBase = 0>
 class ChainImpl;
 
@@ -58,13 +86,22 @@ template <class... Bound, class T, class Space, std::size_t NameBase>
 class ChainImpl<type_list<Bound...>, T, Space, NameBase> {
   static constexpr std::size_t count = sizeof...(Bound);
   using list = type_list<Bound...>;
+  using facts = chain_facts<list>;
   template <std::size_t I>
   using output_shape_at = typename at_t<list, I>::output_shape;
+  /// Largest output of children 0..count-2: the size of each of the two gradient buffers.
+  static constexpr std::size_t largest_inner_output = [] {
+    std::size_t most = 0;
+    for_each_index<count>([&](auto i) {
+      if constexpr (i + 1 < count) most = output_shape_at<i>::size > most ? output_shape_at<i>::size : most;
+    });
+    return most;
+  }();
 
  public:
   struct tape_type {
     std::tuple<typename Bound::template impl<T, Space>::tape_type...> children;
-    std::array<Buffer<T, Space>, count> outputs;  // outputs[i]: child i's output, i < count-1
+    std::array<Buffer<T, Space>, count> outputs;  // outputs[i]: child i's output, if it has its own
   };
 
   void bind(ParameterBinder<T, Space>& binder) {
@@ -76,17 +113,12 @@ class ChainImpl<type_list<Bound...>, T, Space, NameBase> {
   }
 
   void reserve(tape_type& tape, std::size_t capacity) {
-    std::size_t largest_gradient = 0;
     for_each_index<count>([&](auto i) {
       std::get<i>(children_).reserve(std::get<i>(tape.children), capacity);
       if constexpr (i + 1 < count) {
-        const std::size_t elems = output_shape_at<i>::size * capacity;
-        ensure_capacity(tape.outputs[i], elems, "hpf::Chain::output");
-        largest_gradient = elems > largest_gradient ? elems : largest_gradient;
+        if (facts::storage[i] == i) ensure_capacity(tape.outputs[i], output_shape_at<i>::size * capacity, "hpf::Chain::output");
       }
     });
-    ensure_capacity(gradient_[0], largest_gradient, "hpf::Chain::gradient");
-    ensure_capacity(gradient_[1], largest_gradient, "hpf::Chain::gradient");
   }
 
   std::size_t workspace(std::size_t capacity) const {
@@ -96,6 +128,15 @@ class ChainImpl<type_list<Bound...>, T, Space, NameBase> {
       most = w > most ? w : most;
     });
     return most;
+  }
+  /// Two gradient buffers of this chain, then the deepest child's scratch after them.
+  std::size_t scratch(std::size_t capacity) const {
+    std::size_t children = 0;
+    for_each_index<count>([&](auto i) {
+      const std::size_t c = scratch_of(std::get<i>(children_), capacity);
+      children = c > children ? c : children;
+    });
+    return 2 * largest_inner_output * capacity + children;
   }
 
   void forward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, Activation<T, Space> y,
@@ -110,21 +151,23 @@ class ChainImpl<type_list<Bound...>, T, Space, NameBase> {
   void backward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, ConstActivation<T, Space> y,
                 ConstActivation<T, Space> dy, Activation<T, Space> dx, tape_type& tape) const {
     const std::size_t n = x.extent(1);
+    T* gradients = ctx.scratch_at(2 * largest_inner_output * n);
+    const Context<T, Space> inner = ctx.after_scratch(2 * largest_inner_output * n);
     for_each_index_reversed<count>([&](auto i) {
       ConstActivation<T, Space> grad_out;
       if constexpr (i + 1 == count) {
         grad_out = dy;
       } else {
-        grad_out = gradient_view<i>(i % 2, n);
+        grad_out = gradient_view<i>(gradients, i % 2, n);
       }
       Activation<T, Space> grad_in;
       if constexpr (i == 0) {
         grad_in = dx;
       } else {
-        grad_in = gradient_view<i - 1>((i - 1) % 2, n);
+        grad_in = gradient_view<i - 1>(gradients, (i - 1) % 2, n);
       }
-      std::get<i>(children_).backward(ctx, input_of<i>(x, tape, n), output_of<i>(y, tape, n),
-                                      grad_out, grad_in, std::get<i>(tape.children));
+      std::get<i>(children_).backward(inner, input_of<i>(x, tape, n), output_of<i>(y, tape, n), grad_out, grad_in,
+                                      std::get<i>(tape.children));
       if (ctx.gradients_ready) ctx.gradients_ready(parameter_begin_[i]);
     });
   }
@@ -138,7 +181,7 @@ class ChainImpl<type_list<Bound...>, T, Space, NameBase> {
   template <std::size_t I>
   Activation<T, Space> stored_output(const tape_type& tape, std::size_t n) const {
     static_assert(I + 1 < count, "hpf::Chain: the last child's output is the caller's buffer");
-    return activation_view(tape.outputs[I], output_shape_at<I>::channels, n, output_shape_at<I>::spatial);
+    return activation_view(tape.outputs[facts::storage[I]], output_shape_at<I>::channels, n, output_shape_at<I>::spatial);
   }
 
  private:
@@ -161,13 +204,13 @@ class ChainImpl<type_list<Bound...>, T, Space, NameBase> {
     }
   }
   template <std::size_t I>
-  Activation<T, Space> gradient_view(std::size_t which, std::size_t n) const {
-    return activation_view(gradient_[which], output_shape_at<I>::channels, n, output_shape_at<I>::spatial);
+  static Activation<T, Space> gradient_view(T* gradients, std::size_t which, std::size_t n) {
+    return Activation<T, Space>(gradients + which * largest_inner_output * n, output_shape_at<I>::channels, n,
+                                output_shape_at<I>::spatial);
   }
 
   std::tuple<typename Bound::template impl<T, Space>...> children_;
   std::array<std::size_t, count> parameter_begin_{};
-  Buffer<T, Space> gradient_[2];  // ping-pong gradients between children, shared by all tapes
 };
 }  // namespace detail
 
@@ -186,6 +229,7 @@ struct chain_named_from {
     using output_shape = typename acc::shape;
     static constexpr LayerCost cost = chain_facts<bound_list>::cost;
     static constexpr std::size_t leaves = chain_facts<bound_list>::leaves;
+    static constexpr bool backward_reads_output = hpf::backward_reads_output<at_t<bound_list, size_v<bound_list> - 1>>();
     static std::string describe() { return "[" + chain_facts<bound_list>::describe() + "]"; }
     template <class T, class Space>
     using impl = ChainImpl<bound_list, T, Space, NameBase>;

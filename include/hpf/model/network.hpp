@@ -111,6 +111,7 @@ class Network {
     tape.labels = label_buffer("hpf::Network::labels", capacity);
     layers_.reserve(tape.layers, capacity);
     ensure_capacity(workspace_, layers_.workspace(capacity), "hpf::Network::workspace");
+    ensure_capacity(scratch_, scratch_of(layers_, capacity), "hpf::Network::scratch");
     return tape;
   }
 
@@ -217,6 +218,7 @@ class Network {
     ctx.training = mode == Mode::train;
     ctx.labels = Kokkos::subview(tape.labels, Kokkos::make_pair(std::size_t{0}, tape.batch));
     ctx.workspace = workspace_;
+    ctx.scratch = scratch_;
     return ctx;
   }
   static void check_batch(const Tape& tape, std::size_t n) {
@@ -251,7 +253,7 @@ class Network {
 
   Space space_;
   layers_type layers_;
-  Buffer<T, Space> parameters_, gradients_, buffers_, workspace_;
+  Buffer<T, Space> parameters_, gradients_, buffers_, workspace_, scratch_;
   std::vector<TensorInfo> tensors_;
 };
 

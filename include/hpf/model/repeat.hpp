@@ -48,11 +48,10 @@ class RepeatImpl {
   void reserve(tape_type& tape, std::size_t capacity) {
     for (std::size_t i = 0; i < N; ++i) blocks_[i].reserve(tape.blocks[i], capacity);
     for (auto& buffer : tape.outputs) ensure_capacity(buffer, Shape_::size * capacity, "hpf::Repeat::output");
-    if constexpr (N > 1) {
-      for (auto& buffer : gradient_) ensure_capacity(buffer, Shape_::size * capacity, "hpf::Repeat::gradient");
-    }
   }
   std::size_t workspace(std::size_t capacity) const { return blocks_[0].workspace(capacity); }
+  /// Two gradient buffers between copies, then a block's own scratch.
+  std::size_t scratch(std::size_t capacity) const { return own_scratch(capacity) + scratch_of(blocks_[0], capacity); }
 
   void forward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, Activation<T, Space> y, tape_type& tape) const {
     const std::size_t n = x.extent(1);
@@ -65,23 +64,28 @@ class RepeatImpl {
   void backward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, ConstActivation<T, Space> y,
                 ConstActivation<T, Space> dy, Activation<T, Space> dx, tape_type& tape) const {
     const std::size_t n = x.extent(1);
+    T* gradients = ctx.scratch_at(own_scratch(n));
+    const Context<T, Space> inner = ctx.after_scratch(own_scratch(n));
+    auto gradient = [&](std::size_t which) {
+      return Activation<T, Space>(gradients + which * Shape_::size * n, Shape_::channels, n, Shape_::spatial);
+    };
     for (std::size_t i = N; i-- > 0;) {
       const ConstActivation<T, Space> block_in = i == 0 ? x : ConstActivation<T, Space>(view(tape.outputs[i - 1], n));
       const ConstActivation<T, Space> block_out = i + 1 == N ? y : ConstActivation<T, Space>(view(tape.outputs[i], n));
-      const ConstActivation<T, Space> grad_out = i + 1 == N ? dy : ConstActivation<T, Space>(view(gradient_[i % 2], n));
-      const Activation<T, Space> grad_in = i == 0 ? dx : view(gradient_[(i - 1) % 2], n);
-      blocks_[i].backward(ctx, block_in, block_out, grad_out, grad_in, tape.blocks[i]);
+      const ConstActivation<T, Space> grad_out = i + 1 == N ? dy : ConstActivation<T, Space>(gradient(i % 2));
+      const Activation<T, Space> grad_in = i == 0 ? dx : gradient((i - 1) % 2);
+      blocks_[i].backward(inner, block_in, block_out, grad_out, grad_in, tape.blocks[i]);
       if (ctx.gradients_ready) ctx.gradients_ready(parameter_begin_[i]);
     }
   }
 
  private:
+  static constexpr std::size_t own_scratch(std::size_t n) { return N > 1 ? 2 * Shape_::size * n : 0; }
   static Activation<T, Space> view(const Buffer<T, Space>& buffer, std::size_t n) {
     return activation_view(buffer, Shape_::channels, n, Shape_::spatial);
   }
   std::vector<block_impl> blocks_ = std::vector<block_impl>(N);
   std::vector<std::size_t> parameter_begin_ = std::vector<std::size_t>(N);
-  Buffer<T, Space> gradient_[2];
 };
 
 }  // namespace detail
@@ -109,6 +113,7 @@ struct Repeat {
     static constexpr LayerCost cost = N * block::cost;
     static constexpr std::size_t leaves = N * block::leaves;
     static constexpr std::size_t count = N;
+    static constexpr bool backward_reads_output = hpf::backward_reads_output<block>();
     static constexpr std::size_t first_index = FirstIndex;
     static std::string describe() { return std::to_string(N) + " x " + block::describe(); }
     template <class T, class Space>

@@ -62,8 +62,12 @@ class ResidualImpl {
     if constexpr (!identity) {
       shortcut_.reserve(tape.shortcut, capacity);
       ensure_capacity(tape.shortcut_output, Out::size * capacity, "hpf::Residual::shortcut_output");
-      ensure_capacity(shortcut_grad_, In::size * capacity, "hpf::Residual::shortcut_grad");
     }
+  }
+  /// The shortcut's input gradient, then the deeper of the two paths' scratch.
+  std::size_t scratch(std::size_t capacity) const {
+    const std::size_t b = scratch_of(body_, capacity), s = identity ? 0 : scratch_of(shortcut_, capacity);
+    return own_scratch(capacity) + (b > s ? b : s);
   }
   std::size_t workspace(std::size_t capacity) const {
     const std::size_t b = body_.workspace(capacity), s = identity ? 0 : shortcut_.workspace(capacity);
@@ -87,26 +91,27 @@ class ResidualImpl {
   void backward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, ConstActivation<T, Space>,
                 ConstActivation<T, Space> dy, Activation<T, Space> dx, tape_type& tape) const {
     const std::size_t n = x.extent(1);
-    Context<T, Space> inner = ctx;
+    T* shortcut_grad = ctx.scratch_at(own_scratch(n));
+    Context<T, Space> inner = ctx.after_scratch(own_scratch(n));
     inner.gradients_ready = nullptr;
     body_.backward(inner, x, output_view(tape.body_output, n), dy, dx, tape.body);  // dx = d body
     if constexpr (identity) {
       if (!is_empty(dx)) accumulate(ctx.space, dy, dx, "hpf::Residual::shortcut_grad");
     } else {
       Activation<T, Space> shortcut_dx;
-      if (!is_empty(dx)) shortcut_dx = activation_view(shortcut_grad_, In::channels, n, In::spatial);
+      if (!is_empty(dx)) shortcut_dx = Activation<T, Space>(shortcut_grad, In::channels, n, In::spatial);
       shortcut_.backward(inner, x, output_view(tape.shortcut_output, n), dy, shortcut_dx, tape.shortcut);
       if (!is_empty(dx)) accumulate(ctx.space, shortcut_dx, dx, "hpf::Residual::shortcut_grad");
     }
   }
 
  private:
+  static constexpr std::size_t own_scratch(std::size_t n) { return identity ? 0 : In::size * n; }
   static Activation<T, Space> output_view(const Buffer<T, Space>& buffer, std::size_t n) {
     return activation_view(buffer, Out::channels, n, Out::spatial);
   }
   body_impl body_;
   [[no_unique_address]] shortcut_impl shortcut_;
-  Buffer<T, Space> shortcut_grad_;
 };
 
 }  // namespace detail
@@ -137,6 +142,7 @@ struct Residual {
                                                 .backward_flops = identity_shortcut ? 0 : In::size,
                                                 .activations = output_shape::size};
     static constexpr std::size_t leaves = body::leaves + shortcut::leaves;
+    static constexpr bool backward_reads_output = false;  // reads the paths' outputs, kept apart
     static std::string describe() {
       return "Residual(body " + body::describe() + ", shortcut " + shortcut::describe() + ")";
     }

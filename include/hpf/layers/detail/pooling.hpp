@@ -42,6 +42,7 @@ struct bound_pool {
   static constexpr std::size_t outputs = In::channels * geometry.out_height * geometry.out_width;
   static constexpr LayerCost cost{.forward_flops = outputs * Kernel * Kernel, .backward_flops = In::size * Kernel * Kernel,
                                   .activations = outputs};
+  static constexpr bool backward_reads_output = false;
   static constexpr std::size_t leaves = 1;
   template <class T, class Space>
   struct impl : Impl::template type<T, Space> {
