@@ -43,9 +43,9 @@ void with_index(std::size_t index, F&& f) {
 
 /// What every rank must agree on before training together: the program's types and the options
 /// that shape communication.
-template <class Model, class Partition, class T, class Space>
+template <class Model, class Strategy, class T, class Space>
 std::uint64_t run_signature(const TrainOptions& o) {
-  std::uint64_t h = hash_combine(type_hash_v<Model>, type_hash_v<Partition>);
+  std::uint64_t h = hash_combine(type_hash_v<Model>, type_hash_v<Strategy>);
   h = hash_combine(h, type_hash_v<T>);
   h = hash_combine(h, type_hash_v<Space>);
   for (std::uint64_t v : {std::uint64_t(o.epochs), std::uint64_t(o.batch), std::uint64_t(o.micro_batches),
@@ -89,7 +89,9 @@ inline void check_options(const TrainOptions& o, std::size_t replicas) {
 /// stage, only the labels on the last). All ranks first check that they run the same program
 /// with the same options. Every rank returns the same report; rank 0 prints progress.
 /// \tparam Model an hpf::Sequential ending in a loss
-/// \tparam Strategy DataParallel or Pipeline<Cuts<...>> / Pipeline<Balanced<S>>
+/// \tparam Strategy DataParallel or Pipeline<Cuts<...>> / Pipeline<Balanced<S>> (optionally with one
+///         execution space per stage)
+/// \tparam Space the execution space of stages whose strategy names none
 /// \param inspect called at the end with this rank's Network (its stage) and the ProcessGrid
 template <class Model, class Strategy = DataParallel, class T = float, class Space = Kokkos::DefaultExecutionSpace,
           class Inspect = detail::ignore_network>
@@ -100,10 +102,12 @@ TrainReport fit(const comm::Communicator& world, const TrainOptions& options, co
   static_assert(valid_partition_v<Model, Partition>, "hpf::fit: invalid partition; the error above says why");
   constexpr std::size_t stages = stage_count_v<Model, Partition>;
   static_assert(schedules_verified<stages>(), "hpf::fit: a pipeline schedule failed its compile-time check");
+  static_assert(Strategy::stage_spaces::size == 0 || Strategy::stage_spaces::size == stages,
+                "hpf::Pipeline: name one execution space per stage, or none");
 
   ProcessGrid grid(world, stages);
   detail::check_options(options, grid.replicas());
-  comm::require_same_everywhere(world, detail::run_signature<Model, Partition, T, Space>(options),
+  comm::require_same_everywhere(world, detail::run_signature<Model, Strategy, T, Space>(options),
                                 "hpf::fit: the model, strategy, scalar type or training options");
   if (const auto check = check_schedule(options.schedule, stages, options.micro_batches); !check.ok) {
     throw comm::UsageError(std::string("hpf::fit: schedule check failed: ") + check.problem);
@@ -113,7 +117,7 @@ TrainReport fit(const comm::Communicator& world, const TrainOptions& options, co
   });
   TrainReport report;
   detail::with_index<stages>(grid.stage(), [&](auto stage) {
-    StageEngine<Model, Partition, stage, T, Space> engine(grid, options, data);
+    StageEngine<Model, Partition, stage, T, stage_space_t<Strategy, stage, Space>> engine(grid, options, data);
     report = run_epochs(engine, options, world.rank() == 0);
     inspect(engine.network(), grid);
   });

@@ -2,7 +2,10 @@
 #ifndef HPF_PARALLEL_STRATEGY_HPP
 #define HPF_PARALLEL_STRATEGY_HPP
 
+#include <hpf/meta/type_list.hpp>
 #include <hpf/parallel/partition.hpp>
+
+#include <cstddef>
 
 namespace hpf {
 
@@ -10,14 +13,26 @@ namespace hpf {
 /// Balanced<S>), replicated over every group of S processes. With S processes it is model
 /// parallelism, with R x S hybrid parallelism; micro-batches are pipelined through the stages.
 /// The replica count comes from the world size at run time.
-template <class Partition>
+/// \tparam Partition where the stages begin
+/// \tparam StageSpaces optionally one Kokkos execution space per stage (a CPU stage next to a GPU
+///         stage); by default every stage runs on fit's execution space. Activations crossing
+///         between stages move through MPI, staged through host memory where a space's memory is
+///         not host-accessible (unless hpf is configured for a GPU-aware MPI).
+template <class Partition, class... StageSpaces>
 struct Pipeline {
   using partition = Partition;
+  using stage_spaces = type_list<StageSpaces...>;
 };
 
 /// \brief Parallel strategy: the whole model on every process (one stage), gradients averaged
 /// among all of them.
 using DataParallel = Pipeline<Cuts<>>;
+
+/// The execution space of stage Stage under Strategy, or Default if the strategy names none.
+template <class Strategy, std::size_t Stage, class Default>
+using stage_space_t = typename std::conditional_t<(Strategy::stage_spaces::size == 0), std::type_identity<Default>,
+                                                  detail::at_impl<typename Strategy::stage_spaces,
+                                                                  Strategy::stage_spaces::size == 0 ? 0 : Stage>>::type;
 
 }  // namespace hpf
 
