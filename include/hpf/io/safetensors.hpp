@@ -13,7 +13,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <map>
 #include <optional>
 #include <span>
@@ -149,6 +148,8 @@ class Safetensors {
   }
   template <class T>
   void add(std::string name, std::vector<std::size_t> shape, const std::vector<T>& values) {
+    static_assert(!std::is_same_v<T, bool>,
+                  "hpf::io::Safetensors::add: std::vector<bool> is not contiguous; pass a std::span<const bool>");
     add(std::move(name), std::move(shape), std::span<const T>(values));
   }
   /// Adds a tensor given as bytes; throws std::invalid_argument for a reserved or repeated name
@@ -197,7 +198,11 @@ class Safetensors {
                                      ", expected " + std::string(dtype_name(dtype_v<T>)));
     }
     std::vector<T> out(t.elements());
-    if (!out.empty()) std::memcpy(out.data(), t.bytes.data(), t.bytes.size());
+    if constexpr (std::is_same_v<T, bool>) {  // std::vector<bool> packs bits
+      for (std::size_t i = 0; i < out.size(); ++i) out[i] = t.bytes[i] != std::byte{0};
+    } else if (!out.empty()) {
+      std::memcpy(out.data(), t.bytes.data(), t.bytes.size());
+    }
     return out;
   }
   /// A tensor's values converted to T (static_cast per element, e.g. F64 to float rounds);
@@ -315,11 +320,15 @@ class Safetensors {
 
   /// Reads and checks a file; throws FormatError naming it on any problem.
   static Safetensors load(const std::filesystem::path& file) {
-    std::ifstream in(file, std::ios::binary);
+    std::ifstream in(file, std::ios::binary | std::ios::ate);
     if (!in) throw FormatError(file, std::string("cannot open: ") + std::strerror(errno));
-    std::vector<char> raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (in.bad()) throw FormatError(file, "read error");
-    return parse(std::as_bytes(std::span<const char>(raw)), file);
+    const std::streamoff size = in.tellg();
+    in.seekg(0);
+    std::vector<std::byte> raw(size > 0 ? static_cast<std::size_t>(size) : 0);
+    if (size < 0 || !in.read(reinterpret_cast<char*>(raw.data()), static_cast<std::streamsize>(raw.size()))) {
+      throw FormatError(file, "read error");
+    }
+    return parse(raw, file);
   }
 
   /// Parses a whole file's bytes; `file` only names it in errors.

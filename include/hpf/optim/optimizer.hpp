@@ -35,6 +35,12 @@ class Optimizer {
   void set_learning_rate(double lr) {
     std::visit([&](auto& o) { o.set_learning_rate(lr); }, state_);
   }
+  /// The SGD momentum buffer (laid out like the parameters), or an empty buffer for Adam and
+  /// momentum-free SGD. The state a checkpoint or a reference comparison must carry over.
+  Buffer<T, Space> momentum() const {
+    if (const auto* sgd = std::get_if<Sgd<T, Space>>(&state_)) return sgd->velocity();
+    return {};
+  }
 
  private:
   std::variant<Sgd<T, Space>, Adam<T, Space>> state_;

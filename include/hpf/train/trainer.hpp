@@ -109,6 +109,7 @@ class Trainer {
   TrainReport fit() { return run_epochs(*this, options_); }
 
   network_type& network() { return net_; }
+  const Optimizer<T, Space>& optimizer() const { return optimizer_; }
   const TrainOptions& options() const { return options_; }
 
  private:

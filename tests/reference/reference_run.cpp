@@ -1,0 +1,243 @@
+// SPDX-License-Identifier: MIT
+// The hpf half of the comparison with PyTorch (compare_pytorch.py is the other): trains a zoo
+// model for a few steps with hpf::Trainer, exactly as single-process training does, and writes
+// what PyTorch needs to repeat the run and what it must reproduce:
+//
+//   reference_run --model mlp|cnn|resnet20 --dtype float|double --steps N --batch B --out DIR
+//
+//   DIR/initial.safetensors  every parameter and buffer before the first step (state_dict names)
+//   DIR/batches.safetensors  per step s: "inputs.<s>" (B x C x H x W, the network's scalar type,
+//                            NCHW) and "labels.<s>" (B, int64)
+//   DIR/final.safetensors    every parameter and buffer after the last step
+//   DIR/losses.json          settings and the mean loss of every step
+//
+// Settings are reference.md's: MLP and CNN train on Fashion-MNIST through
+// hpf::data::load_fashion_mnist and Sampler (the pipeline training uses) with batches of 128 and
+// 64, SGD lr 0.05, momentum 0.9; ResNet-20 (Kaiming-normal fan-out init, BatchNorm in training
+// mode) on one fixed batch of 16 hpf::data::synthetic_dataset images of 3x32x32, as the ResNet
+// benchmarks, SGD lr 0.1, momentum 0.9, weight decay 5e-4. Batch 16 keeps the double-precision
+// run within CI time and still gives each BatchNorm 16 x H x W values per channel.
+#include <hpf/data/fashion_mnist.hpp>
+#include <hpf/data/sampler.hpp>
+#include <hpf/data/synthetic.hpp>
+#include <hpf/io/network_tensors.hpp>
+#include <hpf/io/safetensors.hpp>
+#include <hpf/train/trainer.hpp>
+#include <hpf/zoo/models.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct Settings {
+  std::string model = "mlp";
+  std::string dtype = "double";
+  std::size_t steps = 50;
+  std::size_t batch = 0;  // 0: the model's default
+  double lr = 0;          // 0: the model's default
+  std::size_t pool = 0;   // ResNet: synthetic images to draw batches from (0: one fixed batch)
+  std::size_t states = 0;  // save the full training state before each of the first `states` steps
+  std::filesystem::path out;
+};
+
+// Training settings of reference.md, per model.
+struct ModelSettings {
+  std::size_t default_batch;
+  hpf::SgdOptions sgd;
+  hpf::InitScheme init;
+  bool fashion_mnist;  // else synthetic 3x32x32
+};
+
+ModelSettings model_settings(const std::string& model) {
+  if (model == "mlp") return {128, {.learning_rate = 0.05, .momentum = 0.9}, hpf::InitScheme::pytorch_default, true};
+  if (model == "cnn") return {64, {.learning_rate = 0.05, .momentum = 0.9}, hpf::InitScheme::pytorch_default, true};
+  if (model == "resnet20") {
+    return {16, {.learning_rate = 0.1, .momentum = 0.9, .weight_decay = 5e-4}, hpf::InitScheme::kaiming_normal_fan_out,
+            false};
+  }
+  throw std::invalid_argument("--model must be mlp, cnn or resnet20 (got '" + model + "')");
+}
+
+constexpr std::uint64_t weight_seed = 1;
+constexpr std::uint64_t data_seed = 2;
+constexpr std::uint64_t synthetic_seed = 3;
+
+Settings parse(int argc, char** argv) {
+  Settings s;
+  for (int i = 1; i < argc; ++i) {
+    const std::string key = argv[i];
+    if (key.rfind("--kokkos", 0) == 0) continue;
+    if (i + 1 >= argc) throw std::invalid_argument("option " + key + " needs a value");
+    const std::string value = argv[++i];
+    if (key == "--model") {
+      s.model = value;
+    } else if (key == "--dtype") {
+      s.dtype = value;
+    } else if (key == "--steps") {
+      s.steps = std::stoul(value);
+    } else if (key == "--batch") {
+      s.batch = std::stoul(value);
+    } else if (key == "--out") {
+      s.out = value;
+    } else if (key == "--lr") {
+      s.lr = std::stod(value);
+    } else if (key == "--pool") {
+      s.pool = std::stoul(value);
+    } else if (key == "--states") {
+      s.states = std::stoul(value);
+    } else {
+      throw std::invalid_argument("unknown option " + key +
+                                  " (usage: --model mlp|cnn|resnet20 --dtype float|double --steps N --batch B --out DIR)");
+    }
+  }
+  if (s.out.empty()) throw std::invalid_argument("--out DIR is required");
+  if (s.dtype != "float" && s.dtype != "double") throw std::invalid_argument("--dtype must be float or double");
+  if (s.steps == 0) throw std::invalid_argument("--steps must be positive");
+  return s;
+}
+
+// Samples `indices` as NCHW (the dataset gathers hpf's [C][n][HW]).
+template <class T>
+std::vector<T> nchw_batch(const hpf::data::Dataset& data, const std::vector<std::size_t>& indices) {
+  const std::size_t n = indices.size(), channels = data.channels(), hw = data.dims().spatial();
+  std::vector<T> cnhw(n * channels * hw), nchw(cnhw.size());
+  data.gather(std::span<const std::size_t>(indices), cnhw.data());
+  for (std::size_t c = 0; c < channels; ++c) {
+    for (std::size_t j = 0; j < n; ++j) {
+      for (std::size_t s = 0; s < hw; ++s) nchw[(j * channels + c) * hw + s] = cnhw[(c * n + j) * hw + s];
+    }
+  }
+  return nchw;
+}
+
+std::string json_number(double v) {
+  char text[40];
+  std::snprintf(text, sizeof text, "%.17g", v);
+  return text;
+}
+
+template <class Model, class T>
+void run(const Settings& s, const ModelSettings& m, const hpf::data::Dataset& train) {
+  hpf::TrainOptions options;
+  options.batch = s.batch;
+  options.optimizer = m.sgd;
+  options.network = hpf::NetworkOptions{.seed = weight_seed, .init = m.init};
+  options.data_seed = data_seed;
+  options.evaluate = false;
+  hpf::Trainer<Model, T> trainer(options, train);
+  auto& net = trainer.network();
+  hpf::io::save_network_tensors(net, s.out / "initial.safetensors");
+
+  // The batches Trainer will draw: its Sampler, rebuilt with the same arguments.
+  hpf::data::Sampler sampler(train.size(), s.batch, 1, data_seed);
+  const std::size_t per_epoch = sampler.steps_per_epoch();
+  hpf::io::Safetensors batches;
+  const auto& dims = train.dims();
+  for (std::size_t step = 0; step < s.steps; ++step) {
+    const std::vector<std::size_t> indices = sampler.batch(step / per_epoch, step % per_epoch);
+    std::vector<std::int32_t> labels32(indices.size());
+    train.gather_labels(std::span<const std::size_t>(indices), labels32.data());
+    const std::vector<std::int64_t> labels(labels32.begin(), labels32.end());
+    batches.add("inputs." + std::to_string(step), {indices.size(), dims.channels, dims.height, dims.width},
+                nchw_batch<T>(train, indices));
+    batches.add("labels." + std::to_string(step), {indices.size()}, labels);
+  }
+  batches.save(s.out / "batches.safetensors");
+
+  // For the one-step comparison: the whole training state (tensors and SGD momentum) before each
+  // of the first s.states steps, and after the last of them.
+  hpf::io::Safetensors states;
+  auto save_state = [&](std::size_t k) {
+    const std::string prefix = "state." + std::to_string(k) + ".";
+    const hpf::io::Safetensors tensors = hpf::io::network_tensors(net);
+    for (const std::string& name : tensors.names()) states.add(prefix + name, tensors.at(name));
+    const auto momentum = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, trainer.optimizer().momentum());
+    for (const hpf::TensorInfo& info : net.tensors()) {
+      if (info.kind != hpf::TensorKind::parameter || momentum.extent(0) == 0) continue;
+      states.add("momentum." + std::to_string(k) + "." + info.name, info.dims,
+                 std::span<const T>(momentum.data() + info.offset, info.size));
+    }
+  };
+
+  std::vector<double> losses;
+  double seconds = 0;
+  for (std::size_t step = 0; step < s.steps; ++step) {
+    if (step < s.states) save_state(step);
+    const auto start = std::chrono::steady_clock::now();
+    const hpf::StepResult r = trainer.step(step / per_epoch, step % per_epoch);
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    losses.push_back(r.loss_sum / static_cast<double>(r.samples));
+  }
+  if (s.states > 0) {
+    save_state(std::min(s.states, s.steps));
+    states.save(s.out / "states.safetensors");
+  }
+  hpf::io::save_network_tensors(net, s.out / "final.safetensors");
+
+  std::ofstream json(s.out / "losses.json");
+  json << "{\n  \"model\": \"" << s.model << "\",\n  \"dtype\": \"" << s.dtype << "\",\n  \"batch\": " << s.batch
+       << ",\n  \"steps\": " << s.steps << ",\n  \"lr\": " << json_number(m.sgd.learning_rate)
+       << ",\n  \"momentum\": " << json_number(m.sgd.momentum)
+       << ",\n  \"weight_decay\": " << json_number(m.sgd.weight_decay) << ",\n  \"train_seconds\": " << json_number(seconds)
+       << ",\n  \"losses\": [";
+  for (std::size_t k = 0; k < losses.size(); ++k) json << (k ? ", " : "") << json_number(losses[k]);
+  json << "]\n}\n";
+  json.close();
+  if (!json) throw std::runtime_error("cannot write " + (s.out / "losses.json").string());
+  std::cout << "hpf " << s.model << " " << s.dtype << ": " << s.steps << " steps of batch " << s.batch << " in "
+            << seconds << " s; loss " << losses.front() << " -> " << losses.back() << "\n";
+}
+
+template <class T>
+void run_model(const Settings& s, const ModelSettings& m) {
+  if (m.fashion_mnist) {
+    const hpf::data::TrainTest data = hpf::data::load_fashion_mnist();
+    if (s.model == "mlp") {
+      run<hpf::zoo::Mlp, T>(s, m, data.train);
+    } else {
+      run<hpf::zoo::Cnn, T>(s, m, data.train);
+    }
+  } else {
+    // One fixed batch, as the ResNet benchmarks of reference.md (the Sampler reshuffles it each
+    // epoch). With new images every step, training from Kaiming initialisation at lr 0.1 is
+    // chaotic: rounding differences grow about 4x per step, in PyTorch against itself too (with
+    // real images as well as random ones), see compare_pytorch.py. --pool N draws from N images.
+    const auto data = hpf::data::synthetic_dataset(s.pool ? s.pool : s.batch, 3, 32, 32, 10, synthetic_seed);
+    run<hpf::zoo::ResNet20, T>(s, m, data);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Kokkos::ScopeGuard kokkos(argc, argv);
+  try {
+    Settings s = parse(argc, argv);
+    ModelSettings m = model_settings(s.model);
+    if (s.lr > 0) m.sgd.learning_rate = s.lr;
+    if (s.batch == 0) s.batch = m.default_batch;
+    std::filesystem::create_directories(s.out);
+    if (s.dtype == "double") {
+      run_model<double>(s, m);
+    } else {
+      run_model<float>(s, m);
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "reference_run: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
