@@ -22,13 +22,9 @@ namespace detail {
 
 /// Average pooling with zero padding counted in the divisor (PyTorch's count_include_pad=True).
 template <class T, class Space>
-class AvgPoolImpl {
+class AvgPoolImpl : public ParameterFreeLayer {
  public:
-  using tape_type = NoTape;
   explicit AvgPoolImpl(const WindowGeometry& g) : g_(g) {}
-  void bind(ParameterBinder<T, Space>&) {}
-  void reserve(tape_type&, std::size_t) {}
-  std::size_t workspace(std::size_t) const { return 0; }
 
   void forward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, Activation<T, Space> y,
                tape_type&) const {

@@ -44,6 +44,15 @@ namespace hpf {
 /// State of a layer that keeps nothing between forward and backward.
 struct NoTape {};
 
+/// Base of layer implementations without parameters, tape or workspace (ReLU, Flatten, ...).
+struct ParameterFreeLayer {
+  using tape_type = NoTape;
+  template <class Binder>
+  void bind(Binder&) {}
+  void reserve(tape_type&, std::size_t) {}
+  std::size_t workspace(std::size_t) const { return 0; }
+};
+
 /// \brief Memory traits of a bound layer, both optional:
 ///   `static constexpr bool in_place`: forward may write its output over its input, because
 ///       backward reads only the output (ReLU). Default false.

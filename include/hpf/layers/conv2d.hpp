@@ -7,6 +7,7 @@
 #include <hpf/layers/detail/chunking.hpp>
 #include <hpf/layers/detail/gemm.hpp>
 #include <hpf/layers/detail/reduce.hpp>
+#include <hpf/layers/detail/rows.hpp>
 #include <hpf/layers/detail/im2col.hpp>
 #include <hpf/layers/detail/window.hpp>
 #include <hpf/layers/options.hpp>
@@ -58,7 +59,7 @@ class Conv2DImpl {
     trace::Region region("hpf::Conv2D::forward");
     const std::size_t n = x.extent(1), ohw = g_.out_spatial();
     const auto out = as_matrix(y);  // [O][n*OHW]
-    if (bias_) fill_bias(ctx, out);
+    if (bias_) broadcast_rows(ctx.space, bias_value_, out, "hpf::Conv2D::bias");
     const T beta = bias_ ? T(1) : T(0);
     if (pointwise_) {
       gemm("N", "N", T(1), weight_, as_matrix(x), beta, out);
@@ -76,7 +77,7 @@ class Conv2DImpl {
     trace::Region region("hpf::Conv2D::backward");
     const std::size_t n = x.extent(1), ohw = g_.out_spatial();
     const auto grad_out = as_matrix(dy);  // [O][n*OHW]
-    if (bias_) accumulate_bias_grad(ctx, grad_out);
+    if (bias_) add_row_sums(ctx.space, grad_out, bias_grad_, "hpf::Conv2D::bias_grad");
     if (pointwise_) {
       gemm("N", "T", T(1), grad_out, as_matrix(x), T(1), weight_grad_);  // dW += dY X^T
       if (!is_empty(dx)) gemm("T", "N", T(1), weight_, grad_out, T(0), as_matrix(dx));
@@ -109,26 +110,6 @@ class Conv2DImpl {
   static auto columns_of(const M& m, std::size_t first, std::size_t count, std::size_t ohw) {
     return Kokkos::subview(m, Kokkos::ALL, Kokkos::make_pair(first * ohw, (first + count) * ohw));
   }
-  void fill_bias(const Context<T, Space>& ctx, Matrix<T, Space> out) const {
-    const auto b = bias_value_;
-    const std::size_t cols = out.extent(1);
-    Kokkos::parallel_for(
-        "hpf::Conv2D::bias", Kokkos::RangePolicy<Space>(ctx.space, 0, out_),
-        KOKKOS_LAMBDA(const std::size_t o) {
-          for (std::size_t j = 0; j < cols; ++j) out(o, j) = b(o);
-        });
-  }
-  void accumulate_bias_grad(const Context<T, Space>& ctx, Matrix<const T, Space> grad_out) const {
-    const auto db = bias_grad_;
-    const std::size_t cols = grad_out.extent(1);
-    Kokkos::parallel_for(
-        "hpf::Conv2D::bias_grad", Kokkos::RangePolicy<Space>(ctx.space, 0, out_),
-        KOKKOS_LAMBDA(const std::size_t o) {
-          const T* row = &grad_out(o, 0);
-          db(o) += lane_sum<T>(cols, [&](std::size_t j) { return row[j]; });
-        });
-  }
-
   WindowGeometry g_;
   std::size_t out_;
   bool bias_, pointwise_;

@@ -6,6 +6,7 @@
 #include <hpf/layers/context.hpp>
 #include <hpf/layers/detail/gemm.hpp>
 #include <hpf/layers/detail/reduce.hpp>
+#include <hpf/layers/detail/rows.hpp>
 #include <hpf/layers/options.hpp>
 #include <hpf/layers/parameters.hpp>
 #include <hpf/trace/region.hpp>
@@ -44,15 +45,7 @@ class DenseImpl {
                tape_type&) const {
     trace::Region region("hpf::Dense::forward");
     const auto out = as_matrix(y);
-    if (bias_) {  // y = b broadcast, then y += W x (one pass over y, as PyTorch's addmm)
-      const auto b = bias_value_;
-      const std::size_t n = out.extent(1);
-      Kokkos::parallel_for(
-          "hpf::Dense::bias", Kokkos::RangePolicy<Space>(ctx.space, 0, out_),
-          KOKKOS_LAMBDA(const std::size_t o) {
-            for (std::size_t j = 0; j < n; ++j) out(o, j) = b(o);
-          });
-    }
+    if (bias_) broadcast_rows(ctx.space, bias_value_, out, "hpf::Dense::bias");  // then y += W x, as addmm
     gemm("N", "N", T(1), weight_, as_matrix(x), bias_ ? T(1) : T(0), out);
   }
 
@@ -61,16 +54,7 @@ class DenseImpl {
     trace::Region region("hpf::Dense::backward");
     const auto grad_out = as_matrix(dy);
     gemm("N", "T", T(1), grad_out, as_matrix(x), T(1), weight_grad_);  // dW += dY X^T
-    if (bias_) {
-      const auto db = bias_grad_;
-      const std::size_t n = grad_out.extent(1);
-      Kokkos::parallel_for(
-          "hpf::Dense::bias_grad", Kokkos::RangePolicy<Space>(ctx.space, 0, out_),
-          KOKKOS_LAMBDA(const std::size_t o) {
-            const T* row = &grad_out(o, 0);
-            db(o) += lane_sum<T>(n, [&](std::size_t j) { return row[j]; });
-          });
-    }
+    if (bias_) add_row_sums(ctx.space, grad_out, bias_grad_, "hpf::Dense::bias_grad");
     if (!is_empty(dx)) gemm("T", "N", T(1), weight_, grad_out, T(0), as_matrix(dx));  // dX = W^T dY
   }
 

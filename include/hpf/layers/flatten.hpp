@@ -18,11 +18,7 @@ namespace detail {
 /// `[C][N][S]` -> `[C*S][N][1]`: feature index c*S + s, PyTorch's flatten order of CHW, so a
 /// following Dense layer's weight is interchangeable with PyTorch's.
 template <class T, class Space>
-struct FlattenImpl {
-  using tape_type = NoTape;
-  void bind(ParameterBinder<T, Space>&) {}
-  void reserve(tape_type&, std::size_t) {}
-  std::size_t workspace(std::size_t) const { return 0; }
+struct FlattenImpl : public ParameterFreeLayer {
 
   void forward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, Activation<T, Space> y,
                tape_type&) const {

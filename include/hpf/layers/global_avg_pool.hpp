@@ -20,11 +20,7 @@ namespace detail {
 
 /// Mean over each channel's H*W positions: `[C][N][HW]` -> `[C][N][1]`.
 template <class T, class Space>
-struct GlobalAvgPoolImpl {
-  using tape_type = NoTape;
-  void bind(ParameterBinder<T, Space>&) {}
-  void reserve(tape_type&, std::size_t) {}
-  std::size_t workspace(std::size_t) const { return 0; }
+struct GlobalAvgPoolImpl : public ParameterFreeLayer {
 
   void forward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, Activation<T, Space> y,
                tape_type&) const {

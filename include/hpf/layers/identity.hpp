@@ -15,11 +15,7 @@ namespace hpf {
 
 namespace detail {
 template <class T, class Space>
-struct IdentityImpl {
-  using tape_type = NoTape;
-  void bind(ParameterBinder<T, Space>&) {}
-  void reserve(tape_type&, std::size_t) {}
-  std::size_t workspace(std::size_t) const { return 0; }
+struct IdentityImpl : public ParameterFreeLayer {
   void forward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, Activation<T, Space> y, tape_type&) const {
     Kokkos::deep_copy(ctx.space, y, x);
   }

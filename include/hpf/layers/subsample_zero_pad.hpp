@@ -16,15 +16,11 @@ namespace hpf {
 
 namespace detail {
 template <class T, class Space>
-class SubsampleZeroPadImpl {
+class SubsampleZeroPadImpl : public ParameterFreeLayer {
  public:
-  using tape_type = NoTape;
   SubsampleZeroPadImpl(std::size_t in_channels, std::size_t out_channels, std::size_t height, std::size_t width,
                        std::size_t stride)
       : in_channels_(in_channels), out_channels_(out_channels), height_(height), width_(width), stride_(stride) {}
-  void bind(ParameterBinder<T, Space>&) {}
-  void reserve(tape_type&, std::size_t) {}
-  std::size_t workspace(std::size_t) const { return 0; }
 
   void forward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, Activation<T, Space> y, tape_type&) const {
     trace::Region region("hpf::SubsampleZeroPad::forward");

@@ -27,6 +27,14 @@ void accumulate(const Space& space, const From& from, const Into& into, const ch
                        KOKKOS_LAMBDA(const std::size_t i) { pi[i] += pf[i]; });
 }
 
+/// values *= factor over a contiguous view.
+template <class Space, class View>
+void scale(const Space& space, const View& values, typename View::non_const_value_type factor, const char* label) {
+  auto* p = values.data();
+  Kokkos::parallel_for(label, Kokkos::RangePolicy<Space>(space, 0, values.size()),
+                       KOKKOS_LAMBDA(const std::size_t i) { p[i] *= factor; });
+}
+
 }  // namespace hpf::detail
 
 #endif  // HPF_LAYERS_DETAIL_ELEMENTWISE_HPP
