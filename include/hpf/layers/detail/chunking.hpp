@@ -11,12 +11,12 @@
 namespace hpf::detail {
 
 /// Largest scratch (in elements) a layer splits its batch for: on the host, im2col columns that
-/// stay in the last-level cache while the GEMM reads them; on a device, enough for the whole batch
+/// stay in the core's L2 cache while the GEMM reads them; on a device, enough for the whole batch
 /// of typical layers so each GEMM is large.
 template <class Space>
 constexpr std::size_t scratch_budget_elements() {
   return Kokkos::SpaceAccessibility<Kokkos::HostSpace, memory_space_t<Space>>::accessible
-             ? (std::size_t{1} << 21)   // 8 MiB of float
+             ? (std::size_t{1} << 19)   // 2 MiB of float
              : (std::size_t{1} << 26);  // 256 MiB of float
 }
 
