@@ -23,6 +23,19 @@ namespace hpf {
 
 namespace detail {
 
+/// flipped[c][(o*K + kh)*K + kw] = weight[o][(c*K + K-1-kh)*K + K-1-kw]: the kernel of the
+/// convolution that maps dy back to dx (stride 1).
+template <class Space, class T>
+void flip_transpose(const Space& space, Matrix<T, Space> weight, std::size_t channels, std::size_t kernel,
+                    Matrix<T, Space> flipped) {
+  const std::size_t k2 = kernel * kernel, outs = weight.extent(0);
+  Kokkos::parallel_for(
+      "hpf::Conv2D::flip_transpose", Kokkos::RangePolicy<Space>(space, 0, channels * outs), KOKKOS_LAMBDA(const std::size_t item) {
+        const std::size_t c = item / outs, o = item % outs;
+        for (std::size_t k = 0; k < k2; ++k) flipped(c, o * k2 + k) = weight(o, c * k2 + (k2 - 1 - k));
+      });
+}
+
 /// 2-D convolution as GEMMs over `[C][N][H*W]` activations: with the batch folded into the
 /// column extent, one GEMM covers a whole chunk of images: Y[O][n*OHW] = W[O][CKK] col[CKK][n*OHW].
 /// 1x1 stride-1 unpadded convolutions use the input itself as col.
@@ -33,7 +46,8 @@ class Conv2DImpl {
 
   Conv2DImpl(const WindowGeometry& g, std::size_t out_channels, bool bias)
       : g_(g), out_(out_channels), bias_(bias),
-        pointwise_(g.kernel == 1 && g.stride == 1 && g.pad == 0) {}
+        pointwise_(g.kernel == 1 && g.stride == 1 && g.pad == 0),
+        transposed_backward_(!pointwise_ && g.stride == 1 && g.pad < g.kernel) {}
 
   void bind(ParameterBinder<T, Space>& binder) {
     const std::size_t k = g_.kernel;
@@ -51,7 +65,13 @@ class Conv2DImpl {
   std::size_t workspace(std::size_t capacity) const {
     if (pointwise_) return 0;
     const std::size_t per_image = g_.patch() * g_.out_spatial();
-    return per_image * samples_per_chunk<Space>(per_image, capacity);
+    std::size_t need = per_image * samples_per_chunk<Space>(per_image, capacity);
+    if (transposed_backward_) {
+      const std::size_t per_image_back = gradient_geometry().patch() * g_.in_spatial();
+      const std::size_t back = flipped_elements() + per_image_back * samples_per_chunk<Space>(per_image_back, capacity);
+      need = back > need ? back : need;
+    }
+    return need;
   }
 
   void forward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, Activation<T, Space> y,
@@ -83,6 +103,16 @@ class Conv2DImpl {
       if (!is_empty(dx)) gemm("T", "N", T(1), weight_, grad_out, T(0), as_matrix(dx));
       return;
     }
+    if (transposed_backward_) {
+      // dW from the input's columns; dX as a convolution of dY (below): no col2im.
+      for_each_chunk(n, [&](std::size_t first, std::size_t count) {
+        auto col = columns(ctx, count);
+        im2col(ctx.space, g_, x, first, count, col);
+        gemm("N", "T", T(1), columns_of(grad_out, first, count, ohw), col, T(1), weight_grad_);  // dW += dY col^T
+      });
+      if (!is_empty(dx)) input_gradient_by_convolution(ctx, dy, dx);
+      return;
+    }
     for_each_chunk(n, [&](std::size_t first, std::size_t count) {
       auto col = columns(ctx, count);
       const auto dy_chunk = columns_of(grad_out, first, count, ohw);
@@ -96,6 +126,30 @@ class Conv2DImpl {
   }
 
  private:
+  /// Stride 1: dx[c] = sum over o of dy[o] correlated with W[o][c] rotated by 180 degrees, dy
+  /// padded by K-1-p (a "full" correlation). That is a convolution of dy with O input channels:
+  /// its columns times the flipped, transposed weight [C][O*K*K], one well-shaped GEMM per chunk.
+  WindowGeometry gradient_geometry() const {
+    return WindowGeometry(out_, g_.out_height, g_.out_width, g_.kernel, 1, g_.kernel - 1 - g_.pad);
+  }
+  std::size_t flipped_elements() const { return g_.channels * out_ * g_.kernel * g_.kernel; }
+  void input_gradient_by_convolution(const Context<T, Space>& ctx, ConstActivation<T, Space> dy,
+                                     Activation<T, Space> dx) const {
+    const WindowGeometry gg = gradient_geometry();
+    const std::size_t n = dy.extent(1), hw = g_.in_spatial();
+    Matrix<T, Space> flipped(ctx.workspace.data(), g_.channels, gg.patch());
+    flip_transpose(ctx.space, weight_, g_.channels, g_.kernel, flipped);
+    const std::size_t per_image = gg.patch() * hw;
+    const std::size_t chunk = samples_per_chunk<Space>(per_image, n);
+    const auto grad_in = as_matrix(dx);  // [C][n*HW]
+    for (std::size_t first = 0; first < n; first += chunk) {
+      const std::size_t count = first + chunk <= n ? chunk : n - first;
+      Matrix<T, Space> col(ctx.workspace.data() + flipped_elements(), gg.patch(), count * hw);
+      im2col(ctx.space, gg, dy, first, count, col);
+      gemm("N", "N", T(1), Matrix<const T, Space>(flipped), col, T(0), columns_of(grad_in, first, count, hw));
+    }
+  }
+
   template <class F>
   void for_each_chunk(std::size_t n, F&& f) const {
     const std::size_t per_image = g_.patch() * g_.out_spatial();
@@ -112,7 +166,7 @@ class Conv2DImpl {
   }
   WindowGeometry g_;
   std::size_t out_;
-  bool bias_, pointwise_;
+  bool bias_, pointwise_, transposed_backward_;
   Matrix<T, Space> weight_, weight_grad_;
   Vector<T, Space> bias_value_, bias_grad_;
 };
