@@ -20,13 +20,13 @@ namespace hpf::comm {
 /// \brief MPI and Kokkos for the lifetime of a scope: MPI first (threads funneled: only the
 /// thread that called MPI_Init calls MPI; Kokkos threads never do), then Kokkos; torn down in
 /// reverse. Either may already be initialised by the application, which then keeps owning it.
-/// Before MPI starts, OpenBLAS gets the widest kernels the CPU supports and one thread (see
-/// hpf/system/blas.hpp; both yield to OPENBLAS_CORETYPE / OPENBLAS_NUM_THREADS).
+/// Before MPI starts, OpenBLAS gets the widest kernels the CPU supports; after Kokkos starts, as
+/// many threads as the host execution space (see hpf/system/blas.hpp; both yield to
+/// OPENBLAS_CORETYPE / OPENBLAS_NUM_THREADS).
 class Environment {
  public:
   Environment(int& argc, char**& argv) {
     system::select_blas_kernels(argv);  // may re-execute the program: before anything else
-    system::limit_blas_threads();
     int initialized = 0;
     MPI_Initialized(&initialized);
     if (!initialized) {
@@ -38,6 +38,7 @@ class Environment {
       Kokkos::initialize(argc, argv);
       owns_kokkos_ = true;
     }
+    system::match_blas_threads(Kokkos::DefaultHostExecutionSpace().concurrency());
     world_.emplace(MPI_COMM_WORLD);
   }
   Environment(const Environment&) = delete;

@@ -73,13 +73,17 @@ inline void select_blas_kernels(char** argv) {
   unsetenv("OPENBLAS_CORETYPE");
 }
 
-/// \brief Gives OpenBLAS one thread unless OPENBLAS_NUM_THREADS says otherwise: hpf's
-/// parallelism is its ranks and Kokkos threads, and an OpenBLAS thread pool on the same cores
-/// only competes with them (the pthreads build spins in sched_yield).
-inline void limit_blas_threads() {
-  if (std::getenv("OPENBLAS_NUM_THREADS") || std::getenv("OMP_NUM_THREADS_BLAS")) return;
+/// \brief Gives OpenBLAS as many threads as the process's host execution space has (1 with
+/// Kokkos Serial, T with Kokkos OpenMP on T threads), unless OPENBLAS_NUM_THREADS says otherwise.
+/// hpf calls GEMMs outside Kokkos parallel regions, so those cores are free then; an OpenBLAS
+/// pool larger than that would compete with the other ranks on the node (its pthreads build
+/// spins in sched_yield).
+inline void match_blas_threads(int host_threads) {
+  if (std::getenv("OPENBLAS_NUM_THREADS")) return;
   using set_threads_fn = void (*)(int);
-  if (auto f = reinterpret_cast<set_threads_fn>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) f(1);
+  if (auto f = reinterpret_cast<set_threads_fn>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) {
+    f(host_threads > 0 ? host_threads : 1);
+  }
 }
 
 /// One line describing the BLAS kernels in use, for logs ("OpenBLAS Haswell (selected by hpf: ...)").
