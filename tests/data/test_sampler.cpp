@@ -141,3 +141,12 @@ TEST_CASE("split_range: near-equal contiguous pieces") {
   }
   CHECK_THROWS_AS(split_range(10, 3, 3), std::invalid_argument);
 }
+
+TEST_CASE("Sampler: batch_size counts every shard's piece, also in a short last step") {
+  for (std::size_t shards : {1, 2, 3, 4}) {
+    hpf::data::Sampler sampler(103, 12, shards, 9);
+    for (std::size_t step = 0; step < sampler.steps_per_epoch(); ++step) {
+      CHECK(sampler.batch_size(step) == sampler.batch(0, step).size());
+    }
+  }
+}

@@ -97,6 +97,17 @@ class Sampler {
     return std::vector<std::size_t>(order.data() + begin, order.data() + end);
   }
 
+  /// Samples in global batch `step` of any epoch (all shards; fewer than global_batch() in a short
+  /// last step). The loss of a step is normalised by it, on every rank alike.
+  std::size_t batch_size(std::size_t step) const noexcept {
+    std::size_t total = 0;
+    for (std::size_t r = 0; r < shards_; ++r) {
+      const std::size_t held = shard_size(r), done = std::min(held, step * local_batch());
+      total += std::min(local_batch(), held - done);
+    }
+    return total;
+  }
+
   /// The whole global batch of `step` in `epoch`: every shard's piece, in shard order.
   std::vector<std::size_t> batch(std::size_t epoch, std::size_t step) {
     std::vector<std::size_t> indices;

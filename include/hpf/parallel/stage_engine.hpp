@@ -9,6 +9,7 @@
 #include <hpf/data/fashion_mnist.hpp>
 #include <hpf/data/sampler.hpp>
 #include <hpf/data/shard.hpp>
+#include <hpf/layers/detail/elementwise.hpp>
 #include <hpf/model/network.hpp>
 #include <hpf/optim/optimizer.hpp>
 #include <hpf/parallel/gradient_buckets.hpp>
@@ -63,7 +64,7 @@ class StageEngine {
   StepResult step(std::size_t epoch, std::size_t step) {
     trace::Region region("hpf::StageEngine::step");
     const std::vector<std::size_t> piece = sampler_.piece(epoch, step, grid_.replica());
-    const std::size_t global = global_batch(step);
+    const std::size_t global = sampler_.batch_size(step);
     const T scale = T(1) / static_cast<T>(global);
     net_.zero_grad();
     buckets_.begin_step();
@@ -186,15 +187,6 @@ class StageEngine {
       return activation_view(slot.input_grad, In::channels, n, In::spatial);
     }
   }
-  /// Samples in the whole global batch of `step` (all replicas; fewer in a short last step).
-  std::size_t global_batch(std::size_t step) const {
-    std::size_t total = 0;
-    for (std::size_t r = 0; r < grid_.replicas(); ++r) {
-      const std::size_t held = sampler_.shard_size(r), done = std::min(held, step * sampler_.local_batch());
-      total += std::min(sampler_.local_batch(), held - done);
-    }
-    return total;
-  }
   /// Index in the program of the last backward with samples: its gradients are final.
   std::size_t last_backward(std::size_t piece) const {
     std::size_t found = program_.size();
@@ -208,10 +200,7 @@ class StageEngine {
   void average_buffers() {
     if (grid_.replicas() == 1 || net_.buffers().extent(0) == 0) return;
     comm::allreduce(grid_.stage_group(), net_.buffers());
-    const auto b = net_.buffers();
-    const T inv = T(1) / static_cast<T>(grid_.replicas());
-    Kokkos::parallel_for("hpf::StageEngine::average_buffers", Kokkos::RangePolicy<Space>(net_.space(), 0, b.extent(0)),
-                         KOKKOS_LAMBDA(const std::size_t i) { b(i) *= inv; });
+    detail::scale(net_.space(), net_.buffers(), T(1) / static_cast<T>(grid_.replicas()), "hpf::StageEngine::average_buffers");
   }
 
   const ProcessGrid& grid_;

@@ -49,8 +49,8 @@ class Trainer {
 
   /// One optimizer step on global batch `step` of `epoch`.
   StepResult step(std::size_t epoch, std::size_t step) {
-    const std::vector<std::size_t> batch = sampler_.batch(epoch, step);
-    const T scale = T(1) / static_cast<T>(batch.size());
+    const std::size_t samples = sampler_.batch_size(step);
+    const T scale = T(1) / static_cast<T>(samples);
     // With an ordered reduction, each shard's gradient is summed on its own and the shards are
     // combined in hpf::ordered_sum's tree, exactly as that many replicas would combine theirs.
     const std::size_t shards = options_.data_shards;
@@ -59,7 +59,7 @@ class Trainer {
     if (ordered) ensure_capacity(shard_gradients_, shards * length, "hpf::Trainer::shard_gradients");
     net_.zero_grad();
     StepResult result;
-    result.samples = batch.size();
+    result.samples = samples;
     for (std::size_t shard = 0; shard < shards; ++shard) {
       if (ordered && shard > 0) net_.zero_grad();
       const std::vector<std::size_t> piece = sampler_.piece(epoch, step, shard);
