@@ -1,0 +1,295 @@
+# SPDX-License-Identifier: MIT
+"""Shared pieces of hpf's benchmark runners (single process, data-parallel scaling, pipelines,
+threads): launching a benchmark with a controlled environment, reading its `RESULT key=value`
+lines, checking how busy the machine is before and during each run, best-of-N over alternating
+runs, machine facts, markdown tables, and replacing one delimited section of RESULTS.md.
+
+Runs on any Python 3.8+ (no numpy or torch needed here).
+"""
+import datetime
+import os
+import re
+import resource
+import shlex
+import subprocess
+import sys
+import time
+
+# Variables a benchmark environment always pins (thread pools of every library in the process).
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+# Variables that would change what hpf or OpenBLAS choose behind the runner's back.
+CLEARED_VARIABLES = ("HPF_BLAS_REEXECUTED", "HPF_KEEP_BLAS_KERNELS", "OMP_NUM_THREADS_BLAS")
+
+# OPENBLAS_CORETYPE settings by short name: the machines' default (the environment sets Haswell)
+# and the AVX-512 kernels.
+BLAS_SETTINGS = {
+    "haswell": ("Haswell", "default (OPENBLAS_CORETYPE=Haswell, AVX2)"),
+    "skylakex": ("SkylakeX", "AVX-512 (OPENBLAS_CORETYPE=SkylakeX)"),
+}
+
+
+def log(message):
+    print(message, file=sys.stderr, flush=True)
+
+
+# --- environment and commands ----------------------------------------------------------------
+def bench_env(coretype, threads=1, extra=None):
+    """(full environment, the overrides that matter): this process's environment with the
+    OpenBLAS kernel family and every thread pool pinned. Both frameworks of a comparison get the
+    same overrides."""
+    overrides = {"OPENBLAS_CORETYPE": coretype}
+    overrides.update({v: str(threads) for v in THREAD_VARIABLES})
+    overrides.update(extra or {})
+    env = {k: v for k, v in os.environ.items() if k not in CLEARED_VARIABLES}
+    env.update(overrides)
+    return env, overrides
+
+
+def command_text(cmd, overrides=None):
+    """The shell line that reproduces a run: `VAR=value ... program args`."""
+    prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in (overrides or {}).items())
+    line = " ".join(shlex.quote(str(c)) for c in cmd)
+    return f"{prefix} {line}" if prefix else line
+
+
+def repo_relative(path, root):
+    """`path` relative to `root` when inside it (for commands written into RESULTS.md)."""
+    path, root = os.path.abspath(path), os.path.abspath(root)
+    return os.path.relpath(path, root) if path.startswith(root + os.sep) else path
+
+
+# --- RESULT lines ------------------------------------------------------------------------------
+def _value(text):
+    for convert in (int, float):
+        try:
+            return convert(text)
+        except ValueError:
+            pass
+    return text
+
+
+def parse_results(output):
+    """Every `RESULT key=value ...` line of a benchmark's output, as dicts (numbers converted)."""
+    results = []
+    for line in output.splitlines():
+        if not line.startswith("RESULT "):
+            continue
+        fields = {}
+        for token in shlex.split(line[len("RESULT "):]):
+            key, sep, value = token.partition("=")
+            if sep:
+                fields[key] = _value(value)
+        results.append(fields)
+    return results
+
+
+# --- machine load --------------------------------------------------------------------------------
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+CPUS = os.cpu_count() or 1
+
+
+def cpu_jiffies():
+    """(busy, total) jiffies of all CPUs from /proc/stat (idle and iowait are not busy)."""
+    with open("/proc/stat") as f:
+        values = [int(v) for v in f.readline().split()[1:]]
+    total = sum(values[:8])  # user nice system idle iowait irq softirq steal (guest is in user)
+    return total - values[3] - values[4], total
+
+
+def busy_fraction(seconds=1.0):
+    """Fraction of the machine's CPUs busy over `seconds` (0 idle ... 1 all cores busy)."""
+    b0, t0 = cpu_jiffies()
+    time.sleep(seconds)
+    b1, t1 = cpu_jiffies()
+    return (b1 - b0) / max(1, t1 - t0)
+
+
+def wait_until_quiet(max_busy=0.15, max_wait=180.0, sample=1.0):
+    """Samples /proc/stat until less than `max_busy` of the machine is busy or `max_wait` seconds
+    have passed. Returns (busy fraction of the last sample, seconds waited)."""
+    start = time.monotonic()
+    busy = busy_fraction(sample)
+    while busy >= max_busy and time.monotonic() - start < max_wait:
+        time.sleep(2.0)
+        busy = busy_fraction(sample)
+    return busy, time.monotonic() - start
+
+
+class Run:
+    """One launch of a benchmark: its RESULT lines and the machine's state around it."""
+
+    def __init__(self, name, cmd, overrides, returncode, stdout, stderr, wall, busy_before, waited, foreign_busy):
+        self.name, self.cmd, self.overrides = name, cmd, overrides
+        self.returncode, self.stdout, self.stderr, self.wall = returncode, stdout, stderr, wall
+        self.busy_before, self.waited, self.foreign_busy = busy_before, waited, foreign_busy
+        self.results = parse_results(stdout)
+
+    @property
+    def ok(self):
+        return self.returncode == 0 and bool(self.results)
+
+    def result(self, **match):
+        """The first RESULT line whose fields equal `match` (None if none)."""
+        for r in self.results:
+            if all(r.get(k) == v for k, v in match.items()):
+                return r
+        return None
+
+
+def launch(name, cmd, env, overrides, max_busy=0.15, max_wait=180.0, timeout=900):
+    """Waits for a quiet machine, runs `cmd`, and records how busy the machine was before the run
+    and, during it, how busy it was with other processes than this benchmark (CPU time of the
+    whole machine from /proc/stat minus the child's own user+system time, per core and second)."""
+    busy_before, waited = wait_until_quiet(max_busy, max_wait)
+    usage0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    b0, _ = cpu_jiffies()
+    start = time.monotonic()
+    try:
+        proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout)
+        returncode, stdout, stderr = proc.returncode, proc.stdout, proc.stderr
+    except subprocess.TimeoutExpired as e:
+        returncode, stdout, stderr = -9, e.stdout or "", (e.stderr or "") + f"\ntimed out after {timeout} s"
+        stdout = stdout.decode() if isinstance(stdout, bytes) else stdout
+        stderr = stderr.decode() if isinstance(stderr, bytes) else stderr
+    wall = time.monotonic() - start
+    b1, _ = cpu_jiffies()
+    usage1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    own = (usage1.ru_utime - usage0.ru_utime) + (usage1.ru_stime - usage0.ru_stime)
+    foreign = max(0.0, (b1 - b0) / CLOCK_TICKS - own) / max(1e-9, wall * CPUS)
+    run = Run(name, cmd, overrides, returncode, stdout, stderr, wall, busy_before, waited, foreign)
+    if not run.ok:
+        log(f"  {name}: FAILED (exit {returncode})\n{stderr.strip()[-2000:]}")
+    return run
+
+
+def alternate(groups, rounds=3, max_rounds=None, quiet=0.15, min_quiet=2, **launch_args):
+    """Runs every group's jobs alternately (A B in even rounds, B A in odd ones, so slow drifts
+    of the machine hit every side alike), round-major over the groups so that a busy spell is
+    spread over all of them. After `rounds` rounds, a group keeps going (up to `max_rounds`)
+    while one of its jobs has fewer than `min_quiet` runs during which other processes kept less
+    than `quiet` of the machine busy. Noise only ever slows a run down, so each side's figure is
+    then simply its best run.
+
+    `groups` maps a key to a list of jobs (name, cmd, env, overrides); returns
+    {key: {name: [Run, ...]}}."""
+    max_rounds = max(rounds, max_rounds or rounds)
+    runs = {key: {name: [] for name, *_ in jobs} for key, jobs in groups.items()}
+
+    def settled(key):
+        return all(sum(r.ok and r.foreign_busy < quiet for r in side) >= min_quiet for side in runs[key].values())
+
+    for r in range(max_rounds):
+        pending = [key for key in groups if r < rounds or not settled(key)]
+        if not pending:
+            break
+        for key in pending:
+            jobs = groups[key] if r % 2 == 0 else list(reversed(groups[key]))
+            for name, cmd, env, overrides in jobs:
+                run = launch(name, cmd, env, overrides, **launch_args)
+                runs[key][name].append(run)
+                log(f"round {r + 1} {key} {name}: {summary(run)}")
+    return runs
+
+
+def quiet_count(runs, quiet=0.15):
+    """How many of `runs` succeeded while other processes kept less than `quiet` of the machine busy."""
+    return sum(r.ok and r.foreign_busy < quiet for r in runs)
+
+
+def summary(run):
+    key = "images_per_s" if any("images_per_s" in r for r in run.results) else "gflops"
+    values = [f"{r[key]:.1f}" for r in run.results if key in r] or ["-"]
+    return (f"{key}={','.join(values)} wall={run.wall:.1f}s busy_before={100 * run.busy_before:.0f}% "
+            f"foreign_during={100 * run.foreign_busy:.0f}%" + (f" waited={run.waited:.0f}s" if run.waited >= 1 else ""))
+
+
+def best(runs, key="images_per_s", **match):
+    """(run, result) with the largest `key` among successful runs' matching results, or (None, None)."""
+    chosen = (None, None)
+    for run in runs:
+        r = run.result(**match) if match else (run.results[0] if run.results else None)
+        if run.returncode == 0 and r is not None and key in r and (chosen[1] is None or r[key] > chosen[1][key]):
+            chosen = (run, r)
+    return chosen
+
+
+# --- machine facts ---------------------------------------------------------------------------------
+def machine_description():
+    """One line: CPU model, clock (where the VM shows one), cores, memory, kernel."""
+    facts = {}
+    try:
+        out = subprocess.run(["lscpu"], stdout=subprocess.PIPE, text=True, env={**os.environ, "LC_ALL": "C"}).stdout
+        for line in out.splitlines():
+            key, _, value = line.partition(":")
+            facts[key.strip()] = value.strip()
+    except OSError:
+        pass
+    mhz = facts.get("CPU max MHz") or facts.get("CPU MHz")
+    if not mhz:
+        with open("/proc/cpuinfo") as f:
+            m = re.search(r"^cpu MHz\s*:\s*([\d.]+)", f.read(), re.M)
+            mhz = m.group(1) if m else None
+    with open("/proc/meminfo") as f:
+        m = re.search(r"MemTotal:\s*(\d+)", f.read())
+    memory = f"{int(m.group(1)) / 2**20:.0f} GiB" if m else "?"
+    parts = [facts.get("Model name", "unknown CPU")]
+    if facts.get("CPU family") and facts.get("Model"):
+        parts.append(f"family {facts['CPU family']} model {facts['Model']}")
+    if mhz:
+        parts.append(f"{float(mhz):.0f} MHz (as reported)")
+    parts.append(f"{CPUS} vCPU" + (f" ({facts['Hypervisor vendor']})" if facts.get("Hypervisor vendor") else ""))
+    parts.append(memory)
+    parts.append(f"Linux {os.uname().release}")
+    flags = facts.get("Flags", "").split()
+    parts.append("AVX-512" if "avx512f" in flags else ("AVX2" if "avx2" in flags else "no AVX2"))
+    return ", ".join(parts)
+
+
+def today():
+    return datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
+
+
+def git_revision(root):
+    try:
+        rev = subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"], stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, text=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", root, "status", "--porcelain", "--untracked-files=no"],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout.strip()
+        return rev + (" + uncommitted changes" if dirty else "") if rev else "unknown"
+    except OSError:
+        return "unknown"
+
+
+# --- markdown ----------------------------------------------------------------------------------------
+def markdown_table(headers, rows, align=None):
+    """A GitHub table; `align` is a string of l/r per column (default: first left, rest right)."""
+    align = align or "l" + "r" * (len(headers) - 1)
+    rule = ["---:" if a == "r" else "---" for a in align]
+    lines = ["| " + " | ".join(headers) + " |", "| " + " | ".join(rule) + " |"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def replace_section(path, name, body):
+    """Writes `body` between `<!-- name:begin -->` and `<!-- name:end -->` in the file at `path`,
+    replacing what was there; appends the section (or creates the file) if it is missing."""
+    begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
+    block = f"{begin}\n{body.rstrip()}\n{end}\n"
+    text = open(path).read() if os.path.exists(path) else ""
+    i, j = text.find(begin), text.find(end)
+    if i >= 0 and j > i:
+        j += len(end)
+        if j < len(text) and text[j] == "\n":
+            j += 1
+        text = text[:i] + block + text[j:]
+    else:
+        text = (text.rstrip() + "\n\n" if text.strip() else "") + block
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def fmt(value, digits=0, unit=""):
+    """A number for a table: thousands separated, `-` when missing."""
+    if value is None:
+        return "-"
+    return f"{value:,.{digits}f}{unit}"
