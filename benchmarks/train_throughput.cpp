@@ -484,7 +484,7 @@ int main(int argc, char** argv) {
   hpf::system::select_blas_kernels(argv);  // no-op when OPENBLAS_CORETYPE is set (benchmarks set it)
   const Settings s = parse(argc, argv);  // before Kokkos: usage errors exit without it
   Kokkos::ScopeGuard kokkos(argc, argv);
-  hpf::system::match_blas_threads(Kokkos::DefaultHostExecutionSpace().concurrency());  // unless OPENBLAS_NUM_THREADS
+  hpf::system::match_library_threads(Kokkos::DefaultHostExecutionSpace().concurrency());  // unless OPENBLAS_NUM_THREADS
   std::printf("# %s; OPENBLAS_CORETYPE=%s; Kokkos %s\n", hpf::system::blas_description().c_str(),
               std::getenv("OPENBLAS_CORETYPE") ? std::getenv("OPENBLAS_CORETYPE") : "(unset)",
               Kokkos::DefaultExecutionSpace::name());

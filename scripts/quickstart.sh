@@ -17,7 +17,7 @@ jobs=${HPF_JOBS:-$(nproc)}
 
 # Debian packages (toolchain.md): what hpf builds against, and what the tests compare with.
 packages=(build-essential cmake ninja-build pkg-config
-          libtrilinos-kokkos-dev libtrilinos-kokkos-kernels-dev libopenblas-dev zlib1g-dev
+          libtrilinos-kokkos-dev libtrilinos-kokkos-kernels-dev libopenblas-dev libdnnl-dev zlib1g-dev
           libopenmpi-dev openmpi-bin doctest-dev dataset-fashion-mnist)
 if [ "$mode" = test ]; then
   # PyTorch is the numerical reference; MPICH is the second MPI the suite runs on.

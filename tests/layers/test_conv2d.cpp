@@ -2,10 +2,13 @@
 #include <hpf/model/network.hpp>
 #include <hpf/model/sequential.hpp>
 
+#include <support/fill.hpp>
 #include <support/gradient_check.hpp>
 
 #include <doctest/doctest.h>
 
+#include <cmath>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -106,6 +109,7 @@ TEST_CASE("Conv2D: finite-difference gradients") {
 }
 
 TEST_CASE("Conv2D: GEMMs reach the vendor BLAS (no native fallback)") {
+  setenv("HPF_CONVOLUTION", "gemm", 1);  // the im2col + GEMM path (also the one of devices and double)
   static std::vector<std::string> regions;
   regions.clear();
   Kokkos::Tools::Experimental::set_push_region_callback([](const char* name) { regions.emplace_back(name); });
@@ -115,6 +119,7 @@ TEST_CASE("Conv2D: GEMMs reach the vendor BLAS (no native fallback)") {
   Kokkos::deep_copy(net.input(tape, 2), 1.0f);
   net.forward(tape, 2);
   Kokkos::Tools::Experimental::set_push_region_callback(nullptr);
+  unsetenv("HPF_CONVOLUTION");
   bool saw_gemm = false;
   for (const auto& r : regions) {
     if (r.find("KokkosBlas::gemm") != std::string::npos) {
@@ -124,3 +129,61 @@ TEST_CASE("Conv2D: GEMMs reach the vendor BLAS (no native fallback)") {
   }
   CHECK(saw_gemm);
 }
+
+#if HPF_ENABLE_ONEDNN
+namespace {
+// Forward output, input gradient and accumulated parameter gradients of one float network, over
+// two micro-batches (gradients add up) of n samples each.
+template <class Model>
+std::vector<std::vector<double>> float_results(std::size_t n, bool gemm) {
+  if (gemm) setenv("HPF_CONVOLUTION", "gemm", 1);
+  hpf::Network<Model, float> net(hpf::NetworkOptions{.seed = 5});
+  unsetenv("HPF_CONVOLUTION");
+  auto tape = net.make_tape(n);
+  using In = typename Model::input_shape;
+  using Out = typename Model::output_shape;
+  hpf::Buffer<float, Kokkos::DefaultExecutionSpace> dy("dy", Out::size * n), dx("dx", In::size * n);
+  std::vector<std::vector<double>> results;
+  for (std::uint64_t micro = 0; micro < 2; ++micro) {
+    hpf_test::fill_uniform(net.input(tape, n), 10 + micro);
+    hpf_test::fill_uniform(dy, 20 + micro);
+    net.forward(tape, n);
+    net.backward(tape, 1.0f, hpf::activation_view(dy, Out::channels, n, Out::spatial),
+                 hpf::activation_view(dx, In::channels, n, In::spatial));
+    results.push_back(hpf_test::to_host(net.output(tape)));
+    results.push_back(hpf_test::to_host(dx));
+  }
+  for (const auto& t : net.tensors()) {
+    const auto g = net.read(t, /*gradient=*/true);
+    results.emplace_back(g.begin(), g.end());
+  }
+  return results;
+}
+
+template <class Model>
+void check_onednn_against_gemm(std::size_t n) {
+  const auto vendor = float_results<Model>(n, false);
+  const auto gemm = float_results<Model>(n, true);
+  REQUIRE(vendor.size() == gemm.size());
+  for (std::size_t r = 0; r < vendor.size(); ++r) {
+    double scale = 0, diff = 0;
+    for (std::size_t i = 0; i < gemm[r].size(); ++i) {
+      scale = std::max(scale, std::abs(gemm[r][i]));
+      diff = std::max(diff, std::abs(vendor[r][i] - gemm[r][i]));
+    }
+    INFO("result ", r, " (outputs, input gradients, then parameter gradients), n = ", n);
+    CHECK(diff <= 2e-5 * scale);
+  }
+}
+}  // namespace
+
+TEST_CASE("Conv2D: oneDNN (float on the host) agrees with the im2col + GEMM path") {
+  check_onednn_against_gemm<hpf::Sequential<hpf::Input<3, 9, 8>, hpf::Conv2D<16, 3, hpf::Pad<1>>>>(4);
+  check_onednn_against_gemm<hpf::Sequential<hpf::Input<3, 9, 8>, hpf::Conv2D<16, 3, hpf::Pad<1>>>>(3);  // odd batch
+  check_onednn_against_gemm<hpf::Sequential<hpf::Input<16, 8, 8>, hpf::Conv2D<32, 3, hpf::Stride<2>, hpf::Pad<1>, hpf::NoBias>>>(5);
+  check_onednn_against_gemm<hpf::Sequential<hpf::Input<8, 6, 6>, hpf::Conv2D<4, 1>>>(2);
+  check_onednn_against_gemm<hpf::Sequential<hpf::Input<8, 6, 6>, hpf::Conv2D<16, 1, hpf::Stride<2>, hpf::NoBias>>>(2);
+  check_onednn_against_gemm<hpf::Sequential<hpf::Input<2, 11, 10>, hpf::Conv2D<5, 5, hpf::Stride<3>, hpf::Pad<2>>>>(3);
+  check_onednn_against_gemm<hpf::Sequential<hpf::Input<2, 7, 9>, hpf::Conv2D<3, 4, hpf::Stride<3>>>>(2);
+}
+#endif

@@ -20,9 +20,9 @@ namespace hpf::comm {
 /// \brief MPI and Kokkos for the lifetime of a scope: MPI first (threads funneled: only the
 /// thread that called MPI_Init calls MPI; Kokkos threads never do), then Kokkos; torn down in
 /// reverse. Either may already be initialised by the application, which then keeps owning it.
-/// Before MPI starts, OpenBLAS gets the widest kernels the CPU supports; after Kokkos starts, as
-/// many threads as the host execution space (see hpf/system/blas.hpp; both yield to
-/// OPENBLAS_CORETYPE / OPENBLAS_NUM_THREADS).
+/// Before MPI starts, OpenBLAS gets the widest kernels the CPU supports; after Kokkos starts,
+/// OpenBLAS and OpenMP (oneDNN) get as many threads as the host execution space (see
+/// hpf/system/blas.hpp; each yields to the corresponding environment variable).
 class Environment {
  public:
   Environment(int& argc, char**& argv) {
@@ -38,7 +38,7 @@ class Environment {
       Kokkos::initialize(argc, argv);
       owns_kokkos_ = true;
     }
-    system::match_blas_threads(Kokkos::DefaultHostExecutionSpace().concurrency());
+    system::match_library_threads(Kokkos::DefaultHostExecutionSpace().concurrency());
     world_.emplace(MPI_COMM_WORLD);
   }
   Environment(const Environment&) = delete;

@@ -9,6 +9,7 @@
 #include <hpf/layers/detail/reduce.hpp>
 #include <hpf/layers/detail/rows.hpp>
 #include <hpf/layers/detail/im2col.hpp>
+#include <hpf/layers/detail/onednn_convolution.hpp>
 #include <hpf/layers/detail/window.hpp>
 #include <hpf/layers/options.hpp>
 #include <hpf/layers/parameters.hpp>
@@ -17,7 +18,9 @@
 #include <Kokkos_Core.hpp>
 
 #include <cstddef>
+#include <optional>
 #include <string>
+#include <type_traits>
 
 namespace hpf {
 
@@ -38,16 +41,30 @@ void flip_transpose(const Space& space, Matrix<T, Space> weight, std::size_t cha
 
 /// 2-D convolution as GEMMs over `[C][N][H*W]` activations: with the batch folded into the
 /// column extent, one GEMM covers a whole chunk of images: Y[O][n*OHW] = W[O][CKK] col[CKK][n*OHW].
-/// 1x1 stride-1 unpadded convolutions use the input itself as col.
+/// 1x1 stride-1 unpadded convolutions use the input itself as col. In float on a host execution
+/// space, when hpf is built with oneDNN, the vendor convolution runs instead (OneDnnConvolution).
 template <class T, class Space>
 class Conv2DImpl {
+#if HPF_ENABLE_ONEDNN
+  static constexpr bool onednn_possible =
+      std::is_same_v<T, float> && Kokkos::SpaceAccessibility<Kokkos::HostSpace, memory_space_t<Space>>::accessible;
+#else
+  static constexpr bool onednn_possible = false;
+#endif
+
  public:
   using tape_type = NoTape;
 
   Conv2DImpl(const WindowGeometry& g, std::size_t out_channels, bool bias)
       : g_(g), out_(out_channels), bias_(bias),
         pointwise_(g.kernel == 1 && g.stride == 1 && g.pad == 0),
-        transposed_backward_(!pointwise_ && g.stride == 1 && g.pad < g.kernel) {}
+        transposed_backward_(!pointwise_ && g.stride == 1 && g.pad < g.kernel) {
+#if HPF_ENABLE_ONEDNN
+    if constexpr (onednn_possible) {
+      if (onednn_convolutions_enabled()) vendor_.emplace(g, out_channels, bias);
+    }
+#endif
+  }
 
   void bind(ParameterBinder<T, Space>& binder) {
     const std::size_t k = g_.kernel;
@@ -63,6 +80,9 @@ class Conv2DImpl {
   }
   void reserve(tape_type&, std::size_t) {}
   std::size_t workspace(std::size_t capacity) const {
+#if HPF_ENABLE_ONEDNN
+    if (vendor_) return vendor_->workspace(capacity);
+#endif
     if (pointwise_) return 0;
     const std::size_t per_image = g_.patch() * g_.out_spatial();
     std::size_t need = per_image * samples_per_chunk<Space>(per_image, capacity);
@@ -77,6 +97,15 @@ class Conv2DImpl {
   void forward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, Activation<T, Space> y,
                tape_type&) const {
     trace::Region region("hpf::Conv2D::forward");
+#if HPF_ENABLE_ONEDNN
+    if constexpr (onednn_possible) {
+      if (vendor_) {
+        vendor_->forward(x.data(), weight_.data(), bias_ ? bias_value_.data() : nullptr, y.data(), x.extent(1),
+                         ctx.workspace.data());
+        return;
+      }
+    }
+#endif
     const std::size_t n = x.extent(1), ohw = g_.out_spatial();
     const auto out = as_matrix(y);  // [O][n*OHW]
     if (bias_) broadcast_rows(ctx.space, bias_value_, out, "hpf::Conv2D::bias");
@@ -95,6 +124,15 @@ class Conv2DImpl {
   void backward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, ConstActivation<T, Space>,
                 ConstActivation<T, Space> dy, Activation<T, Space> dx, tape_type&) const {
     trace::Region region("hpf::Conv2D::backward");
+#if HPF_ENABLE_ONEDNN
+    if constexpr (onednn_possible) {
+      if (vendor_) {
+        vendor_->backward(x.data(), weight_.data(), dy.data(), is_empty(dx) ? nullptr : dx.data(), weight_grad_.data(),
+                          bias_ ? bias_grad_.data() : nullptr, x.extent(1), ctx.workspace.data());
+        return;
+      }
+    }
+#endif
     const std::size_t n = x.extent(1), ohw = g_.out_spatial();
     const auto grad_out = as_matrix(dy);  // [O][n*OHW]
     if (bias_) add_row_sums(ctx.space, grad_out, bias_grad_, "hpf::Conv2D::bias_grad");
@@ -167,6 +205,9 @@ class Conv2DImpl {
   WindowGeometry g_;
   std::size_t out_;
   bool bias_, pointwise_, transposed_backward_;
+#if HPF_ENABLE_ONEDNN
+  std::optional<OneDnnConvolution> vendor_;  // float on the host, unless HPF_CONVOLUTION=gemm
+#endif
   Matrix<T, Space> weight_, weight_grad_;
   Vector<T, Space> bias_value_, bias_grad_;
 };

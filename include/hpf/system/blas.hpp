@@ -73,16 +73,19 @@ inline void select_blas_kernels(char** argv) {
   unsetenv("OPENBLAS_CORETYPE");
 }
 
-/// \brief Gives OpenBLAS as many threads as the process's host execution space has (1 with
-/// Kokkos Serial, T with Kokkos OpenMP on T threads), unless OPENBLAS_NUM_THREADS says otherwise.
-/// hpf calls GEMMs outside Kokkos parallel regions, so those cores are free then; an OpenBLAS
-/// pool larger than that would compete with the other ranks on the node (its pthreads build
-/// spins in sched_yield).
-inline void match_blas_threads(int host_threads) {
-  if (std::getenv("OPENBLAS_NUM_THREADS")) return;
+/// \brief Gives the libraries hpf calls outside Kokkos kernels (OpenBLAS; oneDNN through OpenMP)
+/// as many threads as the process's host execution space has: 1 with Kokkos Serial, T with Kokkos
+/// OpenMP on T threads. Those cores are free while such a call runs; larger pools would compete
+/// with the other ranks of the node (OpenBLAS' pthreads spin in sched_yield). OPENBLAS_NUM_THREADS
+/// and OMP_NUM_THREADS, when set, win.
+inline void match_library_threads(int host_threads) {
+  const int threads = host_threads > 0 ? host_threads : 1;
   using set_threads_fn = void (*)(int);
-  if (auto f = reinterpret_cast<set_threads_fn>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) {
-    f(host_threads > 0 ? host_threads : 1);
+  if (!std::getenv("OPENBLAS_NUM_THREADS")) {
+    if (auto f = reinterpret_cast<set_threads_fn>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) f(threads);
+  }
+  if (!std::getenv("OMP_NUM_THREADS")) {
+    if (auto f = reinterpret_cast<set_threads_fn>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"))) f(threads);
   }
 }
 
