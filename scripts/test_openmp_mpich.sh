@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The unit and MPI test suite a second time, on the other CPU backend and the other MPI: Kokkos
+# OpenMP (built from Debian's source package by scripts/kokkos/build.sh, cached under
+# ~/.cache/hpf) with HPF_TEST_THREADS OpenMP threads per rank (default 2), and MPICH. Run after
+# `scripts/quickstart.sh test` (which installs the packages); .ci/run calls both.
+# Options (environment): HPF_BUILD_DIR (default build-openmp-mpich), HPF_JOBS, HPF_TEST_THREADS,
+# HPF_CMAKE_ARGS.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${HPF_BUILD_DIR:-$root/build-openmp-mpich}
+jobs=${HPF_JOBS:-$(nproc)}
+threads=${HPF_TEST_THREADS:-2}
+
+echo "== Kokkos + KokkosKernels for OpenMP (cached after the first build)"
+"$root/scripts/kokkos/build.sh" openmp -j "$jobs"
+kokkos=$("$root/scripts/kokkos/build.sh" openmp --print-prefix)
+
+echo "== configuring and building hpf in $build (Kokkos OpenMP, MPICH, $threads threads per rank)"
+# The compile-fail, compile-budget and consumer tests check compile errors and the build system,
+# and the one-epoch accuracy runs check training, not a backend: the first pass runs them; here
+# runs everything that executes kernels and messages (unit, MPI, PyTorch reference, examples).
+# shellcheck disable=SC2086
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKokkos_ROOT="$kokkos" \
+      -DMPI_CXX_COMPILER=mpicxx.mpich -DMPIEXEC_EXECUTABLE=/usr/bin/mpiexec.mpich \
+      -DHPF_TEST_THREADS="$threads" -DHPF_ENABLE_BENCHMARKS=OFF ${HPF_CMAKE_ARGS:-}
+cmake --build "$build" -j "$jobs"
+
+echo "== testing (unit, reference and MPI tests; OpenMP, $threads threads per rank; MPICH)"
+exec ctest --test-dir "$build" --output-on-failure -j "$jobs" -L "unit|mpi|reference" -LE "compile|consumer|accuracy"
