@@ -285,8 +285,10 @@ def profile_lines(run, limit):
         if not line.strip() or line.startswith(("GEMM", "PROFILE")):
             break
         parts = line.split(None, 3)
-        if len(parts) == 4 and not parts[3].startswith("("):
-            rows.append((parts[0], parts[1], parts[2], parts[3]))
+        # Summary rows ("(27 more sites ...)", "(outside ...)") have no call count; a region without
+        # kernels inside (oneDNN convolutions) is the site "(top) > region".
+        if len(parts) == 4 and not parts[2].startswith("("):
+            rows.append((parts[0], parts[1], parts[2], parts[3].removeprefix("(top) > ")))
     gemm = next((line for line in lines if line.startswith("GEMM (")), None)
     return (step_ms, gemm), rows[:limit]
 
