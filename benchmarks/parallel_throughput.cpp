@@ -1,0 +1,478 @@
+// SPDX-License-Identifier: MIT
+// Data-parallel and pipeline training throughput and per-rank memory of a zoo model under MPI,
+// measured the way benchmarks/pytorch_ddp.py and benchmarks/pytorch_pipeline.py measure PyTorch
+// (benchmarks/compare_parallel.py runs all of them):
+//
+//   mpiexec -n 2 hpf_bench_parallel_throughput --model resnet20 --batch 128          # 2 replicas
+//   mpiexec -n 2 hpf_bench_parallel_throughput --model resnet56 --stages 2 --micro-batches 8 --stage-times
+//   mpiexec -n 1 hpf_bench_parallel_throughput --model resnet20 --micro-batches 4     # one process
+//
+// One StageEngine per rank (what hpf::fit builds: ProcessGrid, the partition, this rank's data
+// shard), driven step by step so that warm-up and timed blocks can be told apart: fit() only
+// reports whole epochs. The partition is one stage (data parallelism), Balanced<2>, or with --cut
+// one of a few compiled Cuts<L> (to measure stage balance around Balanced<2>'s choice). images/s (global samples) is the best of `repeats` blocks of
+// `steps` steps after `warmup` steps; every block starts at a barrier and every step ends in the
+// engine's loss allreduce, so rank 0's clock times the whole job. Rank 0 prints one
+// `RESULT key=value ...` line; `rank_*` values list every rank in rank order (rank r is stage
+// r % S of replica r / S).
+//
+// Memory per rank: peak RSS (ru_maxrss, the whole process), the RSS before the engine is built
+// (data in RAM) and the peak from there on (clear_refs 5 resets VmHWM), and from Kokkos' allocation
+// callbacks the bytes of the engine's views by kind: activation tapes (every micro-batch slot the
+// schedule keeps, with the gradient buffers between stages), parameters/gradients/optimizer state,
+// and workspace. The callbacks are removed again before timing: while any Kokkos tool callback is
+// set, every kernel launch builds its name string.
+// --stage-times adds one more block with region callbacks: per rank, the time per step spent in
+// layer, optimizer and batch-loading regions (busy) against the rest (waiting for activations,
+// gradients, the gradient reduction and the loss allreduce).
+// Set OPENBLAS_CORETYPE explicitly when comparing (hpf::system::select_blas_kernels).
+#include <hpf/comm/environment.hpp>
+#include <hpf/data/fashion_mnist.hpp>
+#include <hpf/data/synthetic.hpp>
+#include <hpf/parallel/grid.hpp>
+#include <hpf/parallel/partition.hpp>
+#include <hpf/parallel/schedule.hpp>
+#include <hpf/parallel/stage_engine.hpp>
+#include <hpf/parallel/strategy.hpp>
+#include <hpf/system/blas.hpp>
+#include <hpf/zoo/models.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <dlfcn.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+double peak_rss_mib() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // KiB on Linux
+}
+
+/// A `/proc/self/status` field in MiB (VmRSS: now, VmHWM: peak since start or last reset), or -1.
+double status_mib(const std::string& field) {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind(field + ":", 0) == 0) return std::stod(line.substr(field.size() + 1)) / 1024.0;
+  }
+  return -1;
+}
+
+/// Peak memory from here on: the process's peak so far is kept, then the kernel's high-water mark
+/// is reset to the current RSS, so VmHWM afterwards is the peak of the training alone.
+struct MemoryMarks {
+  double peak_before = peak_rss_mib(), base = status_mib("VmRSS");
+  bool reset = static_cast<bool>(std::ofstream("/proc/self/clear_refs") << "5");
+  double train_peak() const { return reset ? status_mib("VmHWM") : peak_rss_mib(); }
+  double process_peak() const { return std::max(peak_before, std::max(train_peak(), peak_rss_mib())); }
+};
+
+int blas_threads() {
+  using get_fn = int (*)();
+  auto f = reinterpret_cast<get_fn>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
+  return f ? f() : -1;
+}
+
+/// `OpenBLAS kernels: SkylakeX` -> `SkylakeX`, spaces removed (RESULT values hold no spaces).
+std::string blas_token() {
+  std::string text = hpf::system::blas_description();
+  const std::string prefix = "OpenBLAS kernels: ";
+  if (text.rfind(prefix, 0) == 0) text = text.substr(prefix.size());
+  std::replace(text.begin(), text.end(), ' ', '_');
+  return text;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bytes of live Kokkos allocations by kind, through the allocation callbacks.
+namespace views {
+
+enum Kind { tape, state, workspace, other, kinds };
+const char* const kind_names[kinds] = {"tape", "state", "workspace", "other"};
+
+/// The engine's views by label: the model's flat arrays and the optimizer's state, the layers'
+/// shared workspace, the gradient-reduction and staging buffers; everything else is allocated per
+/// micro-batch slot (Network::make_tape, StageEngine's input/output gradients).
+Kind kind_of(const char* label) {
+  const std::string l(label);
+  for (const char* s : {"hpf::parameters", "hpf::gradients", "hpf::buffers", "hpf::Sgd::", "hpf::Adam::"})
+    if (l.rfind(s, 0) == 0) return state;
+  if (l.rfind("hpf::Network::workspace", 0) == 0 || l.rfind("hpf::Network::scratch", 0) == 0) return workspace;
+  if (l.rfind("hpf::GradientBuckets::", 0) == 0 || l.rfind("hpf::comm::", 0) == 0 || l.rfind("hpf::", 0) != 0)
+    return other;
+  return tape;
+}
+
+struct Live {
+  std::uint64_t size;
+  Kind kind;
+};
+std::unordered_map<const void*, Live> live;
+std::uint64_t now[kinds] = {}, total = 0, peak_total = 0;
+
+void allocate(Kokkos::Tools::SpaceHandle, const char* label, const void* ptr, std::uint64_t size) {
+  const Kind k = kind_of(label);
+  live[ptr] = {size, k};
+  now[k] += size;
+  total += size;
+  peak_total = std::max(peak_total, total);
+}
+void deallocate(Kokkos::Tools::SpaceHandle, const char*, const void* ptr, std::uint64_t) {
+  const auto it = live.find(ptr);
+  if (it == live.end()) return;  // allocated before the callbacks were installed
+  now[it->second.kind] -= it->second.size;
+  total -= it->second.size;
+  live.erase(it);
+}
+void install(bool on) {
+  Kokkos::Tools::Experimental::set_allocate_data_callback(on ? allocate : nullptr);
+  Kokkos::Tools::Experimental::set_deallocate_data_callback(on ? deallocate : nullptr);
+}
+double mib(std::uint64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
+
+}  // namespace views
+
+// ---------------------------------------------------------------------------------------------
+// --stage-times: seconds spent in the regions directly inside StageEngine::step, except the
+// communication ones (posting sends/receives, waiting for the gradient buckets, the loss
+// allreduce). MPI waits (recv, Request::wait) sit outside any region, so step time minus busy
+// time is this rank's waiting.
+namespace busy {
+
+int depth = 0, step_depth = 0;
+std::vector<Clock::time_point> started;  // per depth; time_point{} when not counted
+double seconds = 0;
+
+bool is_compute(const char* name) {
+  return std::strncmp(name, "hpf::comm::", 11) != 0 && std::strcmp(name, "hpf::GradientBuckets::finish") != 0;
+}
+void push_region(const char* name) {
+  ++depth;
+  if (started.size() <= static_cast<std::size_t>(depth)) started.resize(depth + 1);
+  started[depth] = {};
+  if (std::strcmp(name, "hpf::StageEngine::step") == 0) {
+    step_depth = depth;
+  } else if (step_depth > 0 && depth == step_depth + 1 && is_compute(name)) {
+    started[depth] = Clock::now();
+  }
+}
+void pop_region() {
+  if (depth <= 0) return;
+  if (started[depth] != Clock::time_point{}) seconds += seconds_since(started[depth]);
+  if (depth == step_depth) step_depth = 0;
+  --depth;
+}
+void install(bool on) {
+  Kokkos::Tools::Experimental::set_push_region_callback(on ? push_region : nullptr);
+  Kokkos::Tools::Experimental::set_pop_region_callback(on ? pop_region : nullptr);
+}
+
+}  // namespace busy
+
+// ---------------------------------------------------------------------------------------------
+
+struct Settings {
+  std::string model = "resnet20";
+  std::size_t stages = 1, micro_batches = 1, batch = 0, steps = 0, warmup = 0, repeats = 0, bucket_bytes = 0, cut = 0;
+  hpf::Schedule schedule = hpf::Schedule::one_f_one_b;
+  hpf::GradientReduction reduction = hpf::GradientReduction::automatic;
+  bool stage_times = false, help = false;
+  std::uint64_t seed = 0;
+};
+
+const char* const usage_text =
+    "usage: mpiexec -n P hpf_bench_parallel_throughput [--model mlp|resnet20|resnet56] [--stages 1|2]\n"
+    "         [--batch B] [--micro-batches M] [--schedule gpipe|1f1b] [--reduction automatic|ordered|allreduce]\n"
+    "         [--bucket-bytes N] [--cut LEAF] [--steps N] [--warmup W] [--repeats R] [--stage-times] [--seed S]\n"
+    "  P processes form P / stages replicas; --batch is the global mini-batch (default: mlp 128, resnets 64\n"
+    "  per replica), split into M micro-batches per replica (pipelined over the stages, accumulated on one).\n"
+    "  --stages 2 places the cut with hpf::Balanced<2>, or with --cut at a compiled leaf (hpf::Cuts<LEAF>):\n"
+    "  resnet20 21 28 (after 3 or 4 blocks), resnet56 64 70 76 82 (after 10 to 13 blocks).\n"
+    "  Defaults: 1f1b, hpf's gradient reduction and buckets; steps/warm-up per block mlp 100/20,\n"
+    "  resnet20 5/2, resnet56 3/1; 3 blocks.\n"
+    "  --stage-times  one more block with region callbacks: per-rank busy time per step\n";
+
+std::size_t to_size(const std::string& flag, const std::string& text) {
+  std::size_t used = 0;
+  unsigned long long value = 0;
+  try {
+    value = std::stoull(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || text.empty() || text[0] == '-')
+    throw hpf::comm::UsageError(flag + " expects a whole number, got '" + text + "'");
+  return static_cast<std::size_t>(value);
+}
+
+/// Throws UsageError (every rank sees the same arguments, so every rank exits with code 2).
+Settings parse(int argc, char** argv) {
+  Settings s;
+  auto fail = [](const std::string& what) { throw hpf::comm::UsageError(what + "\n" + usage_text); };
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag.rfind("--kokkos-", 0) == 0) continue;  // Kokkos' own
+    if (flag == "--help" || flag == "-h") {
+      s.help = true;
+      continue;
+    }
+    if (flag == "--stage-times") {
+      s.stage_times = true;
+      continue;
+    }
+    if (i + 1 >= argc) fail(flag + " needs a value");
+    const std::string value = argv[++i];
+    if (flag == "--model") {
+      if (value != "mlp" && value != "resnet20" && value != "resnet56") fail("--model must be mlp, resnet20 or resnet56");
+      s.model = value;
+    } else if (flag == "--schedule") {
+      if (value != "gpipe" && value != "1f1b") fail("--schedule must be gpipe or 1f1b");
+      s.schedule = value == "gpipe" ? hpf::Schedule::gpipe : hpf::Schedule::one_f_one_b;
+    } else if (flag == "--reduction") {
+      if (value == "automatic") s.reduction = hpf::GradientReduction::automatic;
+      else if (value == "ordered") s.reduction = hpf::GradientReduction::ordered;
+      else if (value == "allreduce") s.reduction = hpf::GradientReduction::allreduce;
+      else fail("--reduction must be automatic, ordered or allreduce");
+    } else if (flag == "--stages") {
+      s.stages = to_size(flag, value);
+      if (s.stages != 1 && s.stages != 2) fail("--stages must be 1 or 2");
+    } else if (flag == "--micro-batches") {
+      s.micro_batches = to_size(flag, value);
+    } else if (flag == "--batch") {
+      s.batch = to_size(flag, value);
+    } else if (flag == "--cut") {
+      s.cut = to_size(flag, value);
+    } else if (flag == "--bucket-bytes") {
+      s.bucket_bytes = to_size(flag, value);
+    } else if (flag == "--steps") {
+      s.steps = to_size(flag, value);
+    } else if (flag == "--warmup") {
+      s.warmup = to_size(flag, value);
+    } else if (flag == "--repeats") {
+      s.repeats = to_size(flag, value);
+    } else if (flag == "--seed") {
+      s.seed = to_size(flag, value);
+    } else {
+      fail("unknown option " + flag);
+    }
+  }
+  return s;
+}
+
+/// Comma-separated values of every rank, gathered to rank 0 (empty elsewhere).
+std::string gather(const hpf::comm::Communicator& world, double value, int digits = 1) {
+  std::vector<double> all(static_cast<std::size_t>(world.size()));
+  hpf::comm::check(MPI_Gather(&value, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE, 0, world.get()), "MPI_Gather");
+  std::ostringstream out;
+  out.setf(std::ios::fixed);
+  out.precision(digits);
+  for (std::size_t r = 0; r < all.size(); ++r) out << (r ? "," : "") << all[r];
+  return out.str();
+}
+
+/// The reference's settings (docs/reference.md): SGD lr 0.05 momentum 0.9 for the MLP on
+/// Fashion-MNIST; ResNets lr 0.1, momentum 0.9, weight decay 5e-4, kaiming_normal(fan_out), one
+/// fixed synthetic batch.
+hpf::TrainOptions options_for(const Settings& s, std::size_t replicas) {
+  hpf::TrainOptions o;
+  const bool mlp = s.model == "mlp";
+  o.batch = s.batch ? s.batch : (mlp ? 128 : 64) * replicas;
+  o.micro_batches = s.micro_batches;
+  o.schedule = s.schedule;
+  o.reduction = s.reduction;
+  if (s.bucket_bytes) o.bucket_bytes = s.bucket_bytes;
+  o.evaluate = false;
+  o.log = nullptr;
+  o.progress = hpf::ProgressMode::none;
+  o.network.seed = s.seed;
+  o.data_seed = s.seed;
+  if (mlp) {
+    o.optimizer = hpf::SgdOptions{.learning_rate = 0.05, .momentum = 0.9};
+  } else {
+    o.optimizer = hpf::SgdOptions{.learning_rate = 0.1, .momentum = 0.9, .weight_decay = 5e-4};
+    o.network.init = hpf::InitScheme::kaiming_normal_fan_out;
+  }
+  return o;
+}
+
+/// The checks hpf::fit makes before it builds an engine (the same messages' substance).
+void check(const hpf::TrainOptions& o, std::size_t stages, std::size_t replicas) {
+  if (o.batch % replicas != 0)
+    throw hpf::comm::UsageError("--batch " + std::to_string(o.batch) + " does not split over " +
+                                std::to_string(replicas) + " replicas");
+  if (o.micro_batches == 0 || o.micro_batches > o.batch / replicas)
+    throw hpf::comm::UsageError("--micro-batches must be between 1 and the replica batch " +
+                                std::to_string(o.batch / replicas));
+  if (const auto c = hpf::check_schedule(o.schedule, stages, o.micro_batches); !c.ok)
+    throw hpf::comm::UsageError(std::string("schedule check failed: ") + c.problem);
+}
+
+template <class Model, class Partition, std::size_t StageIndex>
+void run_stage(const hpf::comm::Communicator& world, const hpf::ProcessGrid& grid, const Settings& s,
+               const hpf::TrainOptions& o) {
+  using Engine = hpf::StageEngine<Model, Partition, StageIndex, float, Kokkos::DefaultExecutionSpace>;
+  constexpr std::size_t stages = hpf::stage_count_v<Model, Partition>;
+  const bool mlp = s.model == "mlp";
+  const std::size_t steps = s.steps ? s.steps : (mlp ? 100 : s.model == "resnet20" ? 5 : 3);
+  const std::size_t warmup = s.warmup ? s.warmup : (mlp ? 20 : s.model == "resnet20" ? 2 : 1);
+  const std::size_t repeats = s.repeats ? s.repeats : 3;
+
+  // This rank's shard, as fit() loads it. The ResNets' dataset is exactly one global batch: every
+  // step trains on the same samples (reshuffled per epoch, which changes only who gets which).
+  const auto shard = hpf::data::pipeline_shard(grid.replica(), grid.replicas(), grid.stage(), grid.stages());
+  const hpf::data::TrainTest data =
+      mlp ? hpf::data::load_fashion_mnist(shard)
+          : hpf::data::TrainTest{hpf::data::synthetic_dataset(o.batch, 3, 32, 32, 10, s.seed, shard),
+                                 hpf::data::synthetic_dataset(0, 3, 32, 32, 10, s.seed + 1, shard)};
+  world.barrier();
+  const MemoryMarks memory;
+  views::install(true);
+  Engine engine(grid, o, data);
+  // Full global batches only (Fashion-MNIST's last partial batch is skipped), cycled over epochs.
+  const std::size_t full_steps = std::max<std::size_t>(1, data.train.size() / o.batch);
+  std::size_t next = 0;
+  auto train_steps = [&](std::size_t count) {
+    double loss = 0;
+    for (std::size_t i = 0; i < count; ++i, ++next) {
+      const hpf::StepResult r = engine.step(next / full_steps, next % full_steps);
+      loss = r.loss_sum / static_cast<double>(r.samples);
+    }
+    Kokkos::fence();
+    return loss;
+  };
+
+  const double first_loss = train_steps(1);  // allocations of the first step are still counted
+  views::install(false);
+  const bool tool_left = Kokkos::Profiling::profileLibraryLoaded();  // must be false while timing
+  if (warmup > 1) train_steps(warmup - 1);
+  double best_rate = 0, last_loss = first_loss;
+  std::ostringstream blocks;
+  for (std::size_t r = 0; r < repeats; ++r) {
+    world.barrier();
+    const auto start = Clock::now();
+    last_loss = train_steps(steps);
+    const double rate = static_cast<double>(steps * o.batch) / seconds_since(start);
+    best_rate = std::max(best_rate, rate);
+    blocks << (r ? "," : "") << static_cast<long long>(rate + 0.5);
+  }
+  double busy_ms = -1, profiled_step_ms = -1;
+  if (s.stage_times) {
+    busy::install(true);
+    world.barrier();
+    const auto start = Clock::now();
+    train_steps(steps);
+    profiled_step_ms = 1e3 * seconds_since(start) / static_cast<double>(steps);
+    busy::install(false);
+    busy_ms = 1e3 * busy::seconds / static_cast<double>(steps);
+  }
+
+  using StageModel = typename Engine::stage_model;
+  const double stage_gflop = 6.0 * static_cast<double>(StageModel::cost.macs) * 1e-9;  // per sample
+  const std::string rank_peak = gather(world, memory.process_peak());
+  const std::string rank_base = gather(world, memory.base);
+  const std::string rank_train_peak = gather(world, memory.train_peak());
+  const std::string rank_tape = gather(world, views::mib(views::now[views::tape]));
+  const std::string rank_state = gather(world, views::mib(views::now[views::state]));
+  const std::string rank_workspace = gather(world, views::mib(views::now[views::workspace]));
+  const std::string rank_views_peak = gather(world, views::mib(views::peak_total));
+  const std::string rank_slots = gather(world, static_cast<double>(engine.slots()), 0);
+  const std::string rank_busy = gather(world, busy_ms, 2);
+  const std::string rank_stage_gflop = gather(world, stage_gflop, 5);
+  const std::string rank_stage_flops = gather(world, static_cast<double>(StageModel::cost.training_flops()) * 1e-6, 3);
+  const std::string rank_first_leaf = gather(world, static_cast<double>(StageModel::first_leaf), 0);
+  const std::string tool = gather(world, tool_left ? 1.0 : 0.0, 0);
+  if (world.rank() != 0) return;
+
+  const double gflop_per_image = 6.0 * static_cast<double>(Model::cost.macs) * 1e-9;
+  const std::size_t local = o.batch / grid.replicas();
+  std::printf(
+      "RESULT framework=hpf model=%s world=%d stages=%zu replicas=%zu batch=%zu batch_per_replica=%zu "
+      "micro_batches=%zu micro_batch=%zu schedule=%s reduction=%s bucket_bytes=%zu steps=%zu warmup=%zu repeats=%zu "
+      "images_per_s=%.2f ms_per_step=%.4f gflop_per_step=%.5f gflops=%.2f "
+      "rank_peak_rss_mib=%s rank_base_rss_mib=%s rank_train_peak_rss_mib=%s rank_tape_mib=%s rank_state_mib=%s "
+      "rank_workspace_mib=%s rank_views_peak_mib=%s rank_slots=%s rank_busy_ms=%s profiled_step_ms=%.3f "
+      "cut=%s rank_stage_gflop_per_sample=%s rank_stage_train_mflop_per_sample=%s rank_first_leaf=%s model_leaves=%zu "
+      "tool_loaded_while_timing=%s blas=%s blas_threads=%d kokkos_space=%s loss_first=%.5f loss_last=%.5f "
+      "block_images_per_s=%s\n",
+      s.model.c_str(), world.size(), stages, grid.replicas(), o.batch, local, o.micro_batches,
+      (local + o.micro_batches - 1) / o.micro_batches, hpf::to_string(o.schedule),
+      hpf::to_string(hpf::resolve(o.reduction, grid.replicas())), o.bucket_bytes, steps, warmup, repeats, best_rate,
+      1e3 * static_cast<double>(o.batch) / best_rate, gflop_per_image * static_cast<double>(o.batch),
+      best_rate * gflop_per_image, rank_peak.c_str(), rank_base.c_str(), rank_train_peak.c_str(), rank_tape.c_str(),
+      rank_state.c_str(), rank_workspace.c_str(), rank_views_peak.c_str(), rank_slots.c_str(), rank_busy.c_str(),
+      profiled_step_ms, stages == 1 ? "none" : s.cut ? "explicit" : "balanced", rank_stage_gflop.c_str(), rank_stage_flops.c_str(), rank_first_leaf.c_str(),
+      static_cast<std::size_t>(Model::leaves), tool.c_str(), blas_token().c_str(), blas_threads(),
+      Kokkos::DefaultExecutionSpace::name(), first_loss, last_loss, blocks.str().c_str());
+  std::fflush(stdout);
+}
+
+template <class Model, class Partition>
+void run(const hpf::comm::Communicator& world, const Settings& s) {
+  constexpr std::size_t stages = hpf::stage_count_v<Model, Partition>;
+  hpf::ProcessGrid grid(world, stages);
+  const hpf::TrainOptions o = options_for(s, grid.replicas());
+  check(o, stages, grid.replicas());
+  if (grid.stage() == 0) {
+    run_stage<Model, Partition, 0>(world, grid, s, o);
+  } else if constexpr (stages > 1) {
+    run_stage<Model, Partition, 1>(world, grid, s, o);
+  }
+}
+
+/// Two stages at Balanced<2>, or at one of the compiled cut leaves: partitions are types, so only
+/// these few (ResNet block boundaries around the balanced one) exist in this executable.
+template <class Model, std::size_t... Leaves>
+void run_model(const hpf::comm::Communicator& world, const Settings& s) {
+  if (s.stages == 1) {
+    if (s.cut) throw hpf::comm::UsageError("--cut needs --stages 2");
+    run<Model, hpf::DataParallel::partition>(world, s);
+  } else if (s.cut == 0) {
+    run<Model, hpf::Balanced<2>>(world, s);
+  } else if (!((s.cut == Leaves ? (run<Model, hpf::Cuts<Leaves>>(world, s), true) : false) || ...)) {
+    throw hpf::comm::UsageError("--cut " + std::to_string(s.cut) + " is not compiled for --model " + s.model +
+                                "\n" + usage_text);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return hpf::comm::run_main(argc, argv, [&](const hpf::comm::Communicator& world) {
+    const Settings s = parse(argc, argv);
+    if (s.help) {
+      if (world.rank() == 0) std::fputs(usage_text, stdout);
+      return;
+    }
+    if (world.rank() == 0) {
+      std::printf("# %s; OPENBLAS_CORETYPE=%s; Kokkos %s; %d ranks\n", hpf::system::blas_description().c_str(),
+                  std::getenv("OPENBLAS_CORETYPE") ? std::getenv("OPENBLAS_CORETYPE") : "(unset)",
+                  Kokkos::DefaultExecutionSpace::name(), world.size());
+    }
+    if (s.model == "mlp") {
+      run_model<hpf::zoo::Mlp>(world, s);
+    } else if (s.model == "resnet20") {
+      run_model<hpf::zoo::ResNet20, 21, 28>(world, s);
+    } else {
+      run_model<hpf::zoo::ResNet56, 64, 70, 76, 82>(world, s);
+    }
+  });
+}
