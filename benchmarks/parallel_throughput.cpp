@@ -248,10 +248,11 @@ Settings parse(int argc, char** argv) {
       if (value != "gpipe" && value != "1f1b") fail("--schedule must be gpipe or 1f1b");
       s.schedule = value == "gpipe" ? hpf::Schedule::gpipe : hpf::Schedule::one_f_one_b;
     } else if (flag == "--reduction") {
-      if (value == "automatic") s.reduction = hpf::GradientReduction::automatic;
-      else if (value == "ordered") s.reduction = hpf::GradientReduction::ordered;
-      else if (value == "allreduce") s.reduction = hpf::GradientReduction::allreduce;
-      else fail("--reduction must be automatic, ordered or allreduce");
+      if (value != "automatic" && value != "ordered" && value != "allreduce")
+        fail("--reduction must be automatic, ordered or allreduce");
+      s.reduction = value == "ordered"     ? hpf::GradientReduction::ordered
+                    : value == "allreduce" ? hpf::GradientReduction::allreduce
+                                           : hpf::GradientReduction::automatic;
     } else if (flag == "--stages") {
       s.stages = to_size(flag, value);
       if (s.stages != 1 && s.stages != 2) fail("--stages must be 1 or 2");
