@@ -293,3 +293,17 @@ def fmt(value, digits=0, unit=""):
     if value is None:
         return "-"
     return f"{value:,.{digits}f}{unit}"
+
+
+def runner_options(argv, path_options):
+    """A runner's own options that shape the measurement, without `path_options` (where files
+    are: they take a value, as `--opt value` or `--opt=value`) and --no-write."""
+    kept, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a in path_options:
+            skip = True
+        elif not a.startswith(tuple(o + "=" for o in path_options) + ("--no-write",)):
+            kept.append(a)
+    return kept

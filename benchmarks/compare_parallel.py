@@ -553,7 +553,8 @@ def report(args, data, overrides):
                "variables set):")
     out.append("")
     out.append("```sh")
-    out.append(" ".join(["/usr/bin/python3 benchmarks/compare_parallel.py"] + runner_options(sys.argv[1:])))
+    options = h.runner_options(sys.argv[1:], ("--hpf", "--results", "--python", "--mpiexec"))
+    out.append(" ".join(["/usr/bin/python3 benchmarks/compare_parallel.py"] + options))
     shown = {args.hpf: args.hpf_shown}
     seen = set()
     for jobs in data.values():
@@ -565,19 +566,6 @@ def report(args, data, overrides):
                     out.append(line)
     out.append("```")
     return "\n".join(out) + "\n"
-
-
-def runner_options(argv):
-    """The runner's own options that shape the measurement (not where files are)."""
-    kept, skip = [], False
-    for a in argv:
-        if skip:
-            skip = False
-        elif a in ("--hpf", "--results", "--python", "--mpiexec"):
-            skip = True
-        elif not a.startswith(("--hpf=", "--results=", "--python=", "--mpiexec=", "--no-write")):
-            kept.append(a)
-    return kept
 
 
 def load_average():

@@ -234,7 +234,8 @@ def report(args, data):
     out.append("Commands (run from the repository root; the runner launches exactly these):")
     out.append("")
     out.append("```sh")
-    out.append(" ".join(["/usr/bin/python3 benchmarks/compare_single_process.py"] + runner_options(sys.argv[1:])))
+    options = h.runner_options(sys.argv[1:], ("--hpf", "--results", "--python"))
+    out.append(" ".join(["/usr/bin/python3 benchmarks/compare_single_process.py"] + options))
     first = args.settings[0]
     _, overrides = h.bench_env(h.BLAS_SETTINGS[first][0])
     shown = {args.hpf: args.hpf_shown}  # the private copy ran; the commands name the original
@@ -248,19 +249,6 @@ def report(args, data):
         out.append("")
         out.append(f"and the same with OPENBLAS_CORETYPE={', '.join(others)}.")
     return "\n".join(out) + "\n"
-
-
-def runner_options(argv):
-    """The runner's own options that shape the measurement (not where files are)."""
-    kept, skip = [], False
-    for a in argv:
-        if skip:
-            skip = False
-        elif a in ("--hpf", "--results", "--python"):
-            skip = True
-        elif not a.startswith(("--hpf=", "--results=", "--python=", "--no-write")):
-            kept.append(a)
-    return kept
 
 
 def sgemm_peak(runs):

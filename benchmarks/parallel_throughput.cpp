@@ -39,8 +39,8 @@
 
 #include <Kokkos_Core.hpp>
 
-#include <dlfcn.h>
-#include <sys/resource.h>
+#include <common/measure.hpp>
+
 
 #include <algorithm>
 #include <chrono>
@@ -58,49 +58,7 @@
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
-
-double peak_rss_mib() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // KiB on Linux
-}
-
-/// A `/proc/self/status` field in MiB (VmRSS: now, VmHWM: peak since start or last reset), or -1.
-double status_mib(const std::string& field) {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind(field + ":", 0) == 0) return std::stod(line.substr(field.size() + 1)) / 1024.0;
-  }
-  return -1;
-}
-
-/// Peak memory from here on: the process's peak so far is kept, then the kernel's high-water mark
-/// is reset to the current RSS, so VmHWM afterwards is the peak of the training alone.
-struct MemoryMarks {
-  double peak_before = peak_rss_mib(), base = status_mib("VmRSS");
-  bool reset = static_cast<bool>(std::ofstream("/proc/self/clear_refs") << "5");
-  double train_peak() const { return reset ? status_mib("VmHWM") : peak_rss_mib(); }
-  double process_peak() const { return std::max(peak_before, std::max(train_peak(), peak_rss_mib())); }
-};
-
-int blas_threads() {
-  using get_fn = int (*)();
-  auto f = reinterpret_cast<get_fn>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
-  return f ? f() : -1;
-}
-
-/// `OpenBLAS kernels: SkylakeX` -> `SkylakeX`, spaces removed (RESULT values hold no spaces).
-std::string blas_token() {
-  std::string text = hpf::system::blas_description();
-  const std::string prefix = "OpenBLAS kernels: ";
-  if (text.rfind(prefix, 0) == 0) text = text.substr(prefix.size());
-  std::replace(text.begin(), text.end(), ' ', '_');
-  return text;
-}
+using namespace hpf_bench;
 
 // ---------------------------------------------------------------------------------------------
 // Bytes of live Kokkos allocations by kind, through the allocation callbacks.
@@ -212,16 +170,9 @@ const char* const usage_text =
     "  --stage-times  one more block with region callbacks: per-rank busy time per step\n";
 
 std::size_t to_size(const std::string& flag, const std::string& text) {
-  std::size_t used = 0;
-  unsigned long long value = 0;
-  try {
-    value = std::stoull(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || text.empty() || text[0] == '-')
-    throw hpf::comm::UsageError(flag + " expects a whole number, got '" + text + "'");
-  return static_cast<std::size_t>(value);
+  const auto value = hpf_bench::whole_number(text);
+  if (!value) throw hpf::comm::UsageError(flag + " expects a whole number, got '" + text + "'");
+  return *value;
 }
 
 /// Throws UsageError (every rank sees the same arguments, so every rank exits with code 2).

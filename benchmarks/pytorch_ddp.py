@@ -46,6 +46,7 @@ import torch.nn.functional as F  # noqa: E402
 from torch.nn.parallel import DistributedDataParallel  # noqa: E402
 
 import torch_parallel as tp  # noqa: E402
+import torch_reference as ref  # noqa: E402
 from torch_reference import CifarResNet, mlp  # noqa: E402
 
 DEFAULTS = {"mlp": (128, 100, 20), "resnet20": (64, 5, 2), "resnet56": (64, 3, 1)}  # batch, steps, warm-up
@@ -56,17 +57,17 @@ def build(args):
     torch.manual_seed(args.seed)  # the same initial weights on every rank (DDP broadcasts rank 0's anyway)
     if args.model == "mlp":
         model = mlp()
-        macs = tp.forward_macs(model, (1, 28, 28))
+        macs = ref.forward_macs(model, (1, 28, 28))
         return model, torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9), macs
     model = CifarResNet(20 if args.model == "resnet20" else 56)
-    macs = tp.forward_macs(model, (3, 32, 32))
+    macs = ref.forward_macs(model, (3, 32, 32))
     return model, torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=5e-4), macs
 
 
 def batches_for(args, rank, world, batch):
     if args.model == "mlp":
-        return tp.fashion_batches(batch, args.seed, args.data_dir)[rank::world]
-    return [tp.synthetic_batch(batch, args.seed + rank)]
+        return ref.fashion_batches(batch, args.seed, args.data_dir)[rank::world]
+    return [ref.synthetic_batch(batch, args.seed + rank)]
 
 
 def worker(rank, args, port):
@@ -75,7 +76,7 @@ def worker(rank, args, port):
     batch = args.batch or batch
     steps, warmup = args.steps or default_steps, args.warmup or default_warmup
     batches = batches_for(args, rank, args.nprocs, batch)
-    memory = tp.MemoryMarks()
+    memory = ref.MemoryMarks()
     model, opt, macs = build(args)
     ddp = DistributedDataParallel(model, bucket_cap_mb=args.bucket_mb)
     ddp.train()
@@ -97,7 +98,7 @@ def worker(rank, args, port):
                                                dist.barrier)
     values = tp.gather_values([memory.process_peak(), memory.base, memory.train_peak()])
     if rank == 0:
-        core, blas_threads = tp.blas_info()
+        core, blas_threads = ref.blas_info()
         gflop_per_image = 6.0 * macs * 1e-9
         global_batch = batch * args.nprocs
         print(f"RESULT framework=pytorch mode=ddp model={args.model} world={args.nprocs} batch={global_batch} "
@@ -116,7 +117,7 @@ def worker(rank, args, port):
 
 def main():
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
-    core, _ = tp.blas_info()
+    core, _ = ref.blas_info()
     print(f"# torch {torch.__version__}; OpenBLAS kernels: {core}; OPENBLAS_CORETYPE="
           f"{os.environ.get('OPENBLAS_CORETYPE', '(unset)')}; DDP gloo, {ARGS.nprocs} processes x "
           f"{ARGS.threads} thread", flush=True)

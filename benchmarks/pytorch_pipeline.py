@@ -55,6 +55,7 @@ import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 import torch_parallel as tp  # noqa: E402
+import torch_reference as ref  # noqa: E402
 from torch_reference import CifarResNet  # noqa: E402
 
 DEFAULTS = {"resnet20": (5, 2), "resnet56": (3, 1)}  # steps per block, warm-up steps
@@ -93,7 +94,7 @@ def unit_macs(model):
         for m in unit.modules():
             if isinstance(m, (nn.Conv2d, nn.Linear)):
                 handles.append(m.register_forward_hook(
-                    lambda mod, inp, out, i=i: totals.__setitem__(i, totals[i] + tp.forward_macs_of(mod, out))))
+                    lambda mod, inp, out, i=i: totals.__setitem__(i, totals[i] + ref.forward_macs_of(mod, out))))
     with torch.no_grad():
         model.eval()
         model(torch.zeros(1, 3, 32, 32))
@@ -242,7 +243,7 @@ def defaults(args):
 
 
 def result_line(args, world, split, stage_macs, best, rates, first, last, values):
-    core, blas_threads = tp.blas_info()
+    core, blas_threads = ref.blas_info()
     macs = sum(stage_macs)
     gflop_per_image = 6.0 * macs * 1e-9
     steps, warmup = defaults(args)
@@ -261,10 +262,10 @@ def result_line(args, world, split, stage_macs, best, rates, first, last, values
 
 def run_single(args):
     """--stages 1: the whole model in this process."""
-    tp.setup_threads(args.threads)
+    ref.setup_threads(args.threads)
     steps, warmup = defaults(args)
-    x, y = tp.synthetic_batch(args.batch, args.seed)
-    memory = tp.MemoryMarks()
+    x, y = ref.synthetic_batch(args.batch, args.seed)
+    memory = ref.MemoryMarks()
     model = new_model(args)
     opt = sgd(model.parameters())
     xs, ys = torch.tensor_split(x, args.micro_batches), torch.tensor_split(y, args.micro_batches)
@@ -285,8 +286,8 @@ def worker(rank, args, port):
     """--stages 2: stage `rank` in its own process."""
     tp.init_group(rank, 2, port, args.threads)
     steps, warmup = defaults(args)
-    x, y = tp.synthetic_batch(args.batch, args.seed)  # each stage keeps only what it reads
-    memory = tp.MemoryMarks()
+    x, y = ref.synthetic_batch(args.batch, args.seed)  # each stage keeps only what it reads
+    memory = ref.MemoryMarks()
     model = new_model(args)
     reference = copy.deepcopy(model) if args.check and rank == 0 else None
     macs = unit_macs(model)
@@ -354,7 +355,7 @@ def check_against_unsplit(args, rank, model, reference, split, x, y):
 
 def main():
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
-    core, _ = tp.blas_info()
+    core, _ = ref.blas_info()
     print(f"# torch {torch.__version__}; OpenBLAS kernels: {core}; OPENBLAS_CORETYPE="
           f"{os.environ.get('OPENBLAS_CORETYPE', '(unset)')}; {ARGS.stages} stage(s), {ARGS.schedule}, "
           f"{ARGS.micro_batches} micro-batches, {ARGS.threads} thread per process", flush=True)

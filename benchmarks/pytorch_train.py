@@ -40,16 +40,14 @@ ARGS = parse_args()
 for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[var] = str(ARGS.threads)
 
-import ctypes  # noqa: E402
-import resource  # noqa: E402
 import time  # noqa: E402
 
-import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from torch_reference import CifarResNet, cnn, mlp, read_idx  # noqa: E402
+from torch_reference import (CifarResNet, MemoryMarks, blas_info, cnn, fashion_batches, forward_macs,  # noqa: E402
+                             mlp, setup_threads, synthetic_batch)
 
 ONEDNN_CONV = "unknown"  # set in main()
 # batch, steps per block, warm-up steps (as train_throughput.cpp)
@@ -57,37 +55,6 @@ DEFAULTS = {"mlp": (128, 100, 20), "cnn": (64, 20, 5), "resnet20": (64, 5, 2), "
 
 
 # --- threads and BLAS ------------------------------------------------------------------------
-def openblas():
-    """The BLAS library this process loaded (libblas.so.3 -> OpenBLAS on Debian), or None."""
-    for name in ("libblas.so.3", "libopenblas.so.0"):
-        try:
-            lib = ctypes.CDLL(name, mode=ctypes.RTLD_GLOBAL)
-            if hasattr(lib, "openblas_get_corename"):
-                return lib
-        except OSError:
-            pass
-    return None
-
-
-def setup_threads(threads):
-    torch.set_num_threads(threads)
-    try:
-        torch.set_num_interop_threads(threads)
-    except RuntimeError:
-        pass
-    lib = openblas()
-    if lib is not None:
-        lib.openblas_set_num_threads(threads)
-
-
-def blas_info():
-    lib = openblas()
-    if lib is None:
-        return "not_OpenBLAS", -1
-    lib.openblas_get_corename.restype = ctypes.c_char_p
-    return lib.openblas_get_corename().decode(), lib.openblas_get_num_threads()
-
-
 def blas_library():
     """File name of the mapped OpenBLAS library (e.g. libopenblasp-r0.3.21.so), or "unknown"."""
     with open("/proc/self/maps") as f:
@@ -98,76 +65,6 @@ def blas_library():
     return "unknown"
 
 
-def peak_rss_mib():
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-
-
-def status_mib(field):
-    """A /proc/self/status field in MiB (VmRSS: now, VmHWM: peak since start or last reset), or -1."""
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) / 1024.0
-    return -1.0
-
-
-class MemoryMarks:
-    """Peak memory of the training alone, as train_throughput.cpp measures it: the process's peak
-    so far is kept, then the kernel's high-water mark is reset to the current RSS (clear_refs 5),
-    so VmHWM afterwards is the peak of what follows (data set included, loading transients not)."""
-
-    def __init__(self):
-        self.peak_before, self.base = peak_rss_mib(), status_mib("VmRSS")
-        try:
-            with open("/proc/self/clear_refs", "w") as f:
-                f.write("5")
-            self.reset = True
-        except OSError:
-            self.reset = False
-
-    def train_peak(self):
-        return status_mib("VmHWM") if self.reset else peak_rss_mib()
-
-    def process_peak(self):
-        return max(self.peak_before, self.train_peak(), peak_rss_mib())
-
-
-def forward_macs(model, sample_shape):
-    """Conv2d/Linear forward MACs per sample, counted with hooks (the reference's FLOP basis)."""
-    total = [0]
-
-    def hook(m, inp, out):
-        if isinstance(m, nn.Conv2d):
-            total[0] += out[0].numel() * (m.in_channels // m.groups) * m.kernel_size[0] * m.kernel_size[1]
-        elif isinstance(m, nn.Linear):
-            total[0] += m.in_features * m.out_features
-
-    handles = [m.register_forward_hook(hook) for m in model.modules() if isinstance(m, (nn.Conv2d, nn.Linear))]
-    with torch.no_grad():
-        model.eval()
-        model(torch.zeros(1, *sample_shape))
-        model.train()
-    for h in handles:
-        h.remove()
-    return total[0]
-
-
-def fashion_batches(batch, seed, data_dir):
-    """Full pre-shuffled batches of Fashion-MNIST (x/255, no normalisation) held in RAM."""
-    images = read_idx(os.path.join(data_dir, "train-images-idx3-ubyte.gz"))
-    labels = read_idx(os.path.join(data_dir, "train-labels-idx1-ubyte.gz"))
-    perm = torch.randperm(images.shape[0], generator=torch.Generator().manual_seed(seed)).numpy()
-    x = torch.from_numpy(images[perm]).unsqueeze(1).float().div_(255.0)  # permuted as bytes: one float copy
-    y = torch.from_numpy(labels[perm].astype(np.int64))
-    del images, labels
-    return [(x[i:i + batch], y[i:i + batch]) for i in range(0, x.shape[0] - batch + 1, batch)]
-
-
-def synthetic_batch(batch, seed):
-    g = torch.Generator().manual_seed(seed)
-    return [(torch.randn(batch, 3, 32, 32, generator=g), torch.randint(0, 10, (batch,), generator=g))]
-
-
 # --- measurement --------------------------------------------------------------------------------
 def run_model(args):
     batch, default_steps, default_warmup = DEFAULTS[args.model]
@@ -175,7 +72,7 @@ def run_model(args):
     warmup = args.warmup or default_warmup
     repeats = args.repeats or 5
     fashion = args.model in ("mlp", "cnn")
-    batches = fashion_batches(batch, args.seed, args.data_dir) if fashion else synthetic_batch(batch, args.seed)
+    batches = fashion_batches(batch, args.seed, args.data_dir) if fashion else [synthetic_batch(batch, args.seed)]
     memory = MemoryMarks()  # data in RAM; the model and its training follow
     torch.manual_seed(args.seed)
     if fashion:
