@@ -13,8 +13,8 @@
 
 /// A minimal JSON (RFC 8259) reader and string quoting, enough for file headers such as
 /// safetensors': hpf gains no JSON dependency. Numbers are kept as the text written; callers
-/// convert what they expect (json_unsigned). Strings are decoded (escapes, \uXXXX with surrogate
-/// pairs, to UTF-8); other bytes pass through unchecked.
+/// convert what they expect (json_unsigned). Strings are decoded to UTF-8 (backslash escapes,
+/// including four-hex-digit \u escapes and their surrogate pairs); other bytes pass through unchecked.
 namespace hpf::io::detail {
 
 struct JsonValue {
