@@ -54,7 +54,7 @@ class OneDnnConvolution {
     auto dst = p.forward.dst_desc() == p.dst ? user_dst : dnnl::memory(p.forward.dst_desc(), engine(), slots.take(p.forward.dst_desc()));
     std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
     if (bias_) args.insert({DNNL_ARG_BIAS, dnnl::memory(p.bias, engine(), const_cast<float*>(bias))});
-    dnnl::convolution_forward(p.forward).execute(stream(), args);
+    p.run_forward.execute(stream(), args);
     if (dst != user_dst) dnnl::reorder(dst, user_dst).execute(stream(), dst, user_dst);
     stream().wait();
   }
@@ -74,16 +74,20 @@ class OneDnnConvolution {
       const auto src = in(p.src, p.backward_weights.src_desc(), const_cast<float*>(x) + first * g_.in_spatial(), slots);
       const auto grad =
           in(p.dst, p.backward_weights.diff_dst_desc(), const_cast<float*>(dy) + first * g_.out_spatial(), slots);
-      const dnnl::memory dw(p.backward_weights.diff_weights_desc(), engine(), slots.take(p.backward_weights.diff_weights_desc()));
+      dnnl::memory dw(p.backward_weights.diff_weights_desc(), engine(), slots.take(p.backward_weights.diff_weights_desc()));
       std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, grad}, {DNNL_ARG_DIFF_WEIGHTS, dw}};
       dnnl::memory db;
       if (bias_) {
         db = dnnl::memory(p.backward_weights.diff_bias_desc(), engine(), slots.take(p.backward_weights.diff_bias_desc()));
         args.insert({DNNL_ARG_DIFF_BIAS, db});
       }
-      dnnl::convolution_backward_weights(p.backward_weights).execute(stream(), args);
-      accumulate(dw, dnnl::memory(p.weights, engine(), weight_grad));
-      if (bias_) accumulate(db, dnnl::memory(p.bias, engine(), bias_grad));
+      p.run_backward_weights.execute(stream(), args);
+      dnnl::memory own_dw(p.weights, engine(), weight_grad);
+      p.add_weight_grad.execute(stream(), dw, own_dw);
+      if (bias_) {
+        dnnl::memory own_db(p.bias, engine(), bias_grad);
+        p.add_bias_grad.execute(stream(), db, own_db);
+      }
     }
     const Plan& p = plan(n, n);
     if (dx) {  // input gradient
@@ -94,7 +98,7 @@ class OneDnnConvolution {
       auto diff_src = p.backward_data.diff_src_desc() == p.src
                                 ? user_dx
                                 : dnnl::memory(p.backward_data.diff_src_desc(), engine(), slots.take(p.backward_data.diff_src_desc()));
-      dnnl::convolution_backward_data(p.backward_data)
+      p.run_backward_data
           .execute(stream(), {{DNNL_ARG_DIFF_DST, grad}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DIFF_SRC, diff_src}});
       if (diff_src != user_dx) dnnl::reorder(diff_src, user_dx).execute(stream(), diff_src, user_dx);
     }
@@ -107,6 +111,11 @@ class OneDnnConvolution {
     dnnl::convolution_forward::primitive_desc forward;
     dnnl::convolution_backward_data::primitive_desc backward_data;
     dnnl::convolution_backward_weights::primitive_desc backward_weights;
+    // Primitives made once (oneDNN generates their code when they are created).
+    dnnl::convolution_forward run_forward;
+    dnnl::convolution_backward_data run_backward_data;
+    dnnl::convolution_backward_weights run_backward_weights;
+    dnnl::reorder add_weight_grad, add_bias_grad;  // hpf's gradient += oneDNN's, in hpf's layout
     std::size_t workspace = 0;  // floats
   };
 
@@ -134,7 +143,8 @@ class OneDnnConvolution {
     return s;
   }
 
-  /// `data` in the layout `wanted`: itself if hpf's layout already is, else a reordered copy.
+  /// `data` in the layout `wanted`: itself if hpf's layout already is, else a reordered copy (layout
+  /// reorders are cheap to make: oneDNN's primitive cache keeps them).
   static dnnl::memory in(const dnnl::memory::desc& own, const dnnl::memory::desc& wanted, float* data, Slots& slots) {
     dnnl::memory user(own, engine(), data);
     if (wanted == own) return user;
@@ -142,14 +152,15 @@ class OneDnnConvolution {
     dnnl::reorder(user, copy).execute(stream(), user, copy);
     return copy;
   }
-  /// target += source (in target's layout). Memories are handles: copies share the data.
-  static void accumulate(dnnl::memory source, dnnl::memory target) {
+  /// A reorder that adds `from` to `to` (a sum post-op): micro-batches accumulate gradients.
+  static dnnl::reorder adding_reorder(const dnnl::memory::desc& from, const dnnl::memory::desc& to) {
     dnnl::post_ops add;
     add.append_sum(1.0f);
     dnnl::primitive_attr attr;
     attr.set_post_ops(add);
-    dnnl::reorder(dnnl::reorder::primitive_desc(source, target, attr)).execute(stream(), source, target);
+    return dnnl::reorder(dnnl::reorder::primitive_desc(engine(), from, engine(), to, attr));
   }
+
 
   /// Images per weight-gradient sub-batch: about 256 output pixels, chains as short as a blocked
   /// GEMM's. Measured on ResNet-20 (batch 64, float, against float64): one chain per batch gave a
@@ -197,6 +208,11 @@ class OneDnnConvolution {
         dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, src_any, wei_any, bias_any, dst_any,
                                                  strides, left, right),
         engine(), p.forward);
+    p.run_forward = dnnl::convolution_forward(p.forward);
+    p.run_backward_data = dnnl::convolution_backward_data(p.backward_data);
+    p.run_backward_weights = dnnl::convolution_backward_weights(p.backward_weights);
+    p.add_weight_grad = adding_reorder(p.backward_weights.diff_weights_desc(), p.weights);
+    if (bias_) p.add_bias_grad = adding_reorder(p.backward_weights.diff_bias_desc(), p.bias);
     auto copy = [](const dnnl::memory::desc& own, const dnnl::memory::desc& wanted) {
       return wanted == own ? std::size_t{0} : Slots::floats(wanted);
     };
