@@ -60,6 +60,14 @@ struct chain_facts<type_list<Bound...>> {
     for (std::size_t i = 0; i < count; ++i) r[i] = in_place[i] ? r[i - 1] : i;
     return r;
   }();
+  /// Parameters of children 0..I-1. When the caller wants no input gradient, a child with none
+  /// of them before it needs no input gradient either, and such a child without parameters of its
+  /// own has no backward work at all (as autograd leaves the layers next to the data alone).
+  static constexpr std::array<std::size_t, count + 1> parameters_before = [] {
+    std::array<std::size_t, count + 1> r{};
+    for_each_index<count>([&](auto i) { r[i + 1] = r[i] + at_t<list, i>::cost.parameters; });
+    return r;
+  }();
   static constexpr LayerCost cost = [] {
     LayerCost c{};
     for_each_index<count>([&](auto i) {
@@ -153,7 +161,13 @@ class ChainImpl<type_list<Bound...>, T, Space, NameBase> {
     const std::size_t n = x.extent(1);
     T* gradients = ctx.scratch_at(2 * largest_inner_output * n);
     const Context<T, Space> inner = ctx.after_scratch(2 * largest_inner_output * n);
+    const bool input_gradient_wanted = !is_empty(dx);
     for_each_index_reversed<count>([&](auto i) {
+      const bool gradient_in_wanted = input_gradient_wanted || facts::parameters_before[i] > 0;
+      if (!gradient_in_wanted && facts::parameters_before[i + 1] == 0) {  // nothing to learn here or below
+        if (ctx.gradients_ready) ctx.gradients_ready(parameter_begin_[i]);
+        return;
+      }
       ConstActivation<T, Space> grad_out;
       if constexpr (i + 1 == count) {
         grad_out = dy;
@@ -164,7 +178,7 @@ class ChainImpl<type_list<Bound...>, T, Space, NameBase> {
       if constexpr (i == 0) {
         grad_in = dx;
       } else {
-        grad_in = gradient_view<i - 1>(gradients, (i - 1) % 2, n);
+        if (gradient_in_wanted) grad_in = gradient_view<i - 1>(gradients, (i - 1) % 2, n);
       }
       std::get<i>(children_).backward(inner, input_of<i>(x, tape, n), output_of<i>(y, tape, n), grad_out, grad_in,
                                       std::get<i>(tape.children));
