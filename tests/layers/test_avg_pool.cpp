@@ -9,7 +9,10 @@
 
 TEST_CASE("AvgPool: forward averages the window, counting padding (count_include_pad)") {
   constexpr std::size_t C = 2, H = 5, W = 4, N = 2, K = 3, S = 2, P = 1;
-  using M = hpf::Sequential<hpf::Input<C, H, W>, hpf::AvgPool<K, hpf::Stride<S>, hpf::Pad<P>>>;
+  // Literal arguments: nvcc's front end prints a type first named through constexpr variables
+  // as `unsigned long((3))` wherever it appears later in the file, which g++ rejects.
+  using M = hpf::Sequential<hpf::Input<2, 5, 4>, hpf::AvgPool<3, hpf::Stride<2>, hpf::Pad<1>>>;
+  static_assert(std::is_same_v<M, hpf::Sequential<hpf::Input<C, H, W>, hpf::AvgPool<K, hpf::Stride<S>, hpf::Pad<P>>>>);
   using Out = M::output_shape;
   static_assert(std::is_same_v<Out, hpf::Shape<2, 3, 2>>);
   hpf::Network<M, double> net;

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace hpf {
@@ -177,16 +178,25 @@ constexpr std::size_t slots_needed(Schedule kind, std::size_t stages, std::size_
   return peak;
 }
 
+namespace detail {
+template <Schedule Kind, std::size_t Stages, std::size_t Micro>
+inline constexpr bool schedule_ok = check_schedule(Kind, Stages, Micro).ok;
+
+template <std::size_t Stages, std::size_t... M>
+constexpr bool schedules_ok(std::index_sequence<M...>) {
+  return ((schedule_ok<Schedule::gpipe, Stages, M + 1> && schedule_ok<Schedule::one_f_one_b, Stages, M + 1>) && ...);
+}
+}  // namespace detail
+
 /// \brief True when both schedules check out for `Stages` stages and every micro-batch count up
 /// to `MaxMicro` (the default covers fewer, as many and more micro-batches than stages, i.e. every
 /// shape of 1F1B's warm-up): what hpf::fit asserts at compile time for the stage count it
 /// instantiates. Other micro-batch counts are checked at run time before training starts.
+/// Each (schedule, micro-batch count) is its own constant expression: nvcc's front end caps the
+/// work of one evaluation and gives up on a loop over all of them from 8 stages on.
 template <std::size_t Stages, std::size_t MaxMicro = 2 * Stages + 2>
 constexpr bool schedules_verified() {
-  for (std::size_t m = 1; m <= MaxMicro; ++m) {
-    if (!check_schedule(Schedule::gpipe, Stages, m).ok || !check_schedule(Schedule::one_f_one_b, Stages, m).ok) return false;
-  }
-  return true;
+  return detail::schedules_ok<Stages>(std::make_index_sequence<MaxMicro>{});
 }
 
 }  // namespace hpf

@@ -25,27 +25,27 @@ enum class Shortcut {
 };
 
 namespace detail {
-template <std::size_t Channels, std::size_t Stride, bool SameShape, Shortcut Kind>
+template <std::size_t Channels, std::size_t Step, bool SameShape, Shortcut Kind>
 struct basic_shortcut {
-  using type = std::conditional_t<Kind == Shortcut::zero_pad, SubsampleZeroPad<Channels, Stride>,
-                                  Chain<Conv2D<Channels, 1, hpf::Stride<Stride>, NoBias>, BatchNorm>>;
+  using type = std::conditional_t<Kind == Shortcut::zero_pad, SubsampleZeroPad<Channels, Step>,
+                                  Chain<Conv2D<Channels, 1, hpf::Stride<Step>, NoBias>, BatchNorm>>;
 };
-template <std::size_t Channels, std::size_t Stride, Shortcut Kind>
-struct basic_shortcut<Channels, Stride, true, Kind> {
+template <std::size_t Channels, std::size_t Step, Shortcut Kind>
+struct basic_shortcut<Channels, Step, true, Kind> {
   using type = Identity;
 };
 }  // namespace detail
 
 /// \brief The CIFAR ResNet basic block: relu(bn(conv3x3(relu(bn(conv3x3_s(x))))) + shortcut(x)).
 /// \tparam Channels output channels
-/// \tparam Stride stride of the first convolution (2 where a stage halves the resolution)
+/// \tparam Step stride of the first convolution (2 where a stage halves the resolution)
 /// \tparam SameShape true if input and output shapes agree (identity shortcut)
 /// \tparam Kind the shortcut used otherwise
-template <std::size_t Channels, std::size_t Stride = 1, bool SameShape = true, Shortcut Kind = Shortcut::zero_pad>
+template <std::size_t Channels, std::size_t Step = 1, bool SameShape = true, Shortcut Kind = Shortcut::zero_pad>
 using BasicBlock =
-    Chain<Residual<Chain<Conv2D<Channels, 3, hpf::Stride<Stride>, Pad<1>, NoBias>, BatchNorm, ReLU,
+    Chain<Residual<Chain<Conv2D<Channels, 3, hpf::Stride<Step>, Pad<1>, NoBias>, BatchNorm, ReLU,
                          Conv2D<Channels, 3, Pad<1>, NoBias>, BatchNorm>,
-                   typename detail::basic_shortcut<Channels, Stride, SameShape, Kind>::type>,
+                   typename detail::basic_shortcut<Channels, Step, SameShape, Kind>::type>,
           ReLU>;
 
 /// \brief Pre-activation bottleneck (He et al., Identity Mappings, 2016) that keeps its shape:
@@ -57,12 +57,12 @@ using PreActBottleneck =
 
 /// \brief Pre-activation bottleneck that changes width and/or resolution: the BN-ReLU
 /// pre-activation is shared by both paths, and the shortcut is a 1x1 projection of it.
-template <std::size_t Width, std::size_t Out, std::size_t Stride>
+template <std::size_t Width, std::size_t Out, std::size_t Step>
 using PreActBottleneckProjection =
     Chain<BatchNorm, ReLU,
-          Residual<Chain<Conv2D<Width, 1, NoBias>, BatchNorm, ReLU, Conv2D<Width, 3, hpf::Stride<Stride>, Pad<1>, NoBias>,
+          Residual<Chain<Conv2D<Width, 1, NoBias>, BatchNorm, ReLU, Conv2D<Width, 3, hpf::Stride<Step>, Pad<1>, NoBias>,
                          BatchNorm, ReLU, Conv2D<Out, 1, NoBias>>,
-                   Chain<Conv2D<Out, 1, hpf::Stride<Stride>, NoBias>>>>;
+                   Chain<Conv2D<Out, 1, hpf::Stride<Step>, NoBias>>>>;
 
 }  // namespace hpf::zoo
 

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Compile every test, example and benchmark for CUDA, without running them, and check that each
+# executable holds device code for the chosen architecture (and only for it). Needs nvcc (CUDA 13
+# is under /usr/local/cuda on these machines); without it, says so and exits 0. Kokkos +
+# KokkosKernels for CUDA come from scripts/kokkos/build.sh (Debian's source package, cached under
+# ~/.cache/hpf). Run after `scripts/quickstart.sh test`, which installs the packages; .ci/run calls it.
+# Options (environment): HPF_CUDA_ARCH (Kokkos name, default HOPPER90), HPF_BUILD_DIR (default
+# build-cuda-check), HPF_JOBS, HPF_CMAKE_ARGS.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${HPF_BUILD_DIR:-$root/build-cuda-check}
+jobs=${HPF_JOBS:-$(nproc)}
+arch=${HPF_CUDA_ARCH:-HOPPER90}
+
+if ! command -v nvcc >/dev/null 2>&1; then
+  if [ -x /usr/local/cuda/bin/nvcc ]; then
+    export PATH=/usr/local/cuda/bin:$PATH
+  else
+    echo "== CUDA compile check skipped: no nvcc on PATH or in /usr/local/cuda/bin"
+    exit 0
+  fi
+fi
+
+echo "== Kokkos + KokkosKernels for CUDA $arch (cached after the first build)"
+"$root/scripts/kokkos/build.sh" cuda --arch "$arch" -j "$jobs"
+kokkos=$("$root/scripts/kokkos/build.sh" cuda --arch "$arch" --print-prefix)
+declare -A cuda_sm=([TURING75]=sm_75 [AMPERE80]=sm_80 [AMPERE86]=sm_86 [HOPPER90]=sm_90)  # as build.sh
+sm=${cuda_sm[$arch]:?unknown CUDA architecture $arch (one of ${!cuda_sm[*]})}
+
+echo "== configuring and building every test, example and benchmark for CUDA ($sm) in $build"
+# The header self-containment checks are host compiles of the same headers the tests include, so
+# they are left to the first pass. Host code is built at -O0: g++ optimising nvcc's host output is
+# two thirds of the time here and proves nothing about CUDA; device code is optimised as always.
+# shellcheck disable=SC2086
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FLAGS=-O0 -DKokkos_ROOT="$kokkos" \
+      -DCMAKE_CXX_COMPILER="$kokkos/bin/nvcc_wrapper" -DHPF_ENABLE_BENCHMARKS=ON -DHPF_CHECK_HEADERS=OFF \
+      ${HPF_CMAKE_ARGS:-}
+start=$(date +%s)
+cmake --build "$build" -j "$jobs"
+echo "== built in $(( $(date +%s) - start )) s"
+
+echo "== device code of every executable (expect $sm only)"
+# Every target of the project is named hpf_*; CMakeFiles holds only CMake's own probes.
+mapfile -t executables < <(find "$build" -path '*/CMakeFiles' -prune -o -type f -perm -u+x -name 'hpf_*' -print | sort)
+if [ ${#executables[@]} -eq 0 ]; then
+  echo "no executables found in $build" >&2
+  exit 1
+fi
+/usr/bin/python3 "$root/scripts/kokkos/cuda_archs.py" --expect "$sm" "${executables[@]}"
+echo "== ${#executables[@]} executables hold $sm device code"
