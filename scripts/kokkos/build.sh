@@ -34,7 +34,7 @@ source package and installs them into one prefix. Does nothing if the prefix
 already holds a complete install made by this script and these patches.
 
   openmp       Kokkos OpenMP+Serial (shared libs, RPATH set), KokkosKernels with
-               the OpenBLAS TPL and a minimal ETI (OpenMP, double, int, int).
+               the OpenBLAS TPL and no ETI.
   cuda         Kokkos CUDA+Serial with CUDA lambdas (static libs, patched for
                CUDA 12/13), KokkosKernels with the cuBLAS TPL and no ETI.
                Needs nvcc (PATH, \$CUDA_ROOT or /usr/local/cuda).
@@ -441,7 +441,8 @@ case $command in
                  -DBUILD_SHARED_LIBS=ON -DCMAKE_INSTALL_RPATH="$prefix/lib")
     kk_args=(-DCMAKE_CXX_COMPILER="$cxx" -DBUILD_SHARED_LIBS=ON -DCMAKE_INSTALL_RPATH="$prefix/lib"
              -DKokkosKernels_ENABLE_TPL_BLAS=ON -DBLA_VENDOR=OpenBLAS
-             -DKokkosKernels_INST_EXECSPACE_SERIAL=OFF -DKokkosKernels_INST_OFFSET_SIZE_T=OFF) ;;
+             -DKokkosKernels_INST_EXECSPACE_SERIAL=OFF -DKokkosKernels_INST_DOUBLE=OFF -DKokkosKernels_INST_FLOAT=OFF
+             -DKokkosKernels_INST_OFFSET_INT=OFF -DKokkosKernels_INST_OFFSET_SIZE_T=OFF) ;;
   cuda)
     kokkos_args=(-DCMAKE_CXX_COMPILER="$prefix/bin/nvcc_wrapper" -DKokkos_ENABLE_CUDA=ON
                  -DKokkos_ENABLE_CUDA_LAMBDA=ON -DKokkos_ENABLE_CUDA_CONSTEXPR=ON
