@@ -28,6 +28,8 @@ def parse_args():
                    help="untimed steps first (default: mlp 20, cnn 5, resnet20 2, resnet56 1)")
     p.add_argument("--repeats", type=int, default=0, help="timed blocks; images/s is the best block (default 5)")
     p.add_argument("--threads", type=int, default=1, help="intra-op, OpenMP and OpenBLAS threads (default 1)")
+    p.add_argument("--blas-threads", type=int, default=0,
+                   help="OpenBLAS threads, if not --threads (docs/reference.md: 1 is PyTorch's best 2-thread CNN setting)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--data-dir", default=os.environ.get("HPF_FASHION_MNIST_DIR") or "/usr/share/datasets/fashion-mnist")
     p.add_argument("--profile", type=int, default=0, metavar="P",
@@ -37,8 +39,10 @@ def parse_args():
 
 
 ARGS = parse_args()
-for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+ARGS.blas_threads = ARGS.blas_threads or ARGS.threads
+for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[var] = str(ARGS.threads)
+os.environ["OPENBLAS_NUM_THREADS"] = str(ARGS.blas_threads)
 
 import time  # noqa: E402
 
@@ -201,7 +205,7 @@ def onednn_convolution_kernel():
 
 def main():
     global ONEDNN_CONV
-    setup_threads(ARGS.threads)
+    setup_threads(ARGS.threads, ARGS.blas_threads)
     core, _ = blas_info()
     ONEDNN_CONV = onednn_convolution_kernel()
     print(f"# torch {torch.__version__}; OpenBLAS kernels: {core}; OPENBLAS_CORETYPE="

@@ -117,8 +117,9 @@ def openblas():
     return None
 
 
-def setup_threads(threads):
-    """torch's intra- and inter-op pools and OpenBLAS's pool (torch does not size the latter)."""
+def setup_threads(threads, blas_threads=None):
+    """torch's intra- and inter-op pools and OpenBLAS's pool (torch does not size the latter;
+    `blas_threads` defaults to `threads`)."""
     torch.set_num_threads(threads)
     try:
         torch.set_num_interop_threads(threads)
@@ -126,7 +127,7 @@ def setup_threads(threads):
         pass
     lib = openblas()
     if lib is not None:
-        lib.openblas_set_num_threads(threads)
+        lib.openblas_set_num_threads(blas_threads or threads)
 
 
 def blas_info():

@@ -1,0 +1,205 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""hpf against PyTorch on the whole 2-core machine, in one run: hpf as 1 rank x 2 threads (Kokkos
+OpenMP) and as 2 ranks x 1 thread (data parallelism, Kokkos Serial, the same global batch), PyTorch
+with 2 threads in its stock setting and in the two settings docs/reference.md found best
+(OMP_WAIT_POLICY=PASSIVE for the MLP, one OpenBLAS thread for the CNN), and both frameworks on
+1 thread as the baseline of the speed-ups. Prints the tables and writes the `two-cores` section of
+benchmarks/RESULTS.md.
+
+  cmake -S . -B build-openmp -G Ninja -DKokkos_ROOT=$(scripts/kokkos/build.sh openmp --print-prefix)
+  cmake --build build-openmp --target hpf_bench_train_throughput
+  cmake --build build --target hpf_bench_train_throughput hpf_bench_parallel_throughput
+  /usr/bin/python3 benchmarks/compare_two_cores.py                    # everything (~25 min)
+  /usr/bin/python3 benchmarks/compare_two_cores.py --models mlp --rounds 2 --no-write
+
+Every configuration runs in its own process(es), alternately with the others, at least --rounds
+times; each figure is the configuration's best run (noise only slows a run down). Before each run
+the runner waits until the machine is quiet (both cores are used). OPENBLAS_CORETYPE is set
+explicitly and identically for everything. Nothing here asserts a speed: benchmarks are not tests.
+"""
+import argparse
+import os
+import shutil
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+import bench_harness as h  # noqa: E402
+
+# name: (description, global batch, steps per block, warm-up steps, blocks)
+MODELS = {
+    "mlp": ("MLP 784-512-512-10, batch 128, Fashion-MNIST", 128, 100, 20, 5),
+    "cnn": ("CNN conv32-pool-conv64-pool-fc128-fc10, batch 64, Fashion-MNIST", 64, 20, 5, 5),
+    "resnet20": ("ResNet-20 (option A), batch 64, synthetic 3x32x32", 64, 5, 2, 3),
+}
+SECTION = "two-cores"
+# Thread placement of the 2-thread hpf process and of the 2 ranks (README, "Ranks x threads").
+PLACEMENT = {"OMP_PROC_BIND": "close", "OMP_PLACES": "cores"}
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--hpf-openmp", default=os.path.join(ROOT, "build-openmp", "benchmarks", "hpf_bench_train_throughput"),
+                   help="hpf_bench_train_throughput built against Kokkos OpenMP (default: build-openmp/benchmarks/...)")
+    p.add_argument("--hpf-serial", default=os.path.join(ROOT, "build", "benchmarks", "hpf_bench_train_throughput"),
+                   help="hpf_bench_train_throughput built against Kokkos Serial (default: build/benchmarks/...)")
+    p.add_argument("--hpf-parallel", default=os.path.join(ROOT, "build", "benchmarks", "hpf_bench_parallel_throughput"),
+                   help="hpf_bench_parallel_throughput, Kokkos Serial (default: build/benchmarks/...)")
+    p.add_argument("--python", default="/usr/bin/python3", help="Python with torch (default /usr/bin/python3)")
+    p.add_argument("--mpiexec", default="mpiexec", help="MPI launcher of the hpf build (default: mpiexec on PATH)")
+    p.add_argument("--mpiexec-flags", default="--allow-run-as-root --oversubscribe --bind-to core --map-by core",
+                   help="launcher flags (default: Open MPI, one rank per core)")
+    p.add_argument("--models", default=",".join(MODELS), help="comma-separated subset of " + ",".join(MODELS))
+    p.add_argument("--setting", default="haswell", choices=sorted(h.BLAS_SETTINGS),
+                   help="OPENBLAS_CORETYPE setting (default haswell, the machines' default)")
+    p.add_argument("--rounds", type=int, default=3, help="alternating runs per configuration and model (best is kept)")
+    p.add_argument("--max-rounds", type=int, default=5,
+                   help="more rounds, up to this many, until each configuration has --min-quiet quiet runs")
+    p.add_argument("--quiet", type=float, default=0.10,
+                   help="a run is quiet if other processes kept less than this fraction of the machine busy")
+    p.add_argument("--min-quiet", type=int, default=2, help="quiet runs wanted per configuration (default 2)")
+    p.add_argument("--max-busy", type=float, default=0.10,
+                   help="wait before each run until less than this fraction of all CPUs is busy")
+    p.add_argument("--max-wait", type=float, default=60.0, help="give up waiting after this many seconds (then run)")
+    p.add_argument("--results", default=os.path.join(HERE, "RESULTS.md"), help="markdown file to update")
+    p.add_argument("--no-write", action="store_true", help="print only; leave RESULTS.md alone")
+    args = p.parse_args()
+    args.models = [m for m in args.models.split(",") if m]
+    for m in args.models:
+        if m not in MODELS:
+            p.error(f"unknown model '{m}' (known: {', '.join(MODELS)})")
+    for option in ("hpf_openmp", "hpf_serial", "hpf_parallel"):
+        path = getattr(args, option)
+        if not os.access(path, os.X_OK):
+            p.error(f"{path} is not an executable: build it first (see --help)")
+    if not shutil.which(args.mpiexec):
+        p.error(f"no MPI launcher '{args.mpiexec}'")
+    return args
+
+
+def configurations(args, model):
+    """[(name, label, command, environment overrides)] for one model: every configuration measured."""
+    _, batch, steps, warmup, repeats = MODELS[model]
+    common = ["--model", model, "--steps", str(steps), "--warmup", str(warmup), "--repeats", str(repeats)]
+    torch_script = [args.python, os.path.join(HERE, "pytorch_train.py")] + common
+    parallel = ([args.mpiexec] + args.mpiexec_flags.split() + ["-n", "2", args.hpf_parallel, "--batch", str(batch)]
+                + common)
+    return [
+        ("hpf 1x1", "hpf, 1 thread (Serial)", [args.hpf_serial] + common, {}),
+        ("hpf 1x2", "hpf, 1 rank x 2 threads (OpenMP)", [args.hpf_openmp] + common,
+         {**threads(2), **PLACEMENT}),
+        ("hpf 1x2 passive", "hpf, 1 rank x 2 threads, OMP_WAIT_POLICY=passive", [args.hpf_openmp] + common,
+         {**threads(2), **PLACEMENT, "OMP_WAIT_POLICY": "passive"}),
+        ("hpf 2x1", f"hpf, 2 ranks x 1 thread (data parallel, {batch // 2} per rank)", parallel, {}),
+        ("pytorch 1x1", "PyTorch, 1 thread", torch_script, {}),
+        ("pytorch 2", "PyTorch, 2 threads (stock)", torch_script + ["--threads", "2"], threads(2)),
+        ("pytorch 2 passive", "PyTorch, 2 threads, OMP_WAIT_POLICY=PASSIVE", torch_script + ["--threads", "2"],
+         {**threads(2), "OMP_WAIT_POLICY": "PASSIVE"}),
+        ("pytorch 2 blas1", "PyTorch, 2 threads, 1 OpenBLAS thread", torch_script + ["--threads", "2", "--blas-threads", "1"],
+         {**threads(2), "OPENBLAS_NUM_THREADS": "1"}),
+    ]
+
+
+def threads(n):
+    return {v: str(n) for v in h.THREAD_VARIABLES}
+
+
+def measure(args):
+    """{model: {configuration name: [Run]}}."""
+    coretype = h.BLAS_SETTINGS[args.setting][0]
+    groups = {}
+    for model in args.models:
+        jobs = []
+        for name, _, cmd, extra in configurations(args, model):
+            env, overrides = h.bench_env(coretype, 1, extra)
+            jobs.append((name, cmd, env, overrides))
+        groups[model] = jobs
+    return h.alternate(groups, rounds=args.rounds, max_rounds=args.max_rounds, quiet=args.quiet,
+                       min_quiet=args.min_quiet, max_busy=args.max_busy, max_wait=args.max_wait)
+
+
+def rate(runs):
+    _, r = h.best(runs)
+    return r["images_per_s"] if r else None
+
+
+def report(args, data):
+    out = ["## Two cores: hpf (1 rank x 2 threads, 2 ranks x 1 thread) vs PyTorch (2 threads)", ""]
+    out.append(f"Measured {h.today()} by `benchmarks/compare_two_cores.py` (repository at {args.revision} when the run "
+               f"began), {h.BLAS_SETTINGS[args.setting][1]}, on: {h.machine_description()}.")
+    out.append("")
+    out.append(f"Every configuration ran alternately with the others, at least {args.rounds} times per model (up to "
+               f"{args.max_rounds} until it had {args.min_quiet} runs with other processes under "
+               f"{100 * args.quiet:.0f} % of the machine); each figure is its best run, within a run the best timed "
+               "block after warm-up. hpf 2 x 1 trains with the same global batch as everything else (half per "
+               "rank, gradients averaged), like one process. Speed-up = against the same framework on 1 thread.")
+    out.append("")
+    rows = []
+    for model in args.models:
+        runs = data[model]
+        names = [c[0] for c in configurations(args, model)]
+        rates = {n: rate(runs[n]) for n in names}
+        hpf_best = max((n for n in names if n.startswith("hpf ") and n != "hpf 1x1" and rates[n]),
+                       key=lambda n: rates[n], default=None)
+        torch_best = max((n for n in names if n.startswith("pytorch 2") and rates[n]),
+                         key=lambda n: rates[n], default=None)
+
+        def cell(n, base):
+            if not rates[n]:
+                return "failed"
+            bold = n in (hpf_best, torch_best)
+            text = f"{rates[n]:,.0f} ({rates[n] / rates[base]:.2f}x)" if rates[base] else f"{rates[n]:,.0f}"
+            return f"**{text}**" if bold else text
+
+        ratio = (rates[hpf_best] / rates[torch_best]) if hpf_best and torch_best else None
+        quiet = sum(h.quiet_count(runs[n], args.quiet) for n in names)
+        total = sum(len(runs[n]) for n in names)
+        rows.append([model] + [cell(n, "hpf 1x1" if n.startswith("hpf") else "pytorch 1x1") for n in names]
+                    + [f"**{ratio:.2f}x**" if ratio else "-", f"{quiet} / {total}"])
+    headers = (["model"] + [label for _, label, _, _ in configurations(args, args.models[0])]
+               + ["best hpf / best PyTorch (2 cores)", "quiet runs / runs"])
+    out.append("images/s (speed-up over the same framework's 1-thread run); bold: each framework's best 2-core "
+               "configuration.")
+    out.append("")
+    out.append(h.markdown_table(headers, rows, "l" + "r" * (len(headers) - 1)))
+    out.append("")
+    out.append("Commands (run from the repository root; the runner launches exactly these; "
+               f"{args.models[-1]} shown):")
+    out.append("")
+    out.append("```sh")
+    options = h.runner_options(sys.argv[1:], ("--hpf-openmp", "--hpf-serial", "--hpf-parallel", "--results",
+                                              "--python", "--mpiexec"))
+    out.append(" ".join(["/usr/bin/python3 benchmarks/compare_two_cores.py"] + options))
+    coretype = h.BLAS_SETTINGS[args.setting][0]
+    for _, _, cmd, extra in configurations(args, args.models[-1]):
+        _, overrides = h.bench_env(coretype, 1, extra)
+        out.append(h.command_text([h.repo_relative(c, ROOT) for c in cmd], overrides))
+    out.append("```")
+    return "\n".join(out) + "\n"
+
+
+def main():
+    args = parse_args()
+    args.revision = h.git_revision(ROOT)
+    h.log(f"machine: {h.machine_description()}")
+    h.log(f"load now: {100 * h.busy_fraction(1.0):.0f}% of all CPUs busy")
+    start = time.monotonic()
+    data = measure(args)
+    text = report(args, data)
+    print(text)
+    h.log(f"measured in {time.monotonic() - start:.0f} s")
+    if not args.no_write:
+        h.replace_section(args.results, SECTION, text)
+        h.log(f"wrote the '{SECTION}' section of {args.results}")
+    failed = [f"{m} {n}" for m in data for n, runs in data[m].items() if not any(r.ok for r in runs)]
+    if failed:
+        h.log("configurations without a successful run: " + ", ".join(failed))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
