@@ -93,7 +93,7 @@ def configurations(args, model):
          {**threads(2), **PLACEMENT}),
         ("hpf 1x2 passive", "hpf, 1 rank x 2 threads, OMP_WAIT_POLICY=passive", [args.hpf_openmp] + common,
          {**threads(2), **PLACEMENT, "OMP_WAIT_POLICY": "passive"}),
-        ("hpf 2x1", f"hpf, 2 ranks x 1 thread (data parallel, {batch // 2} per rank)", parallel, {}),
+        ("hpf 2x1", "hpf, 2 ranks x 1 thread (data parallel, half the batch per rank)", parallel, {}),
         ("pytorch 1x1", "PyTorch, 1 thread", torch_script, {}),
         ("pytorch 2", "PyTorch, 2 threads (stock)", torch_script + ["--threads", "2"], threads(2)),
         ("pytorch 2 passive", "PyTorch, 2 threads, OMP_WAIT_POLICY=PASSIVE", torch_script + ["--threads", "2"],
