@@ -288,6 +288,25 @@ def replace_section(path, name, body):
         f.write(text)
 
 
+def add_results_options(parser, default_path):
+    """--results (the markdown file a runner updates) and --no-write."""
+    parser.add_argument("--results", default=default_path, help="markdown file to update")
+    parser.add_argument("--no-write", action="store_true", help="print only; leave RESULTS.md alone")
+
+
+def publish(args, section, text, failed):
+    """Prints a runner's report, writes it as `section` of args.results unless --no-write, and
+    returns the exit status: 1 if any of `failed` (names of jobs without a successful run)."""
+    print(text)
+    if not args.no_write:
+        replace_section(args.results, section, text)
+        log(f"wrote the '{section}' section of {args.results}")
+    if failed:
+        log("no successful run for: " + ", ".join(failed))
+        return 1
+    return 0
+
+
 def fmt(value, digits=0, unit=""):
     """A number for a table: thousands separated, `-` when missing."""
     if value is None:

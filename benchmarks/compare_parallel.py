@@ -81,8 +81,7 @@ def parse_args():
     p.add_argument("--max-busy", type=float, default=0.2,
                    help="wait before each run until less than this fraction of all CPUs is busy (default 0.2)")
     p.add_argument("--max-wait", type=float, default=15.0, help="give up waiting after this many seconds (then run)")
-    p.add_argument("--results", default=os.path.join(HERE, "RESULTS.md"), help="markdown file to update")
-    p.add_argument("--no-write", action="store_true", help="print only; leave RESULTS.md alone")
+    h.add_results_options(p, os.path.join(HERE, "RESULTS.md"))
     args = p.parse_args()
     args.parts = [x for x in args.parts.split(",") if x]
     args.pipeline_models = [x for x in args.pipeline_models.split(",") if x]
@@ -589,15 +588,8 @@ def main():
     args.minutes = (time.monotonic() - start) / 60
     args.load_end = load_average()
     text = report(args, data, overrides)
-    print(text)
-    if not args.no_write:
-        h.replace_section(args.results, SECTION, text)
-        h.log(f"wrote the '{SECTION}' section of {args.results}")
     failed = [f"{g}/{job}" for g, jobs in data.items() for job, runs in jobs.items() if not any(r.ok for r in runs)]
-    if failed:
-        h.log("no successful run for: " + ", ".join(failed))
-        return 1
-    return 0
+    return h.publish(args, SECTION, text, failed)
 
 
 if __name__ == "__main__":

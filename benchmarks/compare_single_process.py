@@ -61,8 +61,7 @@ def parse_args():
     p.add_argument("--max-wait", type=float, default=60.0, help="give up waiting after this many seconds (then run)")
     p.add_argument("--no-profile", action="store_true",
                    help="skip the per-kernel profiles (hpf --profile, torch.profiler)")
-    p.add_argument("--results", default=os.path.join(HERE, "RESULTS.md"), help="markdown file to update")
-    p.add_argument("--no-write", action="store_true", help="print only; leave RESULTS.md alone")
+    h.add_results_options(p, os.path.join(HERE, "RESULTS.md"))
     args = p.parse_args()
     args.models = [m for m in args.models.split(",") if m]
     args.settings = [s for s in args.settings.split(",") if s]
@@ -332,16 +331,9 @@ def main():
     finally:
         shutil.rmtree(os.path.dirname(args.hpf), ignore_errors=True)
     text = report(args, data)
-    print(text)
-    if not args.no_write:
-        h.replace_section(args.results, SECTION, text)
-        h.log(f"wrote the '{SECTION}' section of {args.results}")
     failed = [f"{s}/{m}/{side}" for s in args.settings for m in args.models
               for side in ("hpf", "pytorch") if not any(r.ok for r in data[s][m][side])]
-    if failed:
-        h.log("no successful run for: " + ", ".join(failed))
-        return 1
-    return 0
+    return h.publish(args, SECTION, text, failed)
 
 
 if __name__ == "__main__":

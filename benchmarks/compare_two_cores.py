@@ -64,8 +64,7 @@ def parse_args():
     p.add_argument("--max-busy", type=float, default=0.10,
                    help="wait before each run until less than this fraction of all CPUs is busy")
     p.add_argument("--max-wait", type=float, default=60.0, help="give up waiting after this many seconds (then run)")
-    p.add_argument("--results", default=os.path.join(HERE, "RESULTS.md"), help="markdown file to update")
-    p.add_argument("--no-write", action="store_true", help="print only; leave RESULTS.md alone")
+    h.add_results_options(p, os.path.join(HERE, "RESULTS.md"))
     args = p.parse_args()
     args.models = [m for m in args.models.split(",") if m]
     for m in args.models:
@@ -189,16 +188,9 @@ def main():
     start = time.monotonic()
     data = measure(args)
     text = report(args, data)
-    print(text)
     h.log(f"measured in {time.monotonic() - start:.0f} s")
-    if not args.no_write:
-        h.replace_section(args.results, SECTION, text)
-        h.log(f"wrote the '{SECTION}' section of {args.results}")
-    failed = [f"{m} {n}" for m in data for n, runs in data[m].items() if not any(r.ok for r in runs)]
-    if failed:
-        h.log("configurations without a successful run: " + ", ".join(failed))
-        return 1
-    return 0
+    failed = [f"{m}/{n}" for m in data for n, runs in data[m].items() if not any(r.ok for r in runs)]
+    return h.publish(args, SECTION, text, failed)
 
 
 if __name__ == "__main__":
