@@ -24,8 +24,9 @@ fi
 echo "== Kokkos + KokkosKernels for CUDA $arch (cached after the first build)"
 "$root/scripts/kokkos/build.sh" cuda --arch "$arch" -j "$jobs"
 kokkos=$("$root/scripts/kokkos/build.sh" cuda --arch "$arch" --print-prefix)
-declare -A cuda_sm=([TURING75]=sm_75 [AMPERE80]=sm_80 [AMPERE86]=sm_86 [HOPPER90]=sm_90)  # as build.sh
-sm=${cuda_sm[$arch]:?unknown CUDA architecture $arch (one of ${!cuda_sm[*]})}
+# The install's nvcc_wrapper compiles for its architecture by default (build.sh sets it there).
+sm=$(sed -n 's/^default_arch="${NVCC_WRAPPER_DEFAULT_ARCH:-\(sm_[0-9]*\)}"$/\1/p' "$kokkos/bin/nvcc_wrapper")
+[ -n "$sm" ] || { echo "no default architecture in $kokkos/bin/nvcc_wrapper" >&2; exit 1; }
 
 echo "== configuring and building every test, example and benchmark for CUDA ($sm) in $build"
 # The header self-containment checks are host compiles of the same headers the tests include, so
