@@ -1,27 +1,38 @@
-# Launcher flags for hpf's own MPI tests and examples, so that a plain `ctest` works:
-# OpenMPI refuses to start as root without --allow-run-as-root and refuses more ranks than cores
-# without --oversubscribe (tests run 4 ranks on 2-core machines); its TCP transport is not needed
-# on one machine. MPICH's Hydra needs none of this. Users' own MPIEXEC_PREFLAGS win.
+# Launcher flags for hpf's own MPI tests and examples, so that a plain `ctest` works. The flags come
+# from scripts/launch.sh, the same detection the quickstart's launch uses: Open MPI (4.x OpenRTE,
+# 5.x PRRTE) gets --allow-run-as-root only as root and oversubscription only when the tests' largest
+# rank count exceeds the cores; MPICH's Hydra needs nothing. Users' own MPIEXEC_PREFLAGS win.
+set(HPF_TEST_MAX_RANKS 4)
 set(HPF_MPIEXEC_ENVIRONMENT "")
-if(MPIEXEC_EXECUTABLE AND NOT HPF_MPIEXEC_CONFIGURED)
-  execute_process(COMMAND ${MPIEXEC_EXECUTABLE} --version OUTPUT_VARIABLE _hpf_mpiexec_version
-                  ERROR_VARIABLE _hpf_mpiexec_version RESULT_VARIABLE _hpf_rc TIMEOUT 20)
-  if(_hpf_mpiexec_version MATCHES "Open MPI|OpenRTE")
-    set(HPF_MPI_IS_OPENMPI TRUE CACHE INTERNAL "")
-    if(NOT MPIEXEC_PREFLAGS)
-      set(_hpf_flags --oversubscribe)
-      execute_process(COMMAND id -u OUTPUT_VARIABLE _hpf_uid OUTPUT_STRIP_TRAILING_WHITESPACE)
-      if(_hpf_uid STREQUAL "0")
-        list(APPEND _hpf_flags --allow-run-as-root)
-      endif()
-      set(MPIEXEC_PREFLAGS "${_hpf_flags}" CACHE STRING "Flags for mpiexec before the executable" FORCE)
-    endif()
-  else()
-    set(HPF_MPI_IS_OPENMPI FALSE CACHE INTERNAL "")
+if(MPIEXEC_EXECUTABLE AND NOT HPF_MPIEXEC_CONFIGURED STREQUAL "${MPIEXEC_EXECUTABLE}")
+  set(_hpf_launch bash ${PROJECT_SOURCE_DIR}/scripts/launch.sh --launcher ${MPIEXEC_EXECUTABLE})
+  execute_process(COMMAND ${_hpf_launch} --identify OUTPUT_VARIABLE _hpf_mpi
+                  OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE _hpf_rc TIMEOUT 120)
+  if(NOT _hpf_rc EQUAL 0)
+    message(FATAL_ERROR "scripts/launch.sh could not identify the MPI of ${MPIEXEC_EXECUTABLE}")
   endif()
-  set(HPF_MPIEXEC_CONFIGURED TRUE CACHE INTERNAL "")
+  string(REPLACE " " ";" _hpf_mpi "${_hpf_mpi}")
+  list(GET _hpf_mpi 0 _hpf_family)
+  list(GET _hpf_mpi 1 _hpf_major)
+  set(HPF_MPI_FAMILY ${_hpf_family} CACHE INTERNAL "MPI family of MPIEXEC_EXECUTABLE")
+  set(HPF_MPI_MAJOR ${_hpf_major} CACHE INTERNAL "major version of an Open MPI launcher")
+  # Flags this file derived for an earlier launcher are derived again; flags a user set are kept.
+  if(NOT MPIEXEC_PREFLAGS OR MPIEXEC_PREFLAGS STREQUAL HPF_MPIEXEC_DERIVED_PREFLAGS)
+    execute_process(COMMAND ${_hpf_launch} --preflags -n ${HPF_TEST_MAX_RANKS} OUTPUT_VARIABLE _hpf_flags
+                    OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE _hpf_rc TIMEOUT 120)
+    string(REPLACE "\n" ";" _hpf_flags "${_hpf_flags}")
+    set(MPIEXEC_PREFLAGS "${_hpf_flags}" CACHE STRING "Flags for mpiexec before the executable" FORCE)
+    set(HPF_MPIEXEC_DERIVED_PREFLAGS "${_hpf_flags}" CACHE INTERNAL "")
+  endif()
+  message(STATUS "hpf: MPI launcher ${MPIEXEC_EXECUTABLE} (${_hpf_family}), test flags: ${MPIEXEC_PREFLAGS}")
+  set(HPF_MPIEXEC_CONFIGURED "${MPIEXEC_EXECUTABLE}" CACHE INTERNAL "")
 endif()
-if(HPF_MPI_IS_OPENMPI)
-  # shared memory only, and no warnings about the network interfaces of the build machine
-  set(HPF_MPIEXEC_ENVIRONMENT "OMPI_MCA_btl=self,vader;OMPI_MCA_btl_base_warn_component_unused=0")
+if(HPF_MPI_FAMILY STREQUAL "openmpi")
+  # Shared memory only, and no warnings about the network interfaces of the build machine
+  # (the shared-memory transport is vader in 4.x and sm from 5.0).
+  if(HPF_MPI_MAJOR GREATER_EQUAL 5)
+    set(HPF_MPIEXEC_ENVIRONMENT "OMPI_MCA_btl=self,sm;OMPI_MCA_btl_base_warn_component_unused=0")
+  else()
+    set(HPF_MPIEXEC_ENVIRONMENT "OMPI_MCA_btl=self,vader;OMPI_MCA_btl_base_warn_component_unused=0")
+  endif()
 endif()

@@ -3,7 +3,7 @@
 # executable holds device code for the chosen architecture (and only for it). Needs nvcc (CUDA 13
 # is under /usr/local/cuda on these machines); without it, says so and exits 0. Kokkos +
 # KokkosKernels for CUDA come from scripts/kokkos/build.sh (Debian's source package, cached under
-# ~/.cache/hpf). Run after `scripts/quickstart.sh test`, which installs the packages; .ci/run calls it.
+# ~/.cache/hpf). Installs the Debian packages `scripts/quickstart.sh test` installs; .ci/run calls it.
 # Options (environment): HPF_CUDA_ARCH (Kokkos name, default HOPPER90), HPF_BUILD_DIR (default
 # build-cuda-check), HPF_JOBS, HPF_CMAKE_ARGS.
 set -euo pipefail
@@ -20,6 +20,10 @@ if ! command -v nvcc >/dev/null 2>&1; then
     exit 0
   fi
 fi
+
+# shellcheck source=lib/debian.sh
+source "$root/scripts/lib/debian.sh"
+hpf_install_packages "${HPF_PACKAGES_TEST[@]}"
 
 echo "== Kokkos + KokkosKernels for CUDA $arch (cached after the first build)"
 "$root/scripts/kokkos/build.sh" cuda --arch "$arch" -j "$jobs"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The unit and MPI test suite a second time, on the other CPU backend and the other MPI: Kokkos
 # OpenMP (built from Debian's source package by scripts/kokkos/build.sh, cached under
-# ~/.cache/hpf) with HPF_TEST_THREADS OpenMP threads per rank (default 2), and MPICH. Run after
-# `scripts/quickstart.sh test` (which installs the packages); .ci/run calls both.
+# ~/.cache/hpf) with HPF_TEST_THREADS OpenMP threads per rank (default 2), and MPICH. Installs the
+# Debian packages `scripts/quickstart.sh test` installs; .ci/run calls it after the README's commands.
 # Options (environment): HPF_BUILD_DIR (default build-openmp-mpich), HPF_JOBS, HPF_TEST_THREADS,
 # HPF_CMAKE_ARGS.
 set -euo pipefail
@@ -10,6 +10,9 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${HPF_BUILD_DIR:-$root/build-openmp-mpich}
 jobs=${HPF_JOBS:-$(nproc)}
 threads=${HPF_TEST_THREADS:-2}
+# shellcheck source=lib/debian.sh
+source "$root/scripts/lib/debian.sh"
+hpf_install_packages "${HPF_PACKAGES_TEST[@]}"
 
 echo "== Kokkos + KokkosKernels for OpenMP (cached after the first build)"
 "$root/scripts/kokkos/build.sh" openmp -j "$jobs"

@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# The README's two commands, exactly as README.md writes them (scripts/ci/readme_commands.sh), on
+# fresh Debian 12 roots made by debootstrap that hold only what a new machine has (minbase plus
+# build-essential, cmake, ninja, git, python3 and sudo) and none of the host's caches:
+#   root   in one fresh root, as root
+#   user   in another, as an unprivileged user who has sudo
+# The train command must exit 0 and print the final test accuracy; the test command must pass.
+# The checkout is at the same path in both roots, and their compilers share one ccache made empty
+# by this step, so the second root's build is a cache hit instead of a second 6-minute compile
+# (ccache is the one thing here a new machine lacks; it caches compiles, never packages).
+# Each root is removed, with its mounts and any process left in it, on every exit, failed or not.
+#
+#   scripts/ci/fresh_root.sh [root] [user]      (default: both; needs root and network to Debian)
+#
+# Environment: HPF_FRESH_MIRROR (Debian mirror, default http://deb.debian.org/debian),
+# HPF_FRESH_DIR (where the roots go, default /var/tmp), HPF_FRESH_TIMEOUT (seconds per command,
+# default 2400).
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+mirror=${HPF_FRESH_MIRROR:-http://deb.debian.org/debian}
+limit=${HPF_FRESH_TIMEOUT:-2400}
+runs=("$@")
+[ ${#runs[@]} -gt 0 ] || runs=(root user)
+for run in "${runs[@]}"; do
+  case "$run" in root|user) ;; *) echo "usage: $0 [root] [user]" >&2; exit 2 ;; esac
+done
+[ "$(id -u)" -eq 0 ] || { echo "fresh_root.sh: needs root (debootstrap, chroot, mounts)" >&2; exit 1; }
+mapfile -t commands < <("$repo/scripts/ci/readme_commands.sh" "$repo/README.md")
+[ ${#commands[@]} -eq 2 ] || exit 1
+
+started=$(date +%s)
+step() { echo "== [fresh root, $(( $(date +%s) - started )) s] $*"; }
+work=$(mktemp -d "${HPF_FRESH_DIR:-/var/tmp}/hpf-fresh-root.XXXXXX")
+
+# Processes still inside a root (an MPI rank a failed run left behind) would keep its mounts busy.
+kill_inside() {
+  local proc target
+  for proc in /proc/[0-9]*; do
+    target=$(readlink "$proc/root" 2>/dev/null) || continue
+    case "$target" in "$1"|"$1"/*) kill -9 "${proc#/proc/}" 2>/dev/null || true ;; esac
+  done
+}
+unmount_all() {
+  local mount
+  while read -r mount; do
+    umount "$mount" 2>/dev/null || umount -l "$mount"
+  done < <(findmnt -rn -o TARGET | grep -F "$work/" | sort -r)
+}
+cleanup() {
+  local status=$?
+  trap - EXIT INT TERM HUP
+  step "removing $work"
+  kill_inside "$work"
+  sleep 1
+  unmount_all
+  if findmnt -rn -o TARGET | grep -qF "$work/"; then
+    echo "fresh_root.sh: mounts under $work remain; not removing it" >&2
+    status=1
+  else
+    rm -rf --one-file-system "$work"
+  fi
+  exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
+
+# mount_root DIR: what programs in a chroot expect, and one download cache shared by this step's
+# roots (made empty here, so nothing comes from the host's caches).
+mount_root() {
+  mount -t proc proc "$1/proc"
+  mount -t sysfs -o ro sysfs "$1/sys"
+  mount --bind /dev "$1/dev"
+  mount -t tmpfs -o mode=1777 tmpfs "$1/dev/shm"
+  mount --bind "$work/archives" "$1/var/cache/apt/archives"
+  mkdir -p "$1/var/cache/hpf-ccache"
+  mount --bind "$work/ccache" "$1/var/cache/hpf-ccache"
+  cp /etc/resolv.conf "$1/etc/resolv.conf"
+}
+
+step "debootstrap bookworm (minbase) from $mirror"
+mkdir -p "$work/archives/partial" "$work/ccache"
+chmod 0777 "$work/ccache"
+debootstrap --variant=minbase bookworm "$work/pristine" "$mirror" > "$work/debootstrap.log" 2>&1 ||
+  { tail -n 30 "$work/debootstrap.log"; exit 1; }
+# A new machine's apt sources: the release, its updates and security.
+cat > "$work/pristine/etc/apt/sources.list" <<SOURCES
+deb $mirror bookworm main
+deb $mirror bookworm-updates main
+deb http://deb.debian.org/debian-security bookworm-security main
+SOURCES
+mount_root "$work/pristine"
+step "adding what a new machine has: build-essential cmake ninja-build git python3 sudo (and ccache)"
+chroot "$work/pristine" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive \
+  sh -c 'apt-get update -qq && apt-get install -y -qq --no-install-recommends build-essential cmake ninja-build git python3 sudo ca-certificates ccache' \
+  > "$work/base.log" 2>&1 || { tail -n 30 "$work/base.log"; exit 1; }
+unmount_all
+
+# run_commands KIND: copy the pristine root, check out this repository in it and run the README's
+# commands there as KIND (root or user).
+summary=()
+run_commands() {
+  local kind=$1 dir="$work/$1" home user user_spec=() command status output t0
+  local checkout=/opt/hpf
+  step "copying the pristine root for the $kind run"
+  cp -a "$work/pristine" "$dir"
+  if [ "$kind" = root ]; then
+    home=/root user=root
+  else
+    home=/home/hpf user=hpf
+    chroot "$dir" useradd --create-home --shell /bin/bash hpf
+    echo 'hpf ALL=(ALL) NOPASSWD: ALL' > "$dir/etc/sudoers.d/hpf"
+    chmod 0440 "$dir/etc/sudoers.d/hpf"
+    user_spec=(--userspec="$(chroot "$dir" id -u hpf):$(chroot "$dir" id -g hpf)")
+  fi
+  git clone --quiet "$repo" "$dir$checkout"
+  chroot "$dir" chown -R "$user:$user" "$checkout"
+  mount_root "$dir"
+  for command in "${commands[@]}"; do
+    step "as $kind in a fresh root: $command"
+    t0=$(date +%s)
+    output="$work/$kind-$(echo "$command" | tr -c 'a-zA-Z0-9' '_').log"
+    set +e
+    timeout --kill-after=30 "$limit" chroot "${user_spec[@]}" "$dir" env -i HOME="$home" USER="$user" LOGNAME="$user" \
+      PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 TERM=dumb \
+      ${OPENBLAS_CORETYPE:+OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE} ${OPENBLAS_L2_SIZE:+OPENBLAS_L2_SIZE=$OPENBLAS_L2_SIZE} \
+      CMAKE_CXX_COMPILER_LAUNCHER=ccache CCACHE_DIR=/var/cache/hpf-ccache CCACHE_UMASK=000 \
+      bash -c "cd $checkout && $command" < /dev/null 2>&1 | tee "$output"
+    status=${PIPESTATUS[0]}
+    set -e
+    kill_inside "$dir"
+    if [ "$status" -ne 0 ]; then
+      step "FAILED as $kind: '$command' exited $status after $(( $(date +%s) - t0 )) s"
+      exit 1
+    fi
+    case "$command" in
+      *train*)
+        accuracy=$(grep -o 'final test accuracy: [0-9.]*%' "$output" | tail -n 1)
+        [ -n "$accuracy" ] || { step "FAILED as $kind: '$command' printed no final test accuracy"; exit 1; }
+        summary+=("as $kind: '$command' passed in $(( $(date +%s) - t0 )) s, $accuracy") ;;
+      *)
+        summary+=("as $kind: '$command' passed in $(( $(date +%s) - t0 )) s, $(grep -E 'tests passed' "$output" | tail -n 1)") ;;
+    esac
+    step "${summary[-1]}"
+    step "compile cache after it: $(CCACHE_DIR=/var/cache/hpf-ccache chroot "$dir" ccache --print-stats 2>/dev/null |
+                                    awk -F'\t' '$1 ~ /^(direct_cache_hit|preprocessed_cache_hit|cache_miss)$/ { printf "%s=%s ", $1, $2 }')"
+  done
+  unmount_all
+  rm -rf --one-file-system "$dir"
+}
+
+for run in "${runs[@]}"; do run_commands "$run"; done
+step "all passed:"
+printf '   %s\n' "${summary[@]}"
