@@ -13,7 +13,7 @@ set -euo pipefail
 # shellcheck source=lib/mpi.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/mpi.sh"
 
-usage() { sed -n '2,11s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
+usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "${BASH_SOURCE[0]}"; }
 fail() { echo "launch.sh: $*" >&2; echo "usage: $0 [--dry-run] [--launcher PROG] -n RANKS PROGRAM [ARGS...] (--help)" >&2; exit 2; }
 
 action=run launcher="" ranks=""
