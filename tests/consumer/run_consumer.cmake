@@ -16,6 +16,11 @@ endif()
 if(KOKKOS_ROOT)
   list(APPEND configure_args -DKokkos_ROOT=${KOKKOS_ROOT})
 endif()
+# The MPI of the enclosing build: the consumer is launched with its mpiexec, so it must not find
+# another MPI first (Debian's mpicxx and mpiexec alternatives can name different ones).
+if(MPI_CXX_COMPILER)
+  list(APPEND configure_args -DMPI_CXX_COMPILER=${MPI_CXX_COMPILER} -DMPIEXEC_EXECUTABLE=${MPIEXEC})
+endif()
 foreach(step IN ITEMS configure build run)
   if(step STREQUAL "configure")
     execute_process(COMMAND ${CMAKE_COMMAND} ${configure_args} RESULT_VARIABLE rc)
