@@ -5,13 +5,13 @@
 #include <hpf/layers/bind.hpp>
 #include <hpf/layers/context.hpp>
 #include <hpf/layers/parameters.hpp>
-#include <hpf/meta/flat_tuple.hpp>
 #include <hpf/meta/type_list.hpp>
 #include <hpf/tensor/views.hpp>
 
 #include <array>
 #include <cstddef>
 #include <string>
+#include <tuple>
 
 namespace hpf {
 
@@ -108,7 +108,7 @@ class ChainImpl<type_list<Bound...>, T, Space, NameBase> {
 
  public:
   struct tape_type {
-    flat_tuple<typename Bound::template impl<T, Space>::tape_type...> children;
+    std::tuple<typename Bound::template impl<T, Space>::tape_type...> children;
     std::array<Buffer<T, Space>, count> outputs;  // outputs[i]: child i's output, if it has its own
   };
 
@@ -116,13 +116,13 @@ class ChainImpl<type_list<Bound...>, T, Space, NameBase> {
     for_each_index<count>([&](auto i) {
       parameter_begin_[i] = binder.parameter_offset();
       auto scope = binder.scope(NameBase + i);
-      get<i>(children_).bind(binder);
+      std::get<i>(children_).bind(binder);
     });
   }
 
   void reserve(tape_type& tape, std::size_t capacity) {
     for_each_index<count>([&](auto i) {
-      get<i>(children_).reserve(get<i>(tape.children), capacity);
+      std::get<i>(children_).reserve(std::get<i>(tape.children), capacity);
       if constexpr (i + 1 < count) {
         if (facts::storage[i] == i) ensure_capacity(tape.outputs[i], output_shape_at<i>::size * capacity, "hpf::Chain::output");
       }
@@ -132,7 +132,7 @@ class ChainImpl<type_list<Bound...>, T, Space, NameBase> {
   std::size_t workspace(std::size_t capacity) const {
     std::size_t most = 0;
     for_each_index<count>([&](auto i) {
-      const std::size_t w = get<i>(children_).workspace(capacity);
+      const std::size_t w = std::get<i>(children_).workspace(capacity);
       most = w > most ? w : most;
     });
     return most;
@@ -141,7 +141,7 @@ class ChainImpl<type_list<Bound...>, T, Space, NameBase> {
   std::size_t scratch(std::size_t capacity) const {
     std::size_t children = 0;
     for_each_index<count>([&](auto i) {
-      const std::size_t c = scratch_of(get<i>(children_), capacity);
+      const std::size_t c = scratch_of(std::get<i>(children_), capacity);
       children = c > children ? c : children;
     });
     return 2 * largest_inner_output * capacity + children;
@@ -151,8 +151,8 @@ class ChainImpl<type_list<Bound...>, T, Space, NameBase> {
                tape_type& tape) const {
     const std::size_t n = x.extent(1);
     for_each_index<count>([&](auto i) {
-      get<i>(children_).forward(ctx, input_of<i>(x, tape, n), output_of<i>(y, tape, n),
-                                     get<i>(tape.children));
+      std::get<i>(children_).forward(ctx, input_of<i>(x, tape, n), output_of<i>(y, tape, n),
+                                     std::get<i>(tape.children));
     });
   }
 
@@ -180,8 +180,8 @@ class ChainImpl<type_list<Bound...>, T, Space, NameBase> {
       } else {
         if (gradient_in_wanted) grad_in = gradient_view<i - 1>(gradients, (i - 1) % 2, n);
       }
-      get<i>(children_).backward(inner, input_of<i>(x, tape, n), output_of<i>(y, tape, n), grad_out, grad_in,
-                                      get<i>(tape.children));
+      std::get<i>(children_).backward(inner, input_of<i>(x, tape, n), output_of<i>(y, tape, n), grad_out, grad_in,
+                                      std::get<i>(tape.children));
       if (ctx.gradients_ready) ctx.gradients_ready(parameter_begin_[i]);
     });
   }
@@ -189,7 +189,7 @@ class ChainImpl<type_list<Bound...>, T, Space, NameBase> {
   /// Child I (for layers with extra entry points, such as the loss).
   template <std::size_t I>
   const auto& child() const {
-    return get<I>(children_);
+    return std::get<I>(children_);
   }
   /// Child I's output as stored in `tape` (the last child's output belongs to the caller).
   template <std::size_t I>
@@ -223,7 +223,7 @@ class ChainImpl<type_list<Bound...>, T, Space, NameBase> {
                                 output_shape_at<I>::spatial);
   }
 
-  flat_tuple<typename Bound::template impl<T, Space>...> children_;
+  std::tuple<typename Bound::template impl<T, Space>...> children_;
   std::array<std::size_t, count> parameter_begin_{};
 };
 }  // namespace detail

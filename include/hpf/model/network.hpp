@@ -158,7 +158,7 @@ class Network {
   {
     constexpr std::size_t last = size_v<typename Model::bound_layers> - 1;
     return layers_.template child<last>().loss_sum(context(tape, Mode::eval),
-                                                    get<last>(tape.layers.children), tape.batch);
+                                                    std::get<last>(tape.layers.children), tape.batch);
   }
   /// Correctly classified samples of the tape's last forward (blocks).
   std::size_t correct(const Tape& tape) const
