@@ -37,12 +37,13 @@ jobs=${HPF_JOBS:-$(nproc)}
 
 # Build with the compiler wrapper of the MPI that will launch, and run the tests with that launcher.
 launcher=$(hpf_mpi_default_launcher)
-compiler=$(hpf_mpi_compiler_for "$launcher") || {
+read -r family _ < <(hpf_mpi_identify "$launcher")
+compiler=$(hpf_mpi_compiler_for "$launcher" "$family") || {
   echo "quickstart.sh: found no C++ compiler wrapper (mpicxx) of the same MPI as '$launcher'" >&2
   exit 1
 }
 mpi_args=(-DMPI_CXX_COMPILER="$compiler")
-if [ "$(hpf_mpi_identify "$launcher")" != "slurm 0" ]; then
+if [ "$family" != slurm ]; then  # srun is no mpiexec: CTest keeps the MPI's own launcher
   mpi_args+=(-DMPIEXEC_EXECUTABLE="$(readlink -f "$(command -v "$launcher")")")
 fi
 cache=$build/CMakeCache.txt

@@ -1,5 +1,5 @@
 # The Debian 12 packages hpf needs, and their installation (as root, or through sudo). Sourced by
-# scripts/quickstart.sh and scripts/test_openmp_mpich.sh.
+# scripts/quickstart.sh, scripts/test_openmp_mpich.sh and scripts/cuda_compile_check.sh.
 
 # What building, training and the examples need (../shared/docs/toolchain.md).
 HPF_PACKAGES_TRAIN=(build-essential cmake ninja-build pkg-config

@@ -91,13 +91,13 @@ hpf_mpi_launch_command() {
   HPF_LAUNCH+=(-n "$ranks" "$@")
 }
 
-# hpf_mpi_compiler_for LAUNCHER: prints the C++ compiler wrapper of the same MPI as LAUNCHER (so a
-# build and its launch never mix two MPIs), or fails. Looks next to the launcher under the names
-# Debian's alternatives use (mpicxx.openmpi, mpicxx.mpich), then plain mpicxx there and on PATH.
-# srun starts any MPI: under it the build takes mpicxx on PATH (the one the loaded module provides).
+# hpf_mpi_compiler_for LAUNCHER FAMILY: prints the C++ compiler wrapper of LAUNCHER's MPI (FAMILY,
+# from hpf_mpi_identify) so a build and its launch never mix two MPIs, or fails. Looks next to the
+# launcher under the names Debian's alternatives use (mpicxx.openmpi, mpicxx.mpich), then plain
+# mpicxx there and on PATH. srun starts any MPI: under it the build takes mpicxx on PATH (the one
+# the loaded module provides).
 hpf_mpi_compiler_for() {
-  local launcher=$1 family major path dir resolved_dir candidate candidate_family
-  read -r family major < <(hpf_mpi_identify "$launcher")
+  local launcher=$1 family=$2 path dir resolved_dir candidate candidate_family
   if [ "$family" = slurm ]; then command -v mpicxx; return; fi
   path=$(command -v "$launcher") || return 1
   dir=$(dirname "$path")

@@ -95,7 +95,10 @@ out=$(PATH="$fakes/slurm:$PATH" SLURM_JOB_ID=7 HPF_MPIEXEC="$fakes/mpich/mpiexec
 check "HPF_MPIEXEC overrides srun" "== launching: $fakes/mpich/mpiexec -n 4 ./prog " "$out"
 
 # The build takes the compiler wrapper of the launcher's MPI, not whatever mpicxx is first.
-compiler_for() { bash -c 'source "$1"; hpf_mpi_compiler_for "$2"' _ "$here/../../scripts/lib/mpi.sh" "$1"; }
+compiler_for() {
+  bash -c 'source "$1"; read -r family _ < <(hpf_mpi_identify "$2"); hpf_mpi_compiler_for "$2" "$family"' \
+    _ "$here/../../scripts/lib/mpi.sh" "$1"
+}
 check "MPICH launcher: MPICH wrapper next to it, not the Open MPI mpicxx" "$fakes/mpich/mpicxx.mpich" "$(compiler_for "$fakes/mpich/mpiexec")"
 check "Open MPI launcher: its mpicxx" "$fakes/ompi4/mpicxx" "$(compiler_for "$fakes/ompi4/mpiexec")"
 if compiler_for "$fakes/intel/mpiexec" >/dev/null; then r=found; else r=none; fi
