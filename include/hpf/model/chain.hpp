@@ -11,13 +11,18 @@
 #include <array>
 #include <cstddef>
 #include <string>
-#include <tuple>
+#include <utility>
 
 namespace hpf {
 
-// bind_chain<In, Layers...>: (x, L0..Ln) => Ln(...L1(L0(x))), as a left fold (CuTe style), each
-// layer bound through layer_in_model<I, ...> so an error names its position.
+// bind_chain<In, Layers...>: (x, L0..Ln) => Ln(...L1(L0(x))), as left folds (CuTe style), each
+// layer bound through layer_in_model<I, ...> so an error names its position. A fold that carried
+// every bound layer would re-hash a growing pack at each step (quadratic in the chain's length), so
+// the layers are bound in chunks of chain_chunk: the inner fold carries at most a chunk, the outer
+// one a bound list per chunk, and the chunks are joined once at the end.
 namespace detail {
+inline constexpr std::size_t chain_chunk = 32;
+
 template <std::size_t I, class In, class... Bound>
 struct chain_acc {
   using shape = In;
@@ -33,25 +38,56 @@ auto operator|(chain_acc<I, In, Bound...>, layer_tag<Layer>) {
   return chain_acc<I + 1, typename step::output_shape, Bound..., typename step::type>{};
 }
 
-template <class In, class... Layers>
-using bind_chain_t = decltype((chain_acc<0, In>{} | ... | layer_tag<Layers>{}));
+template <std::size_t First, class In, class Chunk>
+struct bind_chunk;
+template <std::size_t First, class In, class... Layers>
+struct bind_chunk<First, In, type_list<Layers...>> {
+  using type = decltype((chain_acc<First, In>{} | ... | layer_tag<Layers>{}));
+};
 
+template <std::size_t I, class In, class... BoundChunks>
+struct chunks_acc {
+  using shape = In;
+  using bound_chunks = type_list<BoundChunks...>;
+};
+template <class Chunk>
+struct chunk_tag {};
+template <std::size_t I, class In, class... BoundChunks, class Chunk>
+auto operator|(chunks_acc<I, In, BoundChunks...>, chunk_tag<Chunk>) {
+  using step = typename bind_chunk<I, In, Chunk>::type;
+  return chunks_acc<I + size_v<Chunk>, typename step::shape, BoundChunks..., typename step::bound_list>{};
+}
+template <class In, class... Chunks>
+auto bind_chunks(type_list<Chunks...>) -> decltype((chunks_acc<0, In>{} | ... | chunk_tag<Chunks>{}));
+
+template <class In, class... Layers>
+struct bind_chain {
+  using chunks = chunks_t<type_list<Layers...>, chain_chunk>;
+  using acc = decltype(bind_chunks<In>(chunks{}));
+  using shape = typename acc::shape;
+  using bound_list = join_t<typename acc::bound_chunks>;
+};
+
+/// Facts of a chain of bound layers, each from one pack expansion into an array (no per-index
+/// instantiation, so a chain of thousands of layers costs linear compile time).
 template <class List>
 struct chain_facts;
 template <class... Bound>
 struct chain_facts<type_list<Bound...>> {
   static constexpr std::size_t count = sizeof...(Bound);
   using list = type_list<Bound...>;
+  static constexpr std::array<LayerCost, count> costs{{Bound::cost...}};
+  static constexpr std::array<std::size_t, count> output_size{{Bound::output_shape::size...}};
+  static constexpr std::array<std::size_t, count> output_channels{{Bound::output_shape::channels...}};
+  static constexpr std::array<std::size_t, count> output_spatial{{Bound::output_shape::spatial...}};
 
   /// Child I writes its output over its input, the stored output of child I-1: it can run in
   /// place, child I-1's backward does not read that output, and neither buffer is the caller's.
   static constexpr std::array<bool, count> in_place = [] {
+    constexpr std::array<bool, count> runs{{runs_in_place<Bound>()...}};
+    constexpr std::array<bool, count> reads{{backward_reads_output<Bound>()...}};
     std::array<bool, count> r{};
-    for_each_index<count>([&](auto i) {
-      if constexpr (i > 0 && i + 1 < count) {
-        r[i] = runs_in_place<at_t<list, i>>() && !backward_reads_output<at_t<list, i - 1>>();
-      }
-    });
+    for (std::size_t i = 1; i + 1 < count; ++i) r[i] = runs[i] && !reads[i - 1];
     return r;
   }();
   /// Which stored buffer holds child I's output (its own, or an in-place predecessor's).
@@ -65,23 +101,127 @@ struct chain_facts<type_list<Bound...>> {
   /// own has no backward work at all (as autograd leaves the layers next to the data alone).
   static constexpr std::array<std::size_t, count + 1> parameters_before = [] {
     std::array<std::size_t, count + 1> r{};
-    for_each_index<count>([&](auto i) { r[i + 1] = r[i] + at_t<list, i>::cost.parameters; });
+    for (std::size_t i = 0; i < count; ++i) r[i + 1] = r[i] + costs[i].parameters;
     return r;
   }();
   static constexpr LayerCost cost = [] {
     LayerCost c{};
-    for_each_index<count>([&](auto i) {
-      c += at_t<list, i>::cost;
-      if (in_place[i]) c.activations -= at_t<list, i>::cost.activations;  // shares its input's buffer
-    });
+    for (std::size_t i = 0; i < count; ++i) {
+      c += costs[i];
+      if (in_place[i]) c.activations -= costs[i].activations;  // shares its input's buffer
+    }
     return c;
   }();
-  static constexpr std::size_t leaves = (std::size_t{0} + ... + Bound::leaves);
+  static constexpr std::size_t leaves = [] {
+    constexpr std::array<std::size_t, count> each{{Bound::leaves...}};
+    std::size_t n = 0;
+    for (std::size_t l : each) n += l;
+    return n;
+  }();
+  /// Largest output of children 0..count-2: the size of each of a chain's two gradient buffers.
+  static constexpr std::size_t largest_inner_output = [] {
+    std::size_t most = 0;
+    for (std::size_t i = 0; i + 1 < count; ++i) most = output_size[i] > most ? output_size[i] : most;
+    return most;
+  }();
+  /// A table of functions, not an array of strings: initialising N strings in one expression
+  /// gives g++ N nested clean-ups to build (minutes at N = 2000).
   static std::string describe() {
+    constexpr std::array<std::string (*)(), count> describers{{&Bound::describe...}};
     std::string s;
-    ((s += (s.empty() ? "" : ", ") + Bound::describe()), ...);
+    for (auto describe_child : describers) s += (s.empty() ? "" : ", ") + describe_child();
     return s;
   }
+};
+
+/// How to make (value-initialised, or as a copy of `from`) and destroy one object of a type only
+/// known at run time.
+struct erased_kind {
+  void* (*make)(const void* from);
+  void (*destroy)(void* object);
+};
+template <class U>
+struct erased_kind_of {
+  static void* make(const void* from) { return from ? new U(*static_cast<const U*>(from)) : new U(); }
+  static void destroy(void* object) { delete static_cast<U*>(object); }
+  static constexpr erased_kind kind{&make, &destroy};
+};
+
+/// N heap objects of the kinds `Kinds::kinds[i]` (a static constexpr std::array<erased_kind, N>),
+/// made, copied and destroyed in run-time loops. A class with thousands of members of distinct
+/// types instead has constructors of quadratic size (each member's exception cleanup destroys
+/// all before it), which g++ takes minutes to compile at 2000 members.
+template <class Kinds>
+class erased_array {
+  static constexpr std::size_t n = Kinds::kinds.size();
+
+ public:
+  erased_array() { make_all(nullptr); }
+  erased_array(const erased_array& other) { make_all(&other); }
+  erased_array(erased_array&& other) noexcept : objects_(other.objects_) { other.objects_ = {}; }
+  erased_array& operator=(erased_array other) noexcept {
+    std::swap(objects_, other.objects_);
+    return *this;
+  }
+  ~erased_array() { destroy_all(); }
+
+  /// Object i (its type is the one Kinds::kinds[i] makes).
+  void* operator[](std::size_t i) const { return objects_[i]; }
+
+ private:
+  void make_all(const erased_array* from) {
+    try {
+      for (std::size_t i = 0; i < n; ++i) objects_[i] = Kinds::kinds[i].make(from ? from->objects_[i] : nullptr);
+    } catch (...) {
+      destroy_all();
+      throw;
+    }
+  }
+  void destroy_all() noexcept {
+    for (std::size_t i = 0; i < n; ++i) {
+      if (objects_[i]) Kinds::kinds[i].destroy(objects_[i]);
+      objects_[i] = nullptr;
+    }
+  }
+  std::array<void*, n> objects_{};
+};
+
+/// One child implementation's entry points as plain functions over `void*`: a chain calls its
+/// children through a table of these in a run-time loop, so a chain of N children of K distinct
+/// kinds instantiates K sets of functions, not N (and no function grows with N).
+template <class T, class Space>
+struct child_ops {
+  void (*bind)(void* child, ParameterBinder<T, Space>& binder);
+  void (*reserve)(void* child, void* tape, std::size_t capacity);
+  std::size_t (*workspace)(const void* child, std::size_t capacity);
+  std::size_t (*scratch)(const void* child, std::size_t capacity);
+  void (*forward)(const void* child, const Context<T, Space>& ctx, ConstActivation<T, Space> x, Activation<T, Space> y,
+                  void* tape);
+  void (*backward)(const void* child, const Context<T, Space>& ctx, ConstActivation<T, Space> x,
+                   ConstActivation<T, Space> y, ConstActivation<T, Space> dy, Activation<T, Space> dx, void* tape);
+};
+template <class Impl, class T, class Space>
+struct erased_child {
+  using tape_type = typename Impl::tape_type;
+  static void bind(void* child, ParameterBinder<T, Space>& binder) { static_cast<Impl*>(child)->bind(binder); }
+  static void reserve(void* child, void* tape, std::size_t capacity) {
+    static_cast<Impl*>(child)->reserve(*static_cast<tape_type*>(tape), capacity);
+  }
+  static std::size_t workspace(const void* child, std::size_t capacity) {
+    return static_cast<const Impl*>(child)->workspace(capacity);
+  }
+  static std::size_t scratch(const void* child, std::size_t capacity) {
+    return scratch_of(*static_cast<const Impl*>(child), capacity);
+  }
+  static void forward(const void* child, const Context<T, Space>& ctx, ConstActivation<T, Space> x,
+                      Activation<T, Space> y, void* tape) {
+    static_cast<const Impl*>(child)->forward(ctx, x, y, *static_cast<tape_type*>(tape));
+  }
+  static void backward(const void* child, const Context<T, Space>& ctx, ConstActivation<T, Space> x,
+                       ConstActivation<T, Space> y, ConstActivation<T, Space> dy, Activation<T, Space> dx, void* tape) {
+    static_cast<const Impl*>(child)->backward(ctx, x, y, dy, dx, *static_cast<tape_type*>(tape));
+  }
+  static constexpr child_ops<T, Space> ops{&bind, &reserve, &workspace, &scratch, &forward, &backward};
 };
 
 /// Run-time chain: children in order, each child's output buffered per micro-batch in the tape
@@ -93,67 +233,76 @@ class ChainImpl;
 template <class... Bound, class T, class Space, std::size_t NameBase>
 class ChainImpl<type_list<Bound...>, T, Space, NameBase> {
   static constexpr std::size_t count = sizeof...(Bound);
-  using list = type_list<Bound...>;
-  using facts = chain_facts<list>;
+  using facts = chain_facts<type_list<Bound...>>;
+  static constexpr std::size_t largest_inner_output = facts::largest_inner_output;
+  static constexpr std::array<const child_ops<T, Space>*, count> ops_{
+      {&erased_child<typename Bound::template impl<T, Space>, T, Space>::ops...}};
+  struct child_kinds {
+    static constexpr std::array<erased_kind, count> kinds{
+        {erased_kind_of<typename Bound::template impl<T, Space>>::kind...}};
+  };
+  struct tape_kinds {
+    static constexpr std::array<erased_kind, count> kinds{
+        {erased_kind_of<typename Bound::template impl<T, Space>::tape_type>::kind...}};
+  };
   template <std::size_t I>
-  using output_shape_at = typename at_t<list, I>::output_shape;
-  /// Largest output of children 0..count-2: the size of each of the two gradient buffers.
-  static constexpr std::size_t largest_inner_output = [] {
-    std::size_t most = 0;
-    for_each_index<count>([&](auto i) {
-      if constexpr (i + 1 < count) most = output_shape_at<i>::size > most ? output_shape_at<i>::size : most;
-    });
-    return most;
-  }();
+  using child_impl = typename at_t<type_list<Bound...>, I>::template impl<T, Space>;
 
  public:
   struct tape_type {
-    std::tuple<typename Bound::template impl<T, Space>::tape_type...> children;
+    erased_array<tape_kinds> children;    // children[i]: child i's tape
     std::array<Buffer<T, Space>, count> outputs;  // outputs[i]: child i's output, if it has its own
   };
 
   void bind(ParameterBinder<T, Space>& binder) {
-    for_each_index<count>([&](auto i) {
+    const auto& children = children_;
+    for (std::size_t i = 0; i < count; ++i) {
       parameter_begin_[i] = binder.parameter_offset();
       auto scope = binder.scope(NameBase + i);
-      std::get<i>(children_).bind(binder);
-    });
+      ops_[i]->bind(children[i], binder);
+    }
   }
 
   void reserve(tape_type& tape, std::size_t capacity) {
-    for_each_index<count>([&](auto i) {
-      std::get<i>(children_).reserve(std::get<i>(tape.children), capacity);
-      if constexpr (i + 1 < count) {
-        if (facts::storage[i] == i) ensure_capacity(tape.outputs[i], output_shape_at<i>::size * capacity, "hpf::Chain::output");
+    const auto& children = children_;
+    const auto& tapes = tape.children;
+    for (std::size_t i = 0; i < count; ++i) {
+      ops_[i]->reserve(children[i], tapes[i], capacity);
+      if (i + 1 < count && facts::storage[i] == i) {
+        ensure_capacity(tape.outputs[i], facts::output_size[i] * capacity, "hpf::Chain::output");
       }
-    });
+    }
   }
 
   std::size_t workspace(std::size_t capacity) const {
+    const auto& children = children_;
     std::size_t most = 0;
-    for_each_index<count>([&](auto i) {
-      const std::size_t w = std::get<i>(children_).workspace(capacity);
+    for (std::size_t i = 0; i < count; ++i) {
+      const std::size_t w = ops_[i]->workspace(children[i], capacity);
       most = w > most ? w : most;
-    });
+    }
     return most;
   }
   /// Two gradient buffers of this chain, then the deepest child's scratch after them.
   std::size_t scratch(std::size_t capacity) const {
-    std::size_t children = 0;
-    for_each_index<count>([&](auto i) {
-      const std::size_t c = scratch_of(std::get<i>(children_), capacity);
-      children = c > children ? c : children;
-    });
-    return 2 * largest_inner_output * capacity + children;
+    const auto& children = children_;
+    std::size_t deepest = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+      const std::size_t c = ops_[i]->scratch(children[i], capacity);
+      deepest = c > deepest ? c : deepest;
+    }
+    return 2 * largest_inner_output * capacity + deepest;
   }
 
   void forward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, Activation<T, Space> y,
                tape_type& tape) const {
     const std::size_t n = x.extent(1);
-    for_each_index<count>([&](auto i) {
-      std::get<i>(children_).forward(ctx, input_of<i>(x, tape, n), output_of<i>(y, tape, n),
-                                     std::get<i>(tape.children));
-    });
+    const auto& children = children_;
+    const auto& tapes = tape.children;
+    for (std::size_t i = 0; i < count; ++i) {
+      ops_[i]->forward(children[i], ctx, input_of(i, x, tape, n), i + 1 == count ? y : stored_output(i, tape, n),
+                       tapes[i]);
+    }
   }
 
   void backward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, ConstActivation<T, Space> y,
@@ -162,68 +311,58 @@ class ChainImpl<type_list<Bound...>, T, Space, NameBase> {
     T* gradients = ctx.scratch_at(2 * largest_inner_output * n);
     const Context<T, Space> inner = ctx.after_scratch(2 * largest_inner_output * n);
     const bool input_gradient_wanted = !is_empty(dx);
-    for_each_index_reversed<count>([&](auto i) {
+    const auto& children = children_;
+    const auto& tapes = tape.children;
+    for (std::size_t i = count; i-- > 0;) {
       const bool gradient_in_wanted = input_gradient_wanted || facts::parameters_before[i] > 0;
       if (!gradient_in_wanted && facts::parameters_before[i + 1] == 0) {  // nothing to learn here or below
         if (ctx.gradients_ready) ctx.gradients_ready(parameter_begin_[i]);
-        return;
+        continue;
       }
-      ConstActivation<T, Space> grad_out;
-      if constexpr (i + 1 == count) {
-        grad_out = dy;
-      } else {
-        grad_out = gradient_view<i>(gradients, i % 2, n);
-      }
+      const ConstActivation<T, Space> grad_out = i + 1 == count ? dy : ConstActivation<T, Space>(gradient_view(i, gradients, i % 2, n));
       Activation<T, Space> grad_in;
-      if constexpr (i == 0) {
+      if (i == 0) {
         grad_in = dx;
-      } else {
-        if (gradient_in_wanted) grad_in = gradient_view<i - 1>(gradients, (i - 1) % 2, n);
+      } else if (gradient_in_wanted) {
+        grad_in = gradient_view(i - 1, gradients, (i - 1) % 2, n);
       }
-      std::get<i>(children_).backward(inner, input_of<i>(x, tape, n), output_of<i>(y, tape, n), grad_out, grad_in,
-                                      std::get<i>(tape.children));
+      const ConstActivation<T, Space> out = i + 1 == count ? y : ConstActivation<T, Space>(stored_output(i, tape, n));
+      ops_[i]->backward(children[i], inner, input_of(i, x, tape, n), out, grad_out, grad_in, tapes[i]);
       if (ctx.gradients_ready) ctx.gradients_ready(parameter_begin_[i]);
-    });
+    }
   }
 
   /// Child I (for layers with extra entry points, such as the loss).
   template <std::size_t I>
-  const auto& child() const {
-    return std::get<I>(children_);
+  const child_impl<I>& child() const {
+    return *static_cast<const child_impl<I>*>(children_[I]);
   }
-  /// Child I's output as stored in `tape` (the last child's output belongs to the caller).
+  /// Child I's tape in the chain's tape.
   template <std::size_t I>
-  Activation<T, Space> stored_output(const tape_type& tape, std::size_t n) const {
-    static_assert(I + 1 < count, "hpf::Chain: the last child's output is the caller's buffer");
-    return activation_view(tape.outputs[facts::storage[I]], output_shape_at<I>::channels, n, output_shape_at<I>::spatial);
+  static typename child_impl<I>::tape_type& child_tape(tape_type& tape) {
+    return *static_cast<typename child_impl<I>::tape_type*>(tape.children[I]);
+  }
+  template <std::size_t I>
+  static const typename child_impl<I>::tape_type& child_tape(const tape_type& tape) {
+    return *static_cast<const typename child_impl<I>::tape_type*>(tape.children[I]);
+  }
+  /// Child i's output as stored in `tape` (the last child's output belongs to the caller).
+  Activation<T, Space> stored_output(std::size_t i, const tape_type& tape, std::size_t n) const {
+    KOKKOS_ASSERT(i + 1 < count);
+    return activation_view(tape.outputs[facts::storage[i]], facts::output_channels[i], n, facts::output_spatial[i]);
   }
 
  private:
-  template <std::size_t I>
-  ConstActivation<T, Space> input_of(ConstActivation<T, Space> x, const tape_type& tape, std::size_t n) const {
-    if constexpr (I == 0) {
-      return x;
-    } else {
-      return stored_output<I - 1>(tape, n);
-    }
+  ConstActivation<T, Space> input_of(std::size_t i, ConstActivation<T, Space> x, const tape_type& tape,
+                                     std::size_t n) const {
+    return i == 0 ? x : ConstActivation<T, Space>(stored_output(i - 1, tape, n));
   }
-  /// Child I's output: the tape's buffer, or for the last child the caller's view (mutable in
-  /// forward, read-only in backward).
-  template <std::size_t I, class OutputView>
-  auto output_of(const OutputView& y, const tape_type& tape, std::size_t n) const {
-    if constexpr (I + 1 == count) {
-      return y;
-    } else {
-      return stored_output<I>(tape, n);
-    }
-  }
-  template <std::size_t I>
-  static Activation<T, Space> gradient_view(T* gradients, std::size_t which, std::size_t n) {
-    return Activation<T, Space>(gradients + which * largest_inner_output * n, output_shape_at<I>::channels, n,
-                                output_shape_at<I>::spatial);
+  static Activation<T, Space> gradient_view(std::size_t i, T* gradients, std::size_t which, std::size_t n) {
+    return Activation<T, Space>(gradients + which * largest_inner_output * n, facts::output_channels[i], n,
+                                facts::output_spatial[i]);
   }
 
-  std::tuple<typename Bound::template impl<T, Space>...> children_;
+  erased_array<child_kinds> children_;
   std::array<std::size_t, count> parameter_begin_{};
 };
 }  // namespace detail
@@ -237,7 +376,7 @@ struct chain_named_from {
 
   template <class In>
   struct bind {
-    using acc = bind_chain_t<In, Layers...>;
+    using acc = bind_chain<In, Layers...>;
     using bound_list = typename acc::bound_list;
     using input_shape = In;
     using output_shape = typename acc::shape;

@@ -158,7 +158,7 @@ class Network {
   {
     constexpr std::size_t last = size_v<typename Model::bound_layers> - 1;
     return layers_.template child<last>().loss_sum(context(tape, Mode::eval),
-                                                    std::get<last>(tape.layers.children), tape.batch);
+                                                    layers_type::template child_tape<last>(tape.layers), tape.batch);
   }
   /// Correctly classified samples of the tape's last forward (blocks).
   std::size_t correct(const Tape& tape) const

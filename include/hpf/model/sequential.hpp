@@ -68,11 +68,7 @@ struct Sequential {
   /// Whole-model cost per sample (parameters per model).
   static constexpr LayerCost cost = bound::cost;
   /// Per top-level layer costs, in order.
-  static constexpr std::array<LayerCost, size> layer_costs = [] {
-    std::array<LayerCost, size> costs{};
-    for_each_index<size>([&](auto i) { costs[i] = at_t<bound_layers, i>::cost; });
-    return costs;
-  }();
+  static constexpr std::array<LayerCost, size> layer_costs = detail::chain_facts<bound_layers>::costs;
   /// True when the model ends with a loss layer and can be trained.
   static constexpr bool trainable = valid && LossLayer<at_t<bound_layers, size - 1>>;
 };

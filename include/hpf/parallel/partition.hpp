@@ -72,44 +72,48 @@ struct repeat_traits<Repeat<N, Block, First>> {
   using block = Block;
 };
 
+/// Per top-level layer facts as arrays, each from one pack expansion over the layers and their
+/// bound forms together (no per-index lookup into the list).
+template <class Layer, class Bound>
+constexpr std::size_t unit_leaves_of() {
+  if constexpr (repeat_traits<Layer>::is_repeat) {
+    return Bound::leaves / repeat_traits<Layer>::count;
+  } else {
+    return Bound::leaves;
+  }
+}
+template <class Layer, class Bound>
+constexpr std::uint64_t unit_cost_of() {
+  if constexpr (repeat_traits<Layer>::is_repeat) {
+    return Bound::block::cost.training_flops();
+  } else {
+    return Bound::cost.training_flops();
+  }
+}
+template <class Layers, class BoundLayers>
+struct layer_arrays;
+template <class... Layers, class... Bound>
+struct layer_arrays<type_list<Layers...>, type_list<Bound...>> {
+  static constexpr std::array<std::size_t, sizeof...(Layers)> leaves{{Bound::leaves...}};
+  static constexpr std::array<std::size_t, sizeof...(Layers)> unit_leaves{{unit_leaves_of<Layers, Bound>()...}};
+  static constexpr std::array<std::uint64_t, sizeof...(Layers)> unit_cost{{unit_cost_of<Layers, Bound>()...}};
+};
+
 /// Where each top-level layer of Model sits among the leaves, and its cost per cut unit (one
 /// unit per layer, or per copy of a Repeat).
 template <class Model>
 struct layer_positions {
   static constexpr std::size_t count = Model::size;
-  using bound = typename Model::bound_layers;
-  using layers = typename Model::layers;
+  using arrays = layer_arrays<typename Model::layers, typename Model::bound_layers>;
 
   static constexpr std::array<std::size_t, count + 1> first_leaf = [] {
     std::array<std::size_t, count + 1> first{};
-    for_each_index<count>([&](auto i) { first[i + 1] = first[i] + at_t<bound, i>::leaves; });
+    for (std::size_t i = 0; i < count; ++i) first[i + 1] = first[i] + arrays::leaves[i];
     return first;
   }();
   /// Leaves per cut unit: a Repeat's block, or the whole layer.
-  static constexpr std::array<std::size_t, count> unit_leaves = [] {
-    std::array<std::size_t, count> leaves{};
-    for_each_index<count>([&](auto i) {
-      using traits = repeat_traits<at_t<layers, i>>;
-      if constexpr (traits::is_repeat) {
-        leaves[i] = at_t<bound, i>::leaves / traits::count;
-      } else {
-        leaves[i] = at_t<bound, i>::leaves;
-      }
-    });
-    return leaves;
-  }();
-  static constexpr std::array<std::uint64_t, count> unit_cost = [] {
-    std::array<std::uint64_t, count> cost{};
-    for_each_index<count>([&](auto i) {
-      using traits = repeat_traits<at_t<layers, i>>;
-      if constexpr (traits::is_repeat) {
-        cost[i] = at_t<bound, i>::block::cost.training_flops();
-      } else {
-        cost[i] = at_t<bound, i>::cost.training_flops();
-      }
-    });
-    return cost;
-  }();
+  static constexpr std::array<std::size_t, count> unit_leaves = arrays::unit_leaves;
+  static constexpr std::array<std::uint64_t, count> unit_cost = arrays::unit_cost;
 
   /// The layer holding leaf `leaf` (for leaf < Model::leaves).
   static constexpr std::size_t layer_of(std::size_t leaf) {
@@ -238,10 +242,10 @@ struct resolve_partition<Model, Balanced<S>> {
 
 /// The layers of stage [Begin, End) contributed by top-level layer U: none, the layer, or the
 /// part of a Repeat between the cuts (a shorter Repeat of the same block, named as before).
-template <class Model, std::size_t U, std::size_t Begin, std::size_t End, bool Last>
+template <class Model, std::size_t U, class Layer, std::size_t Begin, std::size_t End, bool Last>
 struct stage_piece {
   using where = layer_positions<Model>;
-  using layer = at_t<typename Model::layers, U>;
+  using layer = Layer;
   using traits = repeat_traits<layer>;
   static constexpr std::size_t copies() {
     if constexpr (traits::is_repeat) {
@@ -269,20 +273,6 @@ struct stage_piece {
                                     type_list<>>;
   };
   using type = typename pick<traits::is_repeat>::type;
-};
-
-/// Concatenation of a list of type_lists, as one fold (a wrapper type lets ADL find the operator).
-template <class List>
-struct list_box {};
-template <class... As, class... Bs>
-list_box<type_list<As..., Bs...>> operator+(list_box<type_list<As...>>, list_box<type_list<Bs...>>);
-template <class List>
-struct concat_all;
-template <class... Lists>
-struct concat_all<type_list<Lists...>> {
-  template <class L>
-  static L unbox(list_box<L>);
-  using type = decltype(unbox((list_box<type_list<>>{} + ... + list_box<Lists>{})));
 };
 
 template <std::size_t NameBase, class List>
@@ -326,20 +316,25 @@ struct Stage {
   static constexpr bool is_last = Index + 1 == stages;
 
  private:
-  template <std::size_t... U>
-  static auto pieces(std::index_sequence<U...>)
-      -> type_list<typename detail::stage_piece<Model, U, first_leaf, end_leaf, is_last>::type...>;
-  template <std::size_t... U>
-  static constexpr std::size_t first_layer_of(std::index_sequence<U...>) {
-    std::size_t first = Model::size;
-    ((first = (first == Model::size && size_v<typename detail::stage_piece<Model, U, first_leaf, end_leaf, is_last>::type> > 0) ? U : first), ...);
-    return first;
+  // Each top-level layer's piece of this stage (a list of none or one layer), by one pack
+  // expansion over the layers and their indices together.
+  template <class... Layers, std::size_t... U>
+  static auto pieces(type_list<Layers...>, std::index_sequence<U...>)
+      -> type_list<typename detail::stage_piece<Model, U, Layers, first_leaf, end_leaf, is_last>::type...>;
+  using piece_lists = decltype(pieces(typename Model::layers{}, std::make_index_sequence<Model::size>{}));
+  template <class... Pieces>
+  static constexpr std::size_t first_layer_of(type_list<Pieces...>) {
+    constexpr std::array<std::size_t, sizeof...(Pieces)> sizes{{size_v<Pieces>...}};
+    for (std::size_t u = 0; u < sizes.size(); ++u) {
+      if (sizes[u] > 0) return u;
+    }
+    return Model::size;
   }
 
  public:
-  using layers = typename detail::concat_all<decltype(pieces(std::make_index_sequence<Model::size>{}))>::type;
+  using layers = join_t<piece_lists>;
   /// Index of the stage's first layer in the whole model (names of its layers start there).
-  static constexpr std::size_t first_layer = first_layer_of(std::make_index_sequence<Model::size>{});
+  static constexpr std::size_t first_layer = first_layer_of(piece_lists{});
   using input_shape = typename at_t<typename Model::bound_layers, first_layer>::input_shape;
   using bound = bind_t<typename detail::stage_chain<first_layer, layers>::type, input_shape>;
   using bound_layers = typename bound::bound_list;
