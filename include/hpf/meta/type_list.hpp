@@ -91,12 +91,28 @@ struct concat_impl<type_list<As...>, type_list<Bs...>> {
 template <class A, class B>
 using concat_t = typename detail::concat_impl<A, B>::type;
 
-// chunks_t<L, K>: (T0..Tn, K) => [T0..TK-1], [TK..T2K-1], ..., the last chunk shorter.
-// With __type_pack_element each element is one lookup. Without it (g++ before 14), at_t's
-// inheritance lookup tries every base, and thousands of such lookups into a list of thousands
-// cost gigabytes; there, chunk C is the join of one pack expansion that keeps each element whose
-// index falls in it (N / K expansions of N memoised conditionals, no recursion).
+// chunks_t<L>: (T0..Tn) => [T0..T15], [T16..T31], ..., the last chunk shorter (chunk_size = 16).
+// Chunk C is one overload resolution: a function that skips 16 C arguments as `const void*`, deduces
+// the next 16 and takes the rest as C varargs (the list is padded so that 16 always follow). That
+// is linear work per chunk and nothing kept per element, where a lookup per element (at_t, by
+// inheritance on g++ < 14) or a filter per chunk would instantiate N templates per chunk: gigabytes
+// for lists of thousands.
+inline constexpr std::size_t chunk_size = 16;
 namespace detail {
+template <class T>
+struct wrap {};
+struct chunk_pad {};
+template <std::size_t>
+using any_pointer = const void*;
+template <std::size_t>
+using pad_t = chunk_pad;
+template <class Skipped>
+struct take_16_after;
+template <std::size_t... S>
+struct take_16_after<std::index_sequence<S...>> {
+  template <class T0, class T1, class T2, class T3, class T4, class T5, class T6, class T7, class T8, class T9, class T10, class T11, class T12, class T13, class T14, class T15>
+  static type_list<T0, T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14, T15> take(any_pointer<S>..., wrap<T0>*, wrap<T1>*, wrap<T2>*, wrap<T3>*, wrap<T4>*, wrap<T5>*, wrap<T6>*, wrap<T7>*, wrap<T8>*, wrap<T9>*, wrap<T10>*, wrap<T11>*, wrap<T12>*, wrap<T13>*, wrap<T14>*, wrap<T15>*, ...);
+};
 template <class L>
 struct list_box {};
 template <class... As, class... Bs>
@@ -111,43 +127,41 @@ template <class... Lists>
 struct join_fold<type_list<Lists...>> {
   using type = decltype(unbox((list_box<type_list<>>{} + ... + list_box<Lists>{})));
 };
-
-template <class L, std::size_t Begin, std::size_t End, class Indices>
-struct slice_impl;
-#if defined(HPF_IMPL_HAS_TYPE_PACK_ELEMENT)
-template <class... Ts, std::size_t Begin, std::size_t End, std::size_t... I>
-struct slice_impl<type_list<Ts...>, Begin, End, std::index_sequence<I...>> {
-  template <std::size_t... J>
-  static auto pick(std::index_sequence<J...>) -> type_list<__type_pack_element<Begin + J, Ts...>...>;
-  using type = decltype(pick(std::make_index_sequence<End - Begin>{}));
+template <class Chunk>
+struct drop_pads;
+template <class... Ts>
+struct drop_pads<type_list<Ts...>> {
+  using type = typename join_fold<type_list<std::conditional_t<std::is_same_v<Ts, chunk_pad>, type_list<>, type_list<Ts>>...>>::type;
 };
-#else
-template <class... Ts, std::size_t Begin, std::size_t End, std::size_t... I>
-struct slice_impl<type_list<Ts...>, Begin, End, std::index_sequence<I...>> {
-  using type = typename join_fold<
-      type_list<std::conditional_t<(I >= Begin && I < End), type_list<Ts>, type_list<>>...>>::type;
-};
-#endif
-template <class L, std::size_t K, class Chunks>
+template <class L, class Chunks>
 struct chunks_impl {
   // An error "no type named 'type'" here means L is not an hpf::type_list
 };
-template <class... Ts, std::size_t K, std::size_t... C>
-struct chunks_impl<type_list<Ts...>, K, std::index_sequence<C...>> {
-  static constexpr std::size_t n = sizeof...(Ts);
-  using type = type_list<typename slice_impl<type_list<Ts...>, C * K, (n - C * K < K ? n : C * K + K),
-                                             std::index_sequence_for<Ts...>>::type...>;
+template <class... Ts, std::size_t... C>
+struct chunks_impl<type_list<Ts...>, std::index_sequence<C...>> {
+  template <std::size_t Chunk, std::size_t... P>
+  static auto chunk(std::index_sequence<P...>)
+      -> decltype(take_16_after<std::make_index_sequence<Chunk * chunk_size>>::take(
+          static_cast<wrap<Ts>*>(nullptr)..., static_cast<wrap<pad_t<P>>*>(nullptr)...));
+  template <std::size_t Chunk>
+  using chunk_t = decltype(chunk<Chunk>(std::make_index_sequence<chunk_size>{}));
+  static constexpr std::size_t last = sizeof...(C) - 1;
+  using type = type_list<std::conditional_t<C == last, typename drop_pads<chunk_t<last>>::type, chunk_t<C>>...>;
+};
+template <>
+struct chunks_impl<type_list<>, std::index_sequence<>> {
+  using type = type_list<>;
 };
 }  // namespace detail
 
-template <class L, std::size_t K>
-using chunks_t = typename detail::chunks_impl<L, K, std::make_index_sequence<(size_v<L> + K - 1) / K>>::type;
+template <class L>
+using chunks_t = typename detail::chunks_impl<L, std::make_index_sequence<(size_v<L> + chunk_size - 1) / chunk_size>>::type;
 
 // join_t<type_list<L0..Ln>>: (L0..Ln) => L0 ++ L1 ++ ... ++ Ln, as a fold (a wrapper type lets ADL
-// find the operator). A long list of lists is joined per chunk of 32 first, so that no fold has
-// more than 32 operands (Clang's bracket depth) and the growing result is re-made fewer times.
+// find the operator). A long list of lists is joined per chunk first, so that no fold has more
+// than chunk_size operands (Clang's bracket depth) and the growing result is re-made fewer times.
 namespace detail {
-template <class Lists, bool Short = (size_v<Lists> <= 32)>
+template <class Lists, bool Short = (size_v<Lists> <= chunk_size)>
 struct join_impl : join_fold<Lists> {};
 template <class Chunks>
 struct join_chunks;
@@ -156,7 +170,7 @@ struct join_chunks<type_list<Chunks...>> {
   using type = typename join_impl<type_list<typename join_impl<Chunks>::type...>>::type;
 };
 template <class Lists>
-struct join_impl<Lists, false> : join_chunks<chunks_t<Lists, 32>> {};
+struct join_impl<Lists, false> : join_chunks<chunks_t<Lists>> {};
 }  // namespace detail
 
 template <class Lists>

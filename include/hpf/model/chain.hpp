@@ -18,10 +18,9 @@ namespace hpf {
 // bind_chain<In, Layers...>: (x, L0..Ln) => Ln(...L1(L0(x))), as left folds (CuTe style), each
 // layer bound through layer_in_model<I, ...> so an error names its position. A fold that carried
 // every bound layer would re-hash a growing pack at each step (quadratic in the chain's length), so
-// the layers are bound in chunks of chain_chunk: the inner fold carries at most a chunk, the outer
+// the layers are bound in chunks of chunk_size (16): the inner fold carries at most a chunk, the outer
 // one a bound list per chunk, and the chunks are joined once at the end.
 namespace detail {
-inline constexpr std::size_t chain_chunk = 32;
 
 template <std::size_t I, class In, class... Bound>
 struct chain_acc {
@@ -62,7 +61,7 @@ auto bind_chunks(type_list<Chunks...>) -> decltype((chunks_acc<0, In>{} | ... | 
 
 template <class In, class... Layers>
 struct bind_chain {
-  using chunks = chunks_t<type_list<Layers...>, chain_chunk>;
+  using chunks = chunks_t<type_list<Layers...>>;
   using acc = decltype(bind_chunks<In>(chunks{}));
   using shape = typename acc::shape;
   using bound_list = join_t<typename acc::bound_chunks>;
