@@ -6,6 +6,7 @@
 #include <hpf/meta/type_list.hpp>
 #include <hpf/tensor/shape.hpp>
 
+#include <array>
 #include <cstddef>
 #include <cstdio>
 #include <string>
@@ -26,6 +27,17 @@ inline std::string with_thousands(std::size_t v) {
   }
   return out;
 }
+/// Per-layer facts of a bound list as arrays (values and functions), from pack expansions.
+template <class List>
+struct summary_rows;
+template <class... Bound>
+struct summary_rows<type_list<Bound...>> {
+  static constexpr std::array<std::size_t, sizeof...(Bound)> leaves{{Bound::leaves...}};
+  static constexpr std::array<LayerCost, sizeof...(Bound)> costs{{Bound::cost...}};
+  static constexpr std::array<std::string (*)(), sizeof...(Bound)> describe{{&Bound::describe...}};
+  static constexpr std::array<std::string (*)(), sizeof...(Bound)> output_shape{
+      {&shape_string<typename Bound::output_shape>...}};
+};
 }  // namespace detail
 
 /// \brief A table of the model's compile-time facts: for every top-level layer its leaf-index
@@ -40,18 +52,19 @@ std::string summary(std::size_t batch = 1, std::size_t scalar_bytes = sizeof(flo
                 "params", "fwd MFLOP", "act MiB");
   out += line;
   out += std::string(108, '-') + "\n";
+  using rows = detail::summary_rows<bound>;
   std::size_t first_leaf = 0;
-  for_each_index<Model::size>([&](auto i) {
-    using L = at_t<bound, i>;
-    const std::string leaves = L::leaves ? std::to_string(first_leaf) + (L::leaves > 1 ? "-" + std::to_string(first_leaf + L::leaves - 1) : "")
-                                         : "-";
-    first_leaf += L::leaves;
-    std::snprintf(line, sizeof line, "%-4zu %-11s %-52s %-12s %12s %11.2f %10.2f\n", std::size_t(i), leaves.c_str(),
-                  detail::fit_width(L::describe(), 52).c_str(), shape_string<typename L::output_shape>().c_str(),
-                  detail::with_thousands(L::cost.parameters).c_str(), L::cost.forward_flops / 1e6,
-                  static_cast<double>(L::cost.activations * batch * scalar_bytes) / (1 << 20));
+  for (std::size_t i = 0; i < Model::size; ++i) {  // a run-time loop over tables: no code per layer
+    const std::size_t n = rows::leaves[i];
+    const LayerCost& cost = rows::costs[i];
+    const std::string leaves = n ? std::to_string(first_leaf) + (n > 1 ? "-" + std::to_string(first_leaf + n - 1) : "") : "-";
+    first_leaf += n;
+    std::snprintf(line, sizeof line, "%-4zu %-11s %-52s %-12s %12s %11.2f %10.2f\n", i, leaves.c_str(),
+                  detail::fit_width(rows::describe[i](), 52).c_str(), rows::output_shape[i]().c_str(),
+                  detail::with_thousands(cost.parameters).c_str(), cost.forward_flops / 1e6,
+                  static_cast<double>(cost.activations * batch * scalar_bytes) / (1 << 20));
     out += line;
-  });
+  }
   constexpr LayerCost total = Model::cost;
   out += std::string(108, '-') + "\n";
   std::snprintf(line, sizeof line,
