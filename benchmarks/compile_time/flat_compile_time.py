@@ -1,0 +1,127 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""Compile time and peak memory of g++ -O2 on flat models (flat_model.cpp: N layers written out
+without Repeat, trained through Trainer and through fit with a 4-stage pipeline) of 250, 500, 1000
+and 2000 layers, and of PreActResNet-1001 through Repeat (train_step.cpp). Writes the
+`compile-flat` section of benchmarks/RESULTS.md.
+
+    benchmarks/compile_time/flat_compile_time.py [-b BUILD_DIR] [--layers 250 500 1000 2000]
+                                                 [--repeats R] [--no-write]
+
+Each compile waits for a quiet machine first (up to --max-wait s) and the fastest of --repeats
+runs is kept. Wall time on a shared machine is inflated by other work; CPU time (user + sys) is
+the steadier number and is what the linearity check uses. Exits 1 if 2000 flat layers exceed
+60 s or 2 GiB, or the growth from 1000 to 2000 layers is not linear (CPU time more than 2.6x).
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.dirname(HERE))
+import bench_harness as h  # noqa: E402
+
+BUDGET_SECONDS = 60
+BUDGET_MIB = 2048
+
+
+def flags(build_dir):
+    return ["-std=c++20", "-O2", "-DNDEBUG", "-I" + os.path.join(ROOT, "include"),
+            "-I" + os.path.join(build_dir, "include"), "-isystem", os.environ.get("KOKKOS_INCLUDE_DIR", "/usr/include/trilinos"),
+            "-isystem", "/usr/lib/x86_64-linux-gnu/openmpi/include"]
+
+
+def compile_once(cxx, build_dir, source, defines, work, max_wait):
+    """(wall s, CPU s, peak MiB, busy fraction before) of one compile, or None if it failed."""
+    busy, _ = h.wait_until_quiet(max_busy=0.15, max_wait=max_wait)
+    record = os.path.join(work, "time")
+    cmd = ["/usr/bin/time", "-f", "%e %U %S %M", "-o", record, cxx] + flags(build_dir) + \
+        ["-D" + d for d in defines] + ["-c", source, "-o", os.path.join(work, "tu.o")]
+    done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if done.returncode != 0:
+        h.log(f"{cxx} failed on {source} {defines}:\n" + done.stderr[-3000:])
+        return None
+    wall, user, system, kib = open(record).read().split()[-4:]
+    return float(wall), float(user) + float(system), int(kib) / 1024, busy
+
+
+def best_of(repeats, *args):
+    runs = [r for r in (compile_once(*args) for _ in range(repeats)) if r]
+    return min(runs, key=lambda r: r[1]) if runs else None
+
+
+def main(argv):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("-b", "--build-dir", default=os.path.join(ROOT, "build"), help="configured build (hpf/config.hpp)")
+    p.add_argument("--cxx", default="g++")
+    p.add_argument("--layers", type=int, nargs="+", default=[250, 500, 1000, 2000])
+    p.add_argument("--repeats", type=int, default=1)
+    p.add_argument("--max-wait", type=float, default=120.0, help="seconds to wait for a quiet machine per compile")
+    h.add_results_options(p, os.path.join(os.path.dirname(HERE), "RESULTS.md"))
+    args = p.parse_args(argv)
+    if not os.path.exists(os.path.join(args.build_dir, "include", "hpf", "config.hpp")):
+        sys.exit(f"flat_compile_time.py: {args.build_dir}/include/hpf/config.hpp not found; configure first or pass -b")
+
+    started, revision = h.today(), h.git_revision(ROOT)
+    version = subprocess.run([args.cxx, "--version"], stdout=subprocess.PIPE, text=True).stdout.splitlines()[0]
+    rows, results, failed = [], {}, []
+    with tempfile.TemporaryDirectory() as work:
+        jobs = [(f"flat, {n} layers", os.path.join(HERE, "flat_model.cpp"), [f"HPF_FLAT_LAYERS={n}"], n)
+                for n in args.layers]
+        jobs.append(("PreActResNet-1001 (Repeat)", os.path.join(HERE, "train_step.cpp"),
+                     ["HPF_MODEL=hpf::zoo::PreActResNet1001"], None))
+        for name, source, defines, n in jobs:
+            h.log(f"compiling {name}")
+            r = best_of(args.repeats, args.cxx, args.build_dir, source, defines, work, args.max_wait)
+            if r is None:
+                failed.append(name)
+                rows.append([name, "failed", "-", "-", "-", "-"])
+                continue
+            wall, cpu, mib, busy = r
+            results[n] = r
+            per_layer = f"{cpu / n * 1000:.0f}" if n else "-"
+            rows.append([name, f"{wall:.1f}", f"{cpu:.1f}", f"{mib:.0f}", per_layer, f"{busy * 100:.0f} %"])
+
+    verdict = []
+    big = max(args.layers)
+    if big in results:
+        wall, cpu, mib, _ = results[big]
+        ok = wall < BUDGET_SECONDS and mib < BUDGET_MIB
+        verdict.append(f"- {big} flat layers: {wall:.1f} s wall ({cpu:.1f} s CPU), {mib:.0f} MiB peak: "
+                       f"{'within' if ok else 'OVER'} the budget of {BUDGET_SECONDS} s and {BUDGET_MIB} MiB.")
+        if not ok:
+            failed.append(f"budget at {big} layers")
+    if 1000 in results and 2000 in results:
+        ratio = results[2000][1] / results[1000][1]
+        mib_ratio = results[2000][2] / results[1000][2]
+        linear = ratio <= 2.6
+        verdict.append(f"- growth from 1000 to 2000 layers: CPU time x{ratio:.2f}, peak memory x{mib_ratio:.2f} "
+                       f"({'linear or better' if linear else 'SUPERLINEAR'}; x2 is linear, a fixed cost makes it less).")
+        if not linear:
+            failed.append("linear growth")
+
+    text = "\n".join([
+        "## Compile time of long flat models (g++ -O2)",
+        "",
+        f"Measured {started} by `benchmarks/compile_time/flat_compile_time.py` (repository at {revision}) with "
+        f"{version}, on: {h.machine_description()}.",
+        "",
+        "One TU per row, compiled alone with `" + " ".join([args.cxx] + flags("build")[:3]) + " -c` "
+        "(plus the include paths): `flat_model.cpp` is a `Sequential` of N layers `Dense<8>, ReLU, ...` written out "
+        "without `Repeat` (plus a Dense head and the loss), trained through `hpf::Trainer` and through "
+        "`hpf::fit<Model, hpf::Pipeline<hpf::Balanced<4>>>`; `train_step.cpp` is one training step of "
+        "PreActResNet-1001, whose blocks come through `Repeat`. CPU = user + sys; busy = the share of the "
+        "machine other processes used just before the compile (wall time grows with it).",
+        "",
+        h.markdown_table(["model", "wall s", "CPU s", "peak MiB", "CPU ms per layer", "busy before"], rows),
+        "",
+        *verdict,
+    ])
+    return h.publish(args, "compile-flat", text, failed)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
