@@ -102,16 +102,22 @@ namespace detail {
 template <class T>
 struct wrap {};
 struct chunk_pad {};
+// A member type, not an alias that ignores its parameter: EDG (nvcc) drops the expansion of such
+// an alias and then finds no match.
 template <std::size_t>
-using any_pointer = const void*;
+struct skip_one {
+  using type = const void*;
+};
 template <std::size_t>
-using pad_t = chunk_pad;
+struct pad_of {
+  using type = chunk_pad;
+};
 template <class Skipped>
 struct take_16_after;
 template <std::size_t... S>
 struct take_16_after<std::index_sequence<S...>> {
   template <class T0, class T1, class T2, class T3, class T4, class T5, class T6, class T7, class T8, class T9, class T10, class T11, class T12, class T13, class T14, class T15>
-  static type_list<T0, T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14, T15> take(any_pointer<S>..., wrap<T0>*, wrap<T1>*, wrap<T2>*, wrap<T3>*, wrap<T4>*, wrap<T5>*, wrap<T6>*, wrap<T7>*, wrap<T8>*, wrap<T9>*, wrap<T10>*, wrap<T11>*, wrap<T12>*, wrap<T13>*, wrap<T14>*, wrap<T15>*, ...);
+  static type_list<T0, T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14, T15> take(typename skip_one<S>::type..., wrap<T0>*, wrap<T1>*, wrap<T2>*, wrap<T3>*, wrap<T4>*, wrap<T5>*, wrap<T6>*, wrap<T7>*, wrap<T8>*, wrap<T9>*, wrap<T10>*, wrap<T11>*, wrap<T12>*, wrap<T13>*, wrap<T14>*, wrap<T15>*, ...);
 };
 template <class L>
 struct list_box {};
@@ -142,7 +148,7 @@ struct chunks_impl<type_list<Ts...>, std::index_sequence<C...>> {
   template <std::size_t Chunk, std::size_t... P>
   static auto chunk(std::index_sequence<P...>)
       -> decltype(take_16_after<std::make_index_sequence<Chunk * chunk_size>>::take(
-          static_cast<wrap<Ts>*>(nullptr)..., static_cast<wrap<pad_t<P>>*>(nullptr)...));
+          static_cast<wrap<Ts>*>(nullptr)..., static_cast<wrap<typename pad_of<P>::type>*>(nullptr)...));
   template <std::size_t Chunk>
   using chunk_t = decltype(chunk<Chunk>(std::make_index_sequence<chunk_size>{}));
   static constexpr std::size_t last = sizeof...(C) - 1;
