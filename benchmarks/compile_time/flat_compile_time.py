@@ -34,13 +34,18 @@ def flags(build_dir):
             "-isystem", "/usr/lib/x86_64-linux-gnu/openmpi/include"]
 
 
-def compile_once(cxx, build_dir, source, defines, work, max_wait):
-    """(wall s, CPU s, peak MiB, busy fraction before) of one compile, or None if it failed."""
+def compile_once(cxx, build_dir, source, defines, work, max_wait, timeout):
+    """(wall s, CPU s, peak MiB, busy fraction before) of one compile, None if it failed, or
+    "timeout" if it ran longer than `timeout` seconds (then stopped)."""
     busy, _ = h.wait_until_quiet(max_busy=0.15, max_wait=max_wait)
     record = os.path.join(work, "time")
     cmd = ["/usr/bin/time", "-f", "%e %U %S %M", "-o", record, cxx] + flags(build_dir) + \
         ["-D" + d for d in defines] + ["-c", source, "-o", os.path.join(work, "tu.o")]
-    done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        h.log(f"{cxx} on {source} {defines}: stopped after {timeout} s")
+        return "timeout"
     if done.returncode != 0:
         h.log(f"{cxx} failed on {source} {defines}:\n" + done.stderr[-3000:])
         return None
@@ -49,8 +54,11 @@ def compile_once(cxx, build_dir, source, defines, work, max_wait):
 
 
 def best_of(repeats, *args):
-    runs = [r for r in (compile_once(*args) for _ in range(repeats)) if r]
-    return min(runs, key=lambda r: r[1]) if runs else None
+    runs = [compile_once(*args) for _ in range(repeats)]
+    done = [r for r in runs if isinstance(r, tuple)]
+    if done:
+        return min(done, key=lambda r: r[1])
+    return "timeout" if "timeout" in runs else None
 
 
 def main(argv):
@@ -60,6 +68,7 @@ def main(argv):
     p.add_argument("--layers", type=int, nargs="+", default=[250, 500, 1000, 2000])
     p.add_argument("--repeats", type=int, default=1)
     p.add_argument("--max-wait", type=float, default=120.0, help="seconds to wait for a quiet machine per compile")
+    p.add_argument("--timeout", type=float, default=600.0, help="seconds after which a compile is stopped")
     h.add_results_options(p, os.path.join(os.path.dirname(HERE), "RESULTS.md"))
     args = p.parse_args(argv)
     if not os.path.exists(os.path.join(args.build_dir, "include", "hpf", "config.hpp")):
@@ -75,10 +84,11 @@ def main(argv):
                      ["HPF_MODEL=hpf::zoo::PreActResNet1001"], None))
         for name, source, defines, n in jobs:
             h.log(f"compiling {name}")
-            r = best_of(args.repeats, args.cxx, args.build_dir, source, defines, work, args.max_wait)
-            if r is None:
+            r = best_of(args.repeats, args.cxx, args.build_dir, source, defines, work, args.max_wait, args.timeout)
+            if r is None or r == "timeout":
                 failed.append(name)
-                rows.append([name, "failed", "-", "-", "-", "-"])
+                what = "failed" if r is None else f"> {args.timeout:.0f} (stopped)"
+                rows.append([name, what, "-", "-", "-", "-"])
                 continue
             wall, cpu, mib, busy = r
             results[n] = r
@@ -87,7 +97,9 @@ def main(argv):
 
     verdict = []
     big = max(args.layers)
-    if big in results:
+    if big not in results:
+        verdict.append(f"- {big} flat layers: no completed compile, so OVER the budget of {BUDGET_SECONDS} s and {BUDGET_MIB} MiB.")
+    else:
         wall, cpu, mib, _ = results[big]
         ok = wall < BUDGET_SECONDS and mib < BUDGET_MIB
         verdict.append(f"- {big} flat layers: {wall:.1f} s wall ({cpu:.1f} s CPU), {mib:.0f} MiB peak: "
