@@ -2,8 +2,9 @@
 // A flat model of HPF_FLAT_LAYERS layers (Dense<8>, ReLU, Dense<8>, ReLU, ...), one long type list
 // without Repeat, as generated code or a layer-by-layer port writes it, trained through Trainer and
 // through fit with a 4-stage pipeline. Compiling this TU measures what a long flat list costs the
-// compiler (HPF_FLAT_LAYERS=N), and running it on a multiple of 4 ranks checks that both paths take
-// the same first step (the hpf.flat_model test, at 64 layers).
+// compiler (HPF_FLAT_LAYERS=N; flat_compile_time.py, hpf.compile_budget.flat_model1000), and running
+// it on a multiple of 4 ranks checks that both paths take the same first step (tests/model/
+// test_flat_model.cpp does so at 64 layers).
 //
 //   c++ -std=c++20 -O2 -DHPF_FLAT_LAYERS=2000 -c flat_model.cpp
 #include <hpf/comm/environment.hpp>
