@@ -59,12 +59,21 @@ auto operator|(chunks_acc<I, In, BoundChunks...>, chunk_tag<Chunk>) {
 template <class In, class... Chunks>
 auto bind_chunks(type_list<Chunks...>) -> decltype((chunks_acc<0, In>{} | ... | chunk_tag<Chunks>{}));
 
+// A list of at most one chunk is one fold: diagnostics then show as few instantiation levels per
+// nesting level of blocks as before chunking (tests/compile_fail/nested_repeat_residual.cpp).
 template <class In, class... Layers>
 struct bind_chain {
   using chunks = chunks_t<type_list<Layers...>>;
   using acc = decltype(bind_chunks<In>(chunks{}));
   using shape = typename acc::shape;
   using bound_list = join_t<typename acc::bound_chunks>;
+};
+template <class In, class... Layers>
+  requires(sizeof...(Layers) <= chunk_size)
+struct bind_chain<In, Layers...> {
+  using acc = decltype((chain_acc<0, In>{} | ... | layer_tag<Layers>{}));
+  using shape = typename acc::shape;
+  using bound_list = typename acc::bound_list;
 };
 
 /// Facts of a chain of bound layers, each from one pack expansion into an array (no per-index
