@@ -90,6 +90,14 @@ constexpr std::uint64_t unit_cost_of() {
     return Bound::cost.training_flops();
   }
 }
+template <class Layer>
+constexpr std::size_t copies_of() {
+  if constexpr (repeat_traits<Layer>::is_repeat) {
+    return repeat_traits<Layer>::count;
+  } else {
+    return 1;
+  }
+}
 template <class Layers, class BoundLayers>
 struct layer_arrays;
 template <class... Layers, class... Bound>
@@ -97,6 +105,7 @@ struct layer_arrays<type_list<Layers...>, type_list<Bound...>> {
   static constexpr std::array<std::size_t, sizeof...(Layers)> leaves{{Bound::leaves...}};
   static constexpr std::array<std::size_t, sizeof...(Layers)> unit_leaves{{unit_leaves_of<Layers, Bound>()...}};
   static constexpr std::array<std::uint64_t, sizeof...(Layers)> unit_cost{{unit_cost_of<Layers, Bound>()...}};
+  static constexpr std::array<std::size_t, sizeof...(Layers)> copies{{copies_of<Layers>()...}};
 };
 
 /// Where each top-level layer of Model sits among the leaves, and its cost per cut unit (one
@@ -114,6 +123,8 @@ struct layer_positions {
   /// Leaves per cut unit: a Repeat's block, or the whole layer.
   static constexpr std::array<std::size_t, count> unit_leaves = arrays::unit_leaves;
   static constexpr std::array<std::uint64_t, count> unit_cost = arrays::unit_cost;
+  /// Copies of each layer: a Repeat's count, else 1.
+  static constexpr std::array<std::size_t, count> copies = arrays::copies;
 
   /// The layer holding leaf `leaf` (for leaf < Model::leaves).
   static constexpr std::size_t layer_of(std::size_t leaf) {
@@ -240,39 +251,45 @@ struct resolve_partition<Model, Balanced<S>> {
   static constexpr std::array<std::size_t, S - 1> cuts = valid ? balanced_cuts<Model, S>() : std::array<std::size_t, S - 1>{};
 };
 
-/// The layers of stage [Begin, End) contributed by top-level layer U: none, the layer, or the
-/// part of a Repeat between the cuts (a shorter Repeat of the same block, named as before).
-template <class Model, std::size_t U, class Layer, std::size_t Begin, std::size_t End, bool Last>
-struct stage_piece {
+/// What top-level layer u contributes to stage [begin, end): the whole layer, or copies
+/// [copy_begin, copy_end) of a Repeat.
+struct StagePieceRange {
+  bool whole = false;
+  std::size_t copy_begin = 0, copy_end = 0;
+};
+/// Every top-level layer's range in stage [Begin, End), in one constexpr loop: a class per layer
+/// keyed on the model would put the whole model's name into thousands of symbols (quadratic in a
+/// flat list's length, and g++ 12 allocates each name of over 4 KiB slowly).
+template <class Model, std::size_t Begin, std::size_t End, bool Last>
+constexpr auto stage_piece_ranges() {
   using where = layer_positions<Model>;
-  using layer = Layer;
-  using traits = repeat_traits<layer>;
-  static constexpr std::size_t copies() {
-    if constexpr (traits::is_repeat) {
-      return traits::count;
-    } else {
-      return 1;
-    }
+  std::array<StagePieceRange, Model::size> r{};
+  for (std::size_t u = 0; u < Model::size; ++u) {
+    const std::size_t first = where::first_leaf[u], last_end = where::first_leaf[u + 1];
+    const std::size_t per_copy = where::unit_leaves[u] ? where::unit_leaves[u] : 1;
+    const std::size_t copies = where::copies[u];
+    auto clamp = [&](std::size_t v) { return v < copies ? v : copies; };
+    r[u].whole = (Begin <= first && first < End) || (Last && first == End);
+    r[u].copy_begin = first >= Begin ? 0 : clamp((Begin - first) / per_copy);
+    r[u].copy_end = last_end <= End ? copies : (End > first ? clamp((End - first) / per_copy) : 0);
   }
-  static constexpr std::size_t first = where::first_leaf[U], last_end = where::first_leaf[U + 1];
-  static constexpr std::size_t per_copy = where::unit_leaves[U] ? where::unit_leaves[U] : 1;
-  static constexpr std::size_t clamp(std::size_t v) { return v < copies() ? v : copies(); }
-  static constexpr std::size_t copy_begin = first >= Begin ? 0 : clamp((Begin - first) / per_copy);
-  static constexpr std::size_t copy_end = last_end <= End ? copies() : (End > first ? clamp((End - first) / per_copy) : 0);
-  static constexpr bool whole = (Begin <= first && first < End) || (Last && first == End);
+  return r;
+}
 
-  template <bool IsRepeat, class Dummy = void>
-  struct pick {
-    using type = std::conditional_t<whole, type_list<layer>, type_list<>>;
-  };
-  template <class Dummy>
-  struct pick<true, Dummy> {
-    using type = std::conditional_t<(copy_end > copy_begin),
-                                    type_list<Repeat<(copy_end > copy_begin ? copy_end - copy_begin : 1),
-                                                     typename traits::block, traits::first + copy_begin>>,
-                                    type_list<>>;
-  };
-  using type = typename pick<traits::is_repeat>::type;
+/// The layers a top-level layer contributes to a stage: none or the layer (Whole), or the part of
+/// a Repeat between the cuts (a shorter Repeat of the same block, named as before).
+template <class Layer, bool Whole, std::size_t CopyBegin, std::size_t CopyEnd,
+          bool IsRepeat = repeat_traits<Layer>::is_repeat>
+struct stage_piece {
+  using type = std::conditional_t<Whole, type_list<Layer>, type_list<>>;
+};
+template <class Layer, bool Whole, std::size_t CopyBegin, std::size_t CopyEnd>
+struct stage_piece<Layer, Whole, CopyBegin, CopyEnd, true> {
+  using traits = repeat_traits<Layer>;
+  using type = std::conditional_t<(CopyEnd > CopyBegin),
+                                  type_list<Repeat<(CopyEnd > CopyBegin ? CopyEnd - CopyBegin : 1),
+                                                   typename traits::block, traits::first + CopyBegin>>,
+                                  type_list<>>;
 };
 
 template <std::size_t NameBase, class List>
@@ -318,9 +335,13 @@ struct Stage {
  private:
   // Each top-level layer's piece of this stage (a list of none or one layer), by one pack
   // expansion over the layers and their indices together.
+  static constexpr auto ranges = detail::stage_piece_ranges<Model, first_leaf, end_leaf, is_last>();
+  // A layer that is not a Repeat ignores the copy range, so it is not part of the piece's type.
+  template <class Layer, std::size_t U>
+  using piece = typename detail::stage_piece<Layer, ranges[U].whole, detail::repeat_traits<Layer>::is_repeat ? ranges[U].copy_begin : 0,
+                                             detail::repeat_traits<Layer>::is_repeat ? ranges[U].copy_end : 0>::type;
   template <class... Layers, std::size_t... U>
-  static auto pieces(type_list<Layers...>, std::index_sequence<U...>)
-      -> type_list<typename detail::stage_piece<Model, U, Layers, first_leaf, end_leaf, is_last>::type...>;
+  static auto pieces(type_list<Layers...>, std::index_sequence<U...>) -> type_list<piece<Layers, U>...>;
   using piece_lists = decltype(pieces(typename Model::layers{}, std::make_index_sequence<Model::size>{}));
   template <class... Pieces>
   static constexpr std::size_t first_layer_of(type_list<Pieces...>) {
