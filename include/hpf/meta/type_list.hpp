@@ -76,21 +76,6 @@ struct at_impl<type_list<Ts...>, I> {
 template <class L, std::size_t I>
 using at_t = typename detail::at_impl<L, I>::type;
 
-// concat_t<L1, L2>
-namespace detail {
-template <class A, class B>
-struct concat_impl {
-  // An error "no type named 'type'" here means an argument is not an hpf::type_list
-};
-template <class... As, class... Bs>
-struct concat_impl<type_list<As...>, type_list<Bs...>> {
-  using type = type_list<As..., Bs...>;
-};
-}  // namespace detail
-
-template <class A, class B>
-using concat_t = typename detail::concat_impl<A, B>::type;
-
 // for_each_index<N>(f): (f, N) => f(integral_constant<0>), ..., f(integral_constant<N-1>)
 /// Calls `f(std::integral_constant<std::size_t, I>{})` for I = 0..N-1, in order, by one pack
 /// expansion (no recursion).

@@ -243,6 +243,7 @@ struct chain_named_from {
     using output_shape = typename acc::shape;
     static constexpr LayerCost cost = chain_facts<bound_list>::cost;
     static constexpr std::size_t leaves = chain_facts<bound_list>::leaves;
+    static constexpr bool in_place = false;
     static constexpr bool backward_reads_output = hpf::backward_reads_output<at_t<bound_list, size_v<bound_list> - 1>>();
     static std::string describe() { return "[" + chain_facts<bound_list>::describe() + "]"; }
     template <class T, class Space>
