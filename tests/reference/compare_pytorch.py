@@ -4,13 +4,13 @@
 same initial weights on the same batches, and compares the per-step losses and final weights.
 
     compare_pytorch.py --driver build/tests/reference/hpf_reference_run \\
-                       --model mlp|cnn|resnet20 --dtype float|double --steps N --work DIR
+                       --model mlp|cnn|resnet20|regression --dtype float|double --steps N --work DIR
 
 runs the driver (unless --no-run: then DIR must hold its files), then PyTorch, prints a table of
 the per-step differences and exits non-zero if they exceed the tolerance:
 
-    double: max relative loss difference <= 1e-8 (50 steps in CI); final weights <= 1e-8
-            (per tensor: max |hpf - torch| / max |torch|)
+    double: max relative loss difference <= 1e-8 (50 steps in CI; the regression model: 1e-10
+            over 20 steps); final weights <= 1e-8 (per tensor: max |hpf - torch| / max |torch|)
     float:  max relative loss difference <= 1e-4 over the first 10 steps; with --check one-step
             (ResNet-20: its float trajectory drifts from float64 beyond 1e-4 in PyTorch too, as
             single ReLUs flip on values within rounding of zero), each of the first 10 steps from
@@ -53,7 +53,10 @@ UPDATE_LIMIT = 5e-2
 
 # The optimizer settings of a comparison are those the hpf driver recorded in losses.json.
 SETTINGS_KEYS = ("lr", "momentum", "weight_decay")
-MODELS = ("mlp", "cnn", "resnet20")
+MODELS = ("mlp", "cnn", "resnet20", "regression")
+# Models trained against real-valued targets (MSE), and tighter tolerances some models meet.
+REGRESSION_MODELS = ("regression",)
+MODEL_LOSS_TOLERANCE = {("regression", "double"): 1e-10}
 
 # --- safetensors, read with struct + json ------------------------------------------------------
 
@@ -143,7 +146,17 @@ def build_model(name):
             basic_block(16, 32, 2), nn.Sequential(*[basic_block(32, 32, 1) for _ in range(n - 1)]),
             basic_block(32, 64, 2), nn.Sequential(*[basic_block(64, 64, 1) for _ in range(n - 1)]),
             global_avg_pool(), nn.Linear(64, 10))
+    if name == "regression":  # reference_run.cpp's Regressor
+        return nn.Sequential(nn.Conv2d(2, 4, 3, padding=1), nn.ReLU(), nn.AvgPool2d(2), nn.Flatten(),
+                             nn.Linear(4 * 4 * 4, 16), nn.ReLU(), nn.Linear(16, 3))
     raise ValueError(f"unknown model {name}")
+
+
+def criterion_and_targets(model_name, batches, step, dtype):
+    """The loss of a model and the targets of batch `step` in the form it takes."""
+    if model_name in REGRESSION_MODELS:
+        return nn.MSELoss(), torch.from_numpy(batches[f"targets.{step}"].copy()).to(dtype)
+    return nn.CrossEntropyLoss(), torch.from_numpy(batches[f"labels.{step}"].copy())
 
 
 # --- the comparison ----------------------------------------------------------------------------
@@ -175,15 +188,14 @@ def train(model_name, settings, initial, batches, steps, dtype):
     model.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in initial.items()}, strict=True)
     optimizer = torch.optim.SGD(model.parameters(), lr=settings["lr"], momentum=settings["momentum"],
                                 weight_decay=settings["weight_decay"])
-    criterion = nn.CrossEntropyLoss()
     model.train()
     losses = []
     start = time.perf_counter()
     for step in range(steps):
         inputs = torch.from_numpy(batches[f"inputs.{step}"].copy()).to(dtype)
-        labels = torch.from_numpy(batches[f"labels.{step}"].copy())
+        criterion, targets = criterion_and_targets(model_name, batches, step, dtype)
         optimizer.zero_grad()
-        loss = criterion(model(inputs), labels)
+        loss = criterion(model(inputs), targets)
         loss.backward()
         optimizer.step()
         losses.append(loss.item())
@@ -207,8 +219,8 @@ def one_step_state(model_name, run, states, batches, k, dtype):
             optimizer.state[param]["momentum_buffer"] = torch.from_numpy(momentum.copy()).to(dtype)
     model.train()
     optimizer.zero_grad()
-    loss = nn.CrossEntropyLoss()(model(torch.from_numpy(batches[f"inputs.{k}"].copy()).to(dtype)),
-                                 torch.from_numpy(batches[f"labels.{k}"].copy()))
+    criterion, targets = criterion_and_targets(model_name, batches, k, dtype)
+    loss = criterion(model(torch.from_numpy(batches[f"inputs.{k}"].copy()).to(dtype)), targets)
     loss.backward()
     optimizer.step()
     return loss.item(), {n: v.numpy().astype(np.float64) for n, v in model.state_dict().items()}
@@ -287,7 +299,7 @@ def main():
     # disagreement is hpf's or inherent in the model's sensitivity to rounding.
     exact = train(args.model, run, initial, batches, covered, torch.float64)[0] if args.dtype == "float" else None
 
-    tolerance = LOSS_TOLERANCE[args.dtype]
+    tolerance = MODEL_LOSS_TOLERANCE.get((args.model, args.dtype), LOSS_TOLERANCE[args.dtype])
     print(f"\n{args.model} {args.dtype}, batch {run['batch']}: {steps} steps "
           f"(training alone: hpf {run['train_seconds']:.2f} s, torch {torch_seconds:.2f} s)")
     head = f"{'step':>4}  {'hpf loss':>23}  {'torch loss':>23}  {'rel. difference':>15}"

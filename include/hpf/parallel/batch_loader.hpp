@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-#ifndef HPF_TRAIN_BATCH_LOADER_HPP
-#define HPF_TRAIN_BATCH_LOADER_HPP
+#ifndef HPF_PARALLEL_BATCH_LOADER_HPP
+#define HPF_PARALLEL_BATCH_LOADER_HPP
 
 #include <hpf/data/dataset.hpp>
 #include <hpf/model/network.hpp>
@@ -16,7 +16,7 @@
 namespace hpf {
 
 /// \brief Copies samples of a dataset into a network tape: images into its `[C][n][S]` input,
-/// labels into its labels. On host execution spaces it writes the tape directly; otherwise it
+/// targets (labels or real values) into its targets. On host execution spaces it writes the tape directly; otherwise it
 /// stages through reusable host buffers and copies once.
 template <class T, class Space>
 class BatchLoader {
@@ -40,17 +40,30 @@ class BatchLoader {
     }
   }
 
+  /// The targets of samples `indices`: class labels for a classifier, real values otherwise.
   template <class Net>
-  void load_labels(const data::Dataset& dataset, std::span<const std::size_t> indices, Net& net,
-                   typename Net::Tape& tape) {
-    const auto labels = net.labels(tape, indices.size());
-    if constexpr (host_accessible) {
-      dataset.gather_labels(indices, labels.data());
+  void load_targets(const data::Dataset& dataset, std::span<const std::size_t> indices, Net& net,
+                    typename Net::Tape& tape) {
+    if constexpr (Net::classifier) {
+      const auto labels = net.labels(tape, indices.size());
+      if constexpr (host_accessible) {
+        dataset.gather_labels(indices, labels.data());
+      } else {
+        label_staging_.resize(indices.size());
+        dataset.gather_labels(indices, label_staging_.data());
+        Kokkos::deep_copy(labels, Kokkos::View<const std::int32_t*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
+                                      label_staging_.data(), indices.size()));
+      }
     } else {
-      label_staging_.resize(indices.size());
-      dataset.gather_labels(indices, label_staging_.data());
-      Kokkos::deep_copy(labels, Kokkos::View<const std::int32_t*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
-                                    label_staging_.data(), indices.size()));
+      const auto targets = net.targets(tape, indices.size());
+      if constexpr (host_accessible) {
+        dataset.gather_targets(indices, targets.data());
+      } else {
+        staging_.resize(targets.size());
+        dataset.gather_targets(indices, staging_.data());
+        Kokkos::deep_copy(targets, Kokkos::View<const T*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
+                                       staging_.data(), targets.size()));
+      }
     }
   }
 
@@ -61,4 +74,4 @@ class BatchLoader {
 
 }  // namespace hpf
 
-#endif  // HPF_TRAIN_BATCH_LOADER_HPP
+#endif  // HPF_PARALLEL_BATCH_LOADER_HPP
