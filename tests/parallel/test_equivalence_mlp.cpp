@@ -23,21 +23,11 @@ hpf::TrainOptions options() {
 }
 const auto source = hpf_test::synthetic_source<Model>(24 * 10 + 7);
 constexpr std::size_t steps = 11;
-
-void data_parallel() { hpf_test::check_strategy_all<Model, hpf::DataParallel>(options(), source, steps); }
-void two_stages() { hpf_test::check_strategy_all<Model, hpf::Pipeline<hpf::Cuts<3>>>(options(), source, steps); }
-void three_stages() { hpf_test::check_strategy_all<Model, hpf::Pipeline<hpf::Balanced<3>>>(options(), source, steps); }
-void four_stages() { hpf_test::check_strategy_all<Model, hpf::Pipeline<hpf::Balanced<4>>>(options(), source, steps); }
 }  // namespace
 
 TEST_CASE("MLP: every layout of the world size trains bit for bit as one process") {
-  switch (hpf_test::world_size()) {
-    case 1: data_parallel(); break;
-    case 2: data_parallel(); two_stages(); break;
-    case 4: data_parallel(); two_stages(); four_stages(); break;  // 1x4, 2x2 hybrid, 4x1
-    case 6: data_parallel(); two_stages(); three_stages(); break;  // 1x6, 2x3 and 3x2 hybrid
-    default: FAIL("no layouts listed for ", hpf_test::world_size(), " ranks");
-  }
+  hpf_test::check_every_layout<Model, hpf::Pipeline<hpf::Cuts<3>>, hpf::Pipeline<hpf::Balanced<3>>,
+                               hpf::Pipeline<hpf::Balanced<4>>>(options(), source, steps);
 }
 TEST_CASE("MLP: data parallel through MPI_Iallreduce (summation order of the MPI library)") {
   auto o = options();

@@ -159,6 +159,19 @@ void check_strategy_all(hpf::TrainOptions options, const hpf::DataSource& source
 /// The number of ranks of the test's world.
 inline std::size_t world_size() { return static_cast<std::size_t>(hpf::comm::Communicator{}.size()); }
 
+/// Every layout the world size is registered for, bit for bit against one process: data
+/// parallel on any size; with 2 ranks also 2 stages; with 4 also the 2x2 hybrid and 4 stages;
+/// with 6 the 2x3 and 3x2 hybrids. A world size with no list fails.
+template <class Model, class TwoStages, class ThreeStages, class FourStages>
+void check_every_layout(const hpf::TrainOptions& options, const hpf::DataSource& source, std::size_t steps) {
+  const std::size_t size = world_size();
+  if (size != 1 && size != 2 && size != 4 && size != 6) FAIL("no layouts listed for ", size, " ranks");
+  check_strategy_all<Model, hpf::DataParallel>(options, source, steps);
+  if (size % 2 == 0) check_strategy_all<Model, TwoStages>(options, source, steps);
+  if (size == 6) check_strategy_all<Model, ThreeStages>(options, source, steps);
+  if (size == 4) check_strategy_all<Model, FourStages>(options, source, steps);
+}
+
 /// A synthetic training set of `count` samples of Model's input shape (10 classes) as a DataSource.
 template <class Model>
 hpf::DataSource synthetic_source(std::size_t count) {

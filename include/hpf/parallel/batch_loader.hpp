@@ -28,16 +28,7 @@ class BatchLoader {
   void load_inputs(const data::Dataset& dataset, std::span<const std::size_t> indices, Net& net,
                    typename Net::Tape& tape) {
     trace::Region region("hpf::BatchLoader::inputs");
-    const auto input = net.input(tape, indices.size());
-    if constexpr (host_accessible) {
-      dataset.gather(indices, input.data());
-    } else {
-      staging_.resize(input.size());
-      dataset.gather(indices, staging_.data());
-      Kokkos::deep_copy(input, Kokkos::View<const T***, Kokkos::LayoutRight, Kokkos::HostSpace,
-                                            Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
-                                   staging_.data(), input.extent(0), input.extent(1), input.extent(2)));
-    }
+    fill(net.input(tape, indices.size()), staging_, [&](T* out) { dataset.gather(indices, out); });
   }
 
   /// The targets of samples `indices`: class labels for a classifier, real values otherwise.
@@ -45,29 +36,30 @@ class BatchLoader {
   void load_targets(const data::Dataset& dataset, std::span<const std::size_t> indices, Net& net,
                     typename Net::Tape& tape) {
     if constexpr (Net::classifier) {
-      const auto labels = net.labels(tape, indices.size());
-      if constexpr (host_accessible) {
-        dataset.gather_labels(indices, labels.data());
-      } else {
-        label_staging_.resize(indices.size());
-        dataset.gather_labels(indices, label_staging_.data());
-        Kokkos::deep_copy(labels, Kokkos::View<const std::int32_t*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
-                                      label_staging_.data(), indices.size()));
-      }
+      fill(net.labels(tape, indices.size()), label_staging_,
+           [&](std::int32_t* out) { dataset.gather_labels(indices, out); });
     } else {
-      const auto targets = net.targets(tape, indices.size());
-      if constexpr (host_accessible) {
-        dataset.gather_targets(indices, targets.data());
-      } else {
-        staging_.resize(targets.size());
-        dataset.gather_targets(indices, staging_.data());
-        Kokkos::deep_copy(targets, Kokkos::View<const T*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
-                                       staging_.data(), targets.size()));
-      }
+      fill(net.targets(tape, indices.size()), staging_, [&](T* out) { dataset.gather_targets(indices, out); });
     }
   }
 
  private:
+  /// Lets `gather` write the contiguous view `target` directly, or through `staging` and one
+  /// copy when the execution space's memory is not host-accessible.
+  template <class View, class Value, class Gather>
+  static void fill(const View& target, std::vector<Value>& staging, Gather&& gather) {
+    if constexpr (host_accessible) {
+      gather(target.data());
+    } else {
+      staging.resize(target.size());
+      gather(staging.data());
+      Kokkos::deep_copy(Kokkos::View<Value*, memory_space_t<Space>, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
+                            target.data(), target.size()),
+                        Kokkos::View<const Value*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
+                            staging.data(), staging.size()));
+    }
+  }
+
   std::vector<T> staging_;
   std::vector<std::int32_t> label_staging_;
 };
