@@ -12,7 +12,7 @@
 // reports whole epochs. The partition is one stage (data parallelism), Balanced<2>, or with --cut
 // one of a few compiled Cuts<L> (to measure stage balance around Balanced<2>'s choice). images/s (global samples) is the best of `repeats` blocks of
 // `steps` steps after `warmup` steps; every block starts at a barrier and every step ends in the
-// engine's loss allreduce, so rank 0's clock times the whole job. Rank 0 prints one
+// engine's loss allgather, so rank 0's clock times the whole job. Rank 0 prints one
 // `RESULT key=value ...` line; `rank_*` values list every rank in rank order (rank r is stage
 // r % S of replica r / S).
 //
@@ -24,8 +24,8 @@
 // set, every kernel launch builds its name string.
 // --stage-times adds one more block with region callbacks: per rank, the time per step spent in
 // layer, optimizer and batch-loading regions (busy) against the rest (waiting for activations,
-// gradients, the gradient reduction and the loss allreduce).
-// Set OPENBLAS_CORETYPE explicitly when comparing (hpf::system::select_blas_kernels).
+// gradients, the gradient reduction and the loss allgather).
+// Set OPENBLAS_CORETYPE explicitly when comparing (hpf::system::RuntimeOptions).
 #include <hpf/comm/environment.hpp>
 #include <hpf/data/fashion_mnist.hpp>
 #include <hpf/data/synthetic.hpp>
