@@ -357,8 +357,9 @@ def main():
             line += f"  {relative(h, exact[step]):>14.3e}  {relative(t, exact[step]):>16.3e}"
         print(line + ("  > tolerance" if step < held and d > tolerance else ""))
     worst = max(range(covered), key=lambda s: diffs[s])
-    print(f"max relative loss difference over the first {covered} steps: {diffs[worst]:.3e} at step {worst}")
     held_worst = max(range(held), key=lambda s: diffs[s]) if held else None
+    if held < covered:
+        print(f"max relative loss difference over the first {covered} steps: {diffs[worst]:.3e} at step {worst}")
     if held:
         print(f"max relative loss difference over the first {held} steps: {diffs[held_worst]:.3e} at step "
               f"{held_worst} (tolerance {tolerance:.0e})")
