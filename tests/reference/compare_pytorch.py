@@ -177,12 +177,12 @@ def build_model(name):
             global_avg_pool(), nn.Linear(64, 10))
     if name == "preact20":  # hpf::zoo::PreActResNet<20> (n = 2 bottlenecks per stage)
         n = 2
-        return nn.Sequential(
-            nn.Conv2d(3, 16, 3, padding=1, bias=False),
-            preact_bottleneck_projection(16, 16, 64, 1), nn.Sequential(*[preact_bottleneck(64, 16) for _ in range(n - 1)]),
-            preact_bottleneck_projection(64, 32, 128, 2), nn.Sequential(*[preact_bottleneck(128, 32) for _ in range(n - 1)]),
-            preact_bottleneck_projection(128, 64, 256, 2), nn.Sequential(*[preact_bottleneck(256, 64) for _ in range(n - 1)]),
-            nn.BatchNorm2d(256), nn.ReLU(), global_avg_pool(), nn.Linear(256, 10))
+        stages = []
+        for in_channels, width, stride in ((16, 16, 1), (64, 32, 2), (128, 64, 2)):
+            stages += [preact_bottleneck_projection(in_channels, width, 4 * width, stride),
+                       nn.Sequential(*[preact_bottleneck(4 * width, width) for _ in range(n - 1)])]
+        return nn.Sequential(nn.Conv2d(3, 16, 3, padding=1, bias=False), *stages,
+                             nn.BatchNorm2d(256), nn.ReLU(), global_avg_pool(), nn.Linear(256, 10))
     if name == "regression":  # reference_run.cpp's Regressor
         return nn.Sequential(nn.Conv2d(2, 4, 3, padding=1), nn.ReLU(), nn.AvgPool2d(2), nn.Flatten(),
                              nn.Linear(4 * 4 * 4, 16), nn.ReLU(), nn.Linear(16, 3))

@@ -16,9 +16,10 @@
 // hpf::data::load_fashion_mnist and Sampler (the pipeline training uses) with batches of 128 and
 // 64, SGD lr 0.05, momentum 0.9; ResNet-20 (Kaiming-normal fan-out init, BatchNorm in training
 // mode) on one fixed batch of 16 hpf::data::synthetic_dataset images of 3x32x32, as the ResNet
-// benchmarks, SGD lr 0.1, momentum 0.9, weight decay 5e-4; the pre-activation bottleneck ResNet-20
-// (hpf::zoo::PreActResNet<20>, the zoo's smallest of the family of ResNet-164/1001) the same way. Batch 16 keeps the double-precision
-// run within CI time and still gives each BatchNorm 16 x H x W values per channel. The regression
+// benchmarks, SGD lr 0.1, momentum 0.9, weight decay 5e-4; the pre-activation bottleneck
+// ResNet-20 (preact20: hpf::zoo::PreActResNet<20>, the smallest of the family of ResNet-164 and
+// -1001) the same way. Batch 16 keeps the double-precision run within CI time and still gives each
+// BatchNorm 16 x H x W values per channel. The regression
 // model (a small convolutional regressor in the shape of CosmoFlow: convolution, pooling, dense
 // layers, 3 real outputs, mean squared error) trains on hpf::data::synthetic_regression samples of
 // 2x8x8 with batches of 16, SGD lr 0.05, momentum 0.9.
