@@ -10,8 +10,8 @@ tables and writes the `accuracy-seeds` section of benchmarks/RESULTS.md.
   /usr/bin/python3 benchmarks/accuracy_over_seeds.py --models mlp --seeds 0 1 --no-write
 
 The examples' accuracy tests (examples/CMakeLists.txt, tests/support/accuracy_over_seeds.cmake)
-read PyTorch's mean from the section this script writes: hpf's mean over seeds 0-2 must lie within
-PyTorch's mean +- 1 point. Accuracy does not depend on the machine's load, so hpf and PyTorch run
+read PyTorch's mean from the section this script writes: hpf's mean over the seeds they run must
+lie within PyTorch's mean +- 1 point. Accuracy does not depend on the machine's load, so hpf and PyTorch run
 side by side (--jobs 2); nothing here measures a speed.
 """
 import argparse
@@ -132,8 +132,8 @@ def report(args, data):
     out.append("")
     for model in args.models:
         out.append(f"- {model}: {MODELS[model]}.")
-    out.append("- The examples' accuracy tests (`ctest -L accuracy`) read PyTorch's mean from this table: hpf's "
-               "mean over seeds 0, 1, 2 (and the hybrid 2 x 2 CNN's seed 0) must lie within it +- 1 point.")
+    out.append("- The examples' accuracy tests (`ctest -L accuracy`, seeds in `examples/CMakeLists.txt`) read "
+               "PyTorch's mean from this table: hpf's mean over the seeds they run must lie within it +- 1 point.")
     out.append("")
     out.append("Commands (run from the repository root; the runner launches exactly these, one thread each):")
     out.append("")
