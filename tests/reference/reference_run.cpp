@@ -3,7 +3,7 @@
 // model for a few steps with hpf::Trainer, exactly as single-process training does, and writes
 // what PyTorch needs to repeat the run and what it must reproduce:
 //
-//   reference_run --model mlp|cnn|resnet20|regression --dtype float|double --steps N --batch B --out DIR
+//   reference_run --model mlp|cnn|resnet20|preact20|regression --dtype float|double --steps N --batch B --out DIR
 //
 //   DIR/initial.safetensors  every parameter and buffer before the first step (state_dict names)
 //   DIR/batches.safetensors  per step s: "inputs.<s>" (B x C x H x W, the network's scalar type,
@@ -16,8 +16,10 @@
 // hpf::data::load_fashion_mnist and Sampler (the pipeline training uses) with batches of 128 and
 // 64, SGD lr 0.05, momentum 0.9; ResNet-20 (Kaiming-normal fan-out init, BatchNorm in training
 // mode) on one fixed batch of 16 hpf::data::synthetic_dataset images of 3x32x32, as the ResNet
-// benchmarks, SGD lr 0.1, momentum 0.9, weight decay 5e-4. Batch 16 keeps the double-precision
-// run within CI time and still gives each BatchNorm 16 x H x W values per channel. The regression
+// benchmarks, SGD lr 0.1, momentum 0.9, weight decay 5e-4; the pre-activation bottleneck
+// ResNet-20 (preact20: hpf::zoo::PreActResNet<20>, the smallest of the family of ResNet-164 and
+// -1001) the same way. Batch 16 keeps the double-precision run within CI time and still gives each
+// BatchNorm 16 x H x W values per channel. The regression
 // model (a small convolutional regressor in the shape of CosmoFlow: convolution, pooling, dense
 // layers, 3 real outputs, mean squared error) trains on hpf::data::synthetic_regression samples of
 // 2x8x8 with batches of 16, SGD lr 0.05, momentum 0.9.
@@ -82,12 +84,12 @@ ModelSettings model_settings(const std::string& model) {
   const hpf::SgdOptions sgd{.learning_rate = 0.05, .momentum = 0.9};
   if (model == "mlp") return {128, sgd, hpf::InitScheme::pytorch_default, Data::fashion_mnist};
   if (model == "cnn") return {64, sgd, hpf::InitScheme::pytorch_default, Data::fashion_mnist};
-  if (model == "resnet20") {
+  if (model == "resnet20" || model == "preact20") {
     return {16, {.learning_rate = 0.1, .momentum = 0.9, .weight_decay = 5e-4}, hpf::InitScheme::kaiming_normal_fan_out,
             Data::synthetic_images};
   }
   if (model == "regression") return {16, sgd, hpf::InitScheme::pytorch_default, Data::synthetic_regression};
-  throw std::invalid_argument("--model must be mlp, cnn, resnet20 or regression (got '" + model + "')");
+  throw std::invalid_argument("--model must be mlp, cnn, resnet20, preact20 or regression (got '" + model + "')");
 }
 
 constexpr std::uint64_t weight_seed = 1;
@@ -119,7 +121,7 @@ Settings parse(int argc, char** argv) {
       s.states = std::stoul(value);
     } else {
       throw std::invalid_argument("unknown option " + key +
-                                  " (usage: --model mlp|cnn|resnet20|regression --dtype float|double --steps N --batch B --out DIR)");
+                                  " (usage: --model mlp|cnn|resnet20|preact20|regression --dtype float|double --steps N --batch B --out DIR)");
     }
   }
   if (s.out.empty()) throw std::invalid_argument("--out DIR is required");
@@ -244,7 +246,11 @@ void run_model(const Settings& s, const ModelSettings& m) {
     // chaotic: rounding differences grow about 4x per step, in PyTorch against itself too (with
     // real images as well as random ones), see compare_pytorch.py. --pool N draws from N images.
     const auto data = hpf::data::synthetic_dataset(s.pool ? s.pool : s.batch, 3, 32, 32, 10, synthetic_seed);
-    run<hpf::zoo::ResNet20, T>(s, m, data);
+    if (s.model == "preact20") {
+      run<hpf::zoo::PreActResNet<20>, T>(s, m, data);
+    } else {
+      run<hpf::zoo::ResNet20, T>(s, m, data);
+    }
   }
 }
 
