@@ -23,6 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <variant>
@@ -102,12 +103,16 @@ TrainReport fit(const comm::Communicator& world, const TrainOptions& options, co
   ProcessGrid grid(world, stages);
   comm::require_same_everywhere(world, detail::run_signature<Model, Strategy, T, Space>(options),
                                 "hpf::fit: the model, strategy, scalar type or training options");
+  try {  // the same options everywhere (checked above): every rank fails alike
+    check_step_options(options, grid.replicas(), "hpf::fit");
+  } catch (const std::invalid_argument& e) {
+    throw comm::UsageError(e.what());
+  }
   if (const auto check = check_schedule(options.schedule, stages, options.micro_batches); !check.ok) {
     throw comm::UsageError(std::string("hpf::fit: schedule check failed: ") + check.problem);
   }
-  // Everything that can fail on some ranks only (options, data) fails inside one agreement.
+  // What can fail on some ranks only (the data) fails inside one agreement.
   const data::TrainTest data = comm::agree(world, [&] {
-    check_step_options(options, grid.replicas(), "hpf::fit");
     data::TrainTest d = source(data::pipeline_shard(grid.replica(), grid.replicas(), grid.stage(), grid.stages()));
     detail::with_index<stages>(grid.stage(), [&](auto stage) {
       using engine = detail::fit_engine_t<Model, Partition, stage, T, stage_space_t<Strategy, stage, Space>>;
