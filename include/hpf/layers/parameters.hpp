@@ -118,7 +118,7 @@ class ParameterBinder {
 
  private:
   static const KernelResources& default_kernels() {
-    static const KernelResources defaults;  // immutable: automatic choices, no vendor device
+    static const KernelResources defaults;  // binders outside a Network: automatic choices
     return defaults;
   }
   static constexpr std::size_t align(std::size_t n) {
