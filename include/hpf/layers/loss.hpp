@@ -26,15 +26,31 @@ template <class Bound>
 concept ClassificationLoss = LossLayer<Bound> && Bound::classifies;
 
 namespace detail {
-/// Sum of the first n per-sample losses, reduced in Kokkos' fixed order (reproducible).
-template <class Space, class T>
-T sum_losses(const Space& space, const Buffer<T, Space>& losses, std::size_t n, const char* label) {
-  T total = 0;
-  Kokkos::parallel_reduce(
-      label, Kokkos::RangePolicy<Space>(space, 0, n), KOKKOS_LAMBDA(const std::size_t j, T& acc) { acc += losses(j); },
-      total);
-  return total;
-}
+/// \brief What every loss implementation shares: no parameters, no workspace, and a tape of
+/// per-sample losses that forward writes and the network reduces once per micro-batch, in
+/// Kokkos' fixed order (reproducible). Derived classes add forward and backward.
+template <class T, class Space>
+class PerSampleLoss {
+ public:
+  struct tape_type {
+    Buffer<T, Space> losses;
+  };
+  template <class Binder>
+  void bind(Binder&) {}
+  void reserve(tape_type& tape, std::size_t capacity) { ensure_capacity(tape.losses, capacity, "hpf::loss::losses"); }
+  std::size_t workspace(std::size_t) const { return 0; }
+
+  /// Sum of the per-sample losses of the last forward over n samples (blocks until done).
+  template <class Context>
+  T loss_sum(const Context& ctx, const tape_type& tape, std::size_t n) const {
+    const auto losses = tape.losses;
+    T total = 0;
+    Kokkos::parallel_reduce(
+        "hpf::loss::loss_sum", Kokkos::RangePolicy<Space>(ctx.space, 0, n),
+        KOKKOS_LAMBDA(const std::size_t j, T& acc) { acc += losses(j); }, total);
+    return total;
+  }
+};
 }  // namespace detail
 
 }  // namespace hpf

@@ -21,16 +21,9 @@ namespace detail {
 /// nn.MSELoss(reduction='mean') over all N*K values; per-sample losses go to the tape as for
 /// the cross-entropy.
 template <class T, class Space>
-class MeanSquaredErrorImpl {
+class MeanSquaredErrorImpl : public PerSampleLoss<T, Space> {
  public:
-  struct tape_type {
-    Buffer<T, Space> losses;
-  };
-  void bind(ParameterBinder<T, Space>&) {}
-  void reserve(tape_type& tape, std::size_t capacity) {
-    ensure_capacity(tape.losses, capacity, "hpf::MeanSquaredError::losses");
-  }
-  std::size_t workspace(std::size_t) const { return 0; }
+  using typename PerSampleLoss<T, Space>::tape_type;
 
   void forward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, Activation<T, Space> y,
                tape_type& tape) const {
@@ -75,10 +68,6 @@ class MeanSquaredErrorImpl {
         });
   }
 
-  /// Sum of the per-sample losses of the last forward over n samples (blocks until done).
-  T loss_sum(const Context<T, Space>& ctx, const tape_type& tape, std::size_t n) const {
-    return detail::sum_losses(ctx.space, tape.losses, n, "hpf::MeanSquaredError::loss_sum");
-  }
 };
 }  // namespace detail
 

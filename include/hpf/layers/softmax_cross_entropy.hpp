@@ -21,16 +21,9 @@ namespace detail {
 /// losses go to the tape; their sum is reduced once per micro-batch by the network, in a fixed
 /// order, so reported losses are reproducible.
 template <class T, class Space>
-class SoftmaxCrossEntropyImpl {
+class SoftmaxCrossEntropyImpl : public PerSampleLoss<T, Space> {
  public:
-  struct tape_type {
-    Buffer<T, Space> losses;
-  };
-  void bind(ParameterBinder<T, Space>&) {}
-  void reserve(tape_type& tape, std::size_t capacity) {
-    ensure_capacity(tape.losses, capacity, "hpf::SoftmaxCrossEntropy::losses");
-  }
-  std::size_t workspace(std::size_t) const { return 0; }
+  using typename PerSampleLoss<T, Space>::tape_type;
 
   void forward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, Activation<T, Space> y,
                tape_type& tape) const {
@@ -76,10 +69,6 @@ class SoftmaxCrossEntropyImpl {
         });
   }
 
-  /// Sum of the per-sample losses of the last forward over n samples (blocks until done).
-  T loss_sum(const Context<T, Space>& ctx, const tape_type& tape, std::size_t n) const {
-    return detail::sum_losses(ctx.space, tape.losses, n, "hpf::SoftmaxCrossEntropy::loss_sum");
-  }
 
   /// Samples whose most probable class (first maximum, as torch.argmax) equals the label.
   std::size_t correct(const Context<T, Space>& ctx, ConstActivation<T, Space> y) const {
