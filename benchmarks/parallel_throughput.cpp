@@ -12,7 +12,7 @@
 // reports whole epochs. The partition is one stage (data parallelism), Balanced<2>, or with --cut
 // one of a few compiled Cuts<L> (to measure stage balance around Balanced<2>'s choice). images/s (global samples) is the best of `repeats` blocks of
 // `steps` steps after `warmup` steps; every block starts at a barrier and every step ends in the
-// engine's loss allreduce, so rank 0's clock times the whole job. Rank 0 prints one
+// engine's loss allgather, so rank 0's clock times the whole job. Rank 0 prints one
 // `RESULT key=value ...` line; `rank_*` values list every rank in rank order (rank r is stage
 // r % S of replica r / S).
 //
@@ -24,8 +24,8 @@
 // set, every kernel launch builds its name string.
 // --stage-times adds one more block with region callbacks: per rank, the time per step spent in
 // layer, optimizer and batch-loading regions (busy) against the rest (waiting for activations,
-// gradients, the gradient reduction and the loss allreduce).
-// Set OPENBLAS_CORETYPE explicitly when comparing (hpf::system::select_blas_kernels).
+// gradients, the gradient reduction and the loss allgather).
+// Set OPENBLAS_CORETYPE explicitly when comparing (hpf::system::RuntimeOptions).
 #include <hpf/comm/environment.hpp>
 #include <hpf/data/fashion_mnist.hpp>
 #include <hpf/data/synthetic.hpp>
@@ -35,6 +35,7 @@
 #include <hpf/parallel/stage_engine.hpp>
 #include <hpf/parallel/strategy.hpp>
 #include <hpf/system/blas.hpp>
+#include <hpf/train/fit.hpp>
 #include <hpf/zoo/models.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -267,14 +268,13 @@ hpf::TrainOptions options_for(const Settings& s, std::size_t replicas) {
   return o;
 }
 
-/// The checks hpf::fit makes before it builds an engine (the same messages' substance).
+/// The checks hpf::fit makes before it builds an engine.
 void check(const hpf::TrainOptions& o, std::size_t stages, std::size_t replicas) {
-  if (o.batch % replicas != 0)
-    throw hpf::comm::UsageError("--batch " + std::to_string(o.batch) + " does not split over " +
-                                std::to_string(replicas) + " replicas");
-  if (o.micro_batches == 0 || o.micro_batches > o.batch / replicas)
-    throw hpf::comm::UsageError("--micro-batches must be between 1 and the replica batch " +
-                                std::to_string(o.batch / replicas));
+  try {
+    hpf::check_step_options(o, replicas, "hpf_bench_parallel_throughput");
+  } catch (const std::invalid_argument& e) {
+    throw hpf::comm::UsageError(e.what());
+  }
   if (const auto c = hpf::check_schedule(o.schedule, stages, o.micro_batches); !c.ok)
     throw hpf::comm::UsageError(std::string("schedule check failed: ") + c.problem);
 }
@@ -282,7 +282,7 @@ void check(const hpf::TrainOptions& o, std::size_t stages, std::size_t replicas)
 template <class Model, class Partition, std::size_t StageIndex>
 void run_stage(const hpf::comm::Communicator& world, const hpf::ProcessGrid& grid, const Settings& s,
                const hpf::TrainOptions& o) {
-  using Engine = hpf::StageEngine<Model, Partition, StageIndex, float, Kokkos::DefaultExecutionSpace>;
+  using Engine = hpf::detail::fit_engine_t<Model, Partition, StageIndex, float, Kokkos::DefaultExecutionSpace>;
   constexpr std::size_t stages = hpf::stage_count_v<Model, Partition>;
   const bool mlp = s.model == "mlp", fashion = mlp || s.model == "cnn";
   const std::size_t steps = s.steps ? s.steps : (mlp ? 100 : fashion ? 20 : s.model == "resnet20" ? 5 : 3);
@@ -299,7 +299,7 @@ void run_stage(const hpf::comm::Communicator& world, const hpf::ProcessGrid& gri
   world.barrier();
   const MemoryMarks memory;
   views::install(true);
-  Engine engine(grid, o, data);
+  Engine engine(grid, o, data.train, nullptr);
   // Full global batches only (Fashion-MNIST's last partial batch is skipped), cycled over epochs.
   const std::size_t full_steps = std::max<std::size_t>(1, data.train.size() / o.batch);
   std::size_t next = 0;
@@ -338,7 +338,7 @@ void run_stage(const hpf::comm::Communicator& world, const hpf::ProcessGrid& gri
     busy_ms = 1e3 * busy::seconds / static_cast<double>(steps);
   }
 
-  using StageModel = typename Engine::stage_model;
+  using StageModel = typename Engine::network_type::model_type;
   const double stage_gflop = 6.0 * static_cast<double>(StageModel::cost.macs) * 1e-9;  // per sample
   const std::string rank_peak = gather(world, memory.process_peak());
   const std::string rank_base = gather(world, memory.base);
@@ -351,7 +351,7 @@ void run_stage(const hpf::comm::Communicator& world, const hpf::ProcessGrid& gri
   const std::string rank_busy = gather(world, busy_ms, 2);
   const std::string rank_stage_gflop = gather(world, stage_gflop, 5);
   const std::string rank_stage_flops = gather(world, static_cast<double>(StageModel::cost.training_flops()) * 1e-6, 3);
-  const std::string rank_first_leaf = gather(world, static_cast<double>(StageModel::first_leaf), 0);
+  const std::string rank_first_leaf = gather(world, static_cast<double>(hpf::stage_bounds_v<Model, Partition>[StageIndex]), 0);
   const std::string tool = gather(world, tool_left ? 1.0 : 0.0, 0);
   if (world.rank() != 0) return;
 

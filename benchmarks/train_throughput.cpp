@@ -12,11 +12,12 @@
 // GFLOP/s counts 6 x forward MACs x images (the reference's convention). Every result is one
 // `RESULT key=value ...` line.
 // Set OPENBLAS_CORETYPE explicitly when comparing: left unset, hpf re-executes the program with
-// the widest kernels the CPU has (hpf::system::select_blas_kernels).
+// the widest kernels the CPU has (hpf::system::RuntimeOptions).
 #include <hpf/data/fashion_mnist.hpp>
 #include <hpf/data/synthetic.hpp>
 #include <hpf/layers/detail/gemm.hpp>
 #include <hpf/system/blas.hpp>
+#include <hpf/system/runtime.hpp>
 #include <hpf/train/trainer.hpp>
 #include <hpf/zoo/models.hpp>
 
@@ -421,10 +422,11 @@ int run_sgemm(const Settings& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  hpf::system::select_blas_kernels(argv);  // no-op when OPENBLAS_CORETYPE is set (benchmarks set it)
+  const auto runtime = hpf::system::RuntimeOptions::from_environment();
+  hpf::system::configure_before_start(runtime, argv);  // no-op when OPENBLAS_CORETYPE is set (benchmarks set it)
   const Settings s = parse(argc, argv);  // before Kokkos: usage errors exit without it
   Kokkos::ScopeGuard kokkos(argc, argv);
-  hpf::system::match_library_threads(Kokkos::DefaultHostExecutionSpace().concurrency());  // unless OPENBLAS_NUM_THREADS
+  hpf::system::configure_after_start(runtime, Kokkos::DefaultHostExecutionSpace().concurrency());
   std::printf("# %s; OPENBLAS_CORETYPE=%s; Kokkos %s\n", hpf::system::blas_description().c_str(),
               std::getenv("OPENBLAS_CORETYPE") ? std::getenv("OPENBLAS_CORETYPE") : "(unset)",
               Kokkos::DefaultExecutionSpace::name());

@@ -2,7 +2,7 @@
 # from scripts/launch.sh, the same detection the quickstart's launch uses: Open MPI (4.x OpenRTE,
 # 5.x PRRTE) gets --allow-run-as-root only as root and oversubscription only when the tests' largest
 # rank count exceeds the cores; MPICH's Hydra needs nothing. Users' own MPIEXEC_PREFLAGS win.
-set(HPF_TEST_MAX_RANKS 4)
+set(HPF_TEST_MAX_RANKS 6)
 set(HPF_MPIEXEC_ENVIRONMENT "")
 if(MPIEXEC_EXECUTABLE AND NOT HPF_MPIEXEC_CONFIGURED STREQUAL "${MPIEXEC_EXECUTABLE}")
   set(_hpf_launch bash ${PROJECT_SOURCE_DIR}/scripts/launch.sh --launcher ${MPIEXEC_EXECUTABLE})

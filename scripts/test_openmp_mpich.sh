@@ -12,6 +12,8 @@ jobs=${HPF_JOBS:-$(nproc)}
 threads=${HPF_TEST_THREADS:-2}
 # shellcheck source=lib/debian.sh
 source "$root/scripts/lib/debian.sh"
+# shellcheck source=lib/ctest.sh
+source "$root/scripts/lib/ctest.sh"
 hpf_install_packages "${HPF_PACKAGES_TEST[@]}"
 
 echo "== Kokkos + KokkosKernels for OpenMP (cached after the first build)"
@@ -30,4 +32,4 @@ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKokkos_ROOT="
 cmake --build "$build" -j "$jobs"
 
 echo "== testing (unit, reference and MPI tests; OpenMP, $threads threads per rank; MPICH)"
-exec ctest --test-dir "$build" --output-on-failure -j "$jobs" -L "unit|mpi|reference" -LE "compile|consumer|accuracy"
+hpf_ctest "$build" --output-on-failure -j "$jobs" -L "unit|mpi|reference" -LE "compile|consumer|accuracy|readme"

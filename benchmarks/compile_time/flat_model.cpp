@@ -2,7 +2,7 @@
 // A flat model of HPF_FLAT_LAYERS layers (Dense<8>, ReLU, Dense<8>, ReLU, ...), one long type list
 // without Repeat, as generated code or a layer-by-layer port writes it, trained through Trainer and
 // through fit with a 4-stage pipeline. Compiling this TU measures what a long flat list costs the
-// compiler (HPF_FLAT_LAYERS=N; flat_compile_time.py, hpf.compile_budget.flat_model1000), and running
+// compiler (HPF_FLAT_LAYERS=N; flat_compile_time.py, hpf.compile_budget.flat_model2000), and running
 // it on a multiple of 4 ranks checks that both paths take the same first step (tests/model/
 // test_flat_model.cpp does so at 64 layers).
 //
@@ -13,7 +13,7 @@
 #include <hpf/layers/relu.hpp>
 #include <hpf/layers/softmax_cross_entropy.hpp>
 #include <hpf/model/sequential.hpp>
-#include <hpf/parallel/fit.hpp>
+#include <hpf/train/fit.hpp>
 #include <hpf/train/trainer.hpp>
 
 #include <cmath>

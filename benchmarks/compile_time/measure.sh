@@ -48,7 +48,7 @@ common_flags=(-std=c++20 -O3 -DNDEBUG -Wall -Wextra -Wpedantic -march=native
               -I"$root/include" -I"$build_dir/include" -isystem "$kokkos_include")
 compiler_flags() {
   case "$("$1" --version | head -1)" in
-    *clang*) echo "-fbracket-depth=1024" ;;  # as the hpf target adds for Clang
+    *clang*) echo "-fbracket-depth=16384" ;;  # as the hpf target adds for Clang
     *) echo "" ;;
   esac
 }
@@ -105,7 +105,7 @@ load() { cut -d' ' -f1-3 /proc/loadavg; }
 
 echo "Host: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo); load average at start: $(load)"
 for cxx in $compilers; do echo "- $cxx: $(version "$cxx")"; done
-echo "- flags: ${common_flags[*]} (+ -fbracket-depth=1024 for Clang)"
+echo "- flags: ${common_flags[*]} (+ -fbracket-depth=16384 for Clang)"
 echo
 
 zoo=(hpf::zoo::Mlp hpf::zoo::ResNet20 hpf::zoo::ResNet56 hpf::zoo::PreActResNet164 hpf::zoo::PreActResNet1001)

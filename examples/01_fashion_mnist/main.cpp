@@ -9,7 +9,7 @@
 #include <hpf/comm/environment.hpp>
 #include <hpf/data/fashion_mnist.hpp>
 #include <hpf/model/summary.hpp>
-#include <hpf/parallel/fit.hpp>
+#include <hpf/train/fit.hpp>
 #include <hpf/zoo/models.hpp>
 
 #include <common/arguments.hpp>

@@ -13,6 +13,7 @@
 #include <hpf/data/sampler.hpp>
 #include <hpf/data/shard.hpp>
 #include <hpf/data/synthetic.hpp>
+#include <hpf/data/train_test.hpp>
 #include <hpf/io/network_tensors.hpp>
 #include <hpf/io/safetensors.hpp>
 #include <hpf/layers/avg_pool.hpp>
@@ -25,7 +26,10 @@
 #include <hpf/layers/flatten.hpp>
 #include <hpf/layers/global_avg_pool.hpp>
 #include <hpf/layers/identity.hpp>
+#include <hpf/layers/kernel_options.hpp>
+#include <hpf/layers/loss.hpp>
 #include <hpf/layers/max_pool.hpp>
+#include <hpf/layers/mean_squared_error.hpp>
 #include <hpf/layers/options.hpp>
 #include <hpf/layers/parameters.hpp>
 #include <hpf/layers/relu.hpp>
@@ -43,19 +47,25 @@
 #include <hpf/optim/adam.hpp>
 #include <hpf/optim/optimizer.hpp>
 #include <hpf/optim/sgd.hpp>
+#include <hpf/parallel/batch_loader.hpp>
+#include <hpf/parallel/gradient_reduction.hpp>
+#include <hpf/parallel/local_links.hpp>
+#include <hpf/parallel/partition.hpp>
+#include <hpf/parallel/schedule.hpp>
+#include <hpf/parallel/stage_engine.hpp>
+#include <hpf/parallel/step_options.hpp>
+#include <hpf/parallel/strategy.hpp>
 #include <hpf/system/blas.hpp>
+#include <hpf/system/runtime.hpp>
 #include <hpf/tensor/math.hpp>
 #include <hpf/tensor/ordered_sum.hpp>
 #include <hpf/tensor/random.hpp>
 #include <hpf/tensor/shape.hpp>
 #include <hpf/tensor/views.hpp>
 #include <hpf/trace/region.hpp>
-#include <hpf/train/batch_loader.hpp>
-#include <hpf/train/gradient_reduction.hpp>
 #include <hpf/train/loop.hpp>
 #include <hpf/train/options.hpp>
 #include <hpf/train/progress.hpp>
-#include <hpf/train/schedule_kind.hpp>
 #include <hpf/train/trainer.hpp>
 #include <hpf/zoo/blocks.hpp>
 #include <hpf/zoo/models.hpp>
@@ -68,13 +78,10 @@
 #include <hpf/comm/mpi.hpp>
 #include <hpf/comm/request.hpp>
 #include <hpf/comm/transfer.hpp>
-#include <hpf/parallel/fit.hpp>
 #include <hpf/parallel/gradient_buckets.hpp>
 #include <hpf/parallel/grid.hpp>
-#include <hpf/parallel/partition.hpp>
-#include <hpf/parallel/schedule.hpp>
-#include <hpf/parallel/stage_engine.hpp>
-#include <hpf/parallel/strategy.hpp>
+#include <hpf/parallel/mpi_links.hpp>
+#include <hpf/train/fit.hpp>
 #endif
 
 #endif  // HPF_HPF_HPP

@@ -99,7 +99,7 @@ unmount_all
 # commands there as KIND (root or user).
 summary=()
 run_commands() {
-  local kind=$1 dir="$work/$1" home user user_spec=() command status output t0
+  local kind=$1 dir="$work/$1" home user user_spec=() command status output t0 skips
   local checkout=/opt/hpf
   step "copying the pristine root for the $kind run"
   cp -a "$work/pristine" "$dir"
@@ -138,7 +138,10 @@ run_commands() {
         [ -n "$accuracy" ] || { step "FAILED as $kind: '$command' printed no final test accuracy"; exit 1; }
         summary+=("as $kind: '$command' passed in $(( $(date +%s) - t0 )) s, $accuracy") ;;
       *)
-        summary+=("as $kind: '$command' passed in $(( $(date +%s) - t0 )) s, $(grep -E 'tests passed' "$output" | tail -n 1)") ;;
+        # The test command counts the tests CTest skipped and fails on any (scripts/lib/ctest.sh).
+        skips=$(grep -E '^== skipped tests: ' "$output" | tail -n 1)
+        [ "$skips" = "== skipped tests: 0" ] || { step "FAILED as $kind: '$command' printed '${skips:-no skipped-tests count}'"; exit 1; }
+        summary+=("as $kind: '$command' passed in $(( $(date +%s) - t0 )) s, $(grep -E 'tests passed' "$output" | tail -n 1), ${skips#== }") ;;
     esac
     step "${summary[-1]}"
     step "compile cache after it: $(CCACHE_DIR=/var/cache/hpf-ccache chroot "$dir" ccache --print-stats 2>/dev/null |

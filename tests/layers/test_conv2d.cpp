@@ -109,17 +109,16 @@ TEST_CASE("Conv2D: finite-difference gradients") {
 }
 
 TEST_CASE("Conv2D: GEMMs reach the vendor BLAS (no native fallback)") {
-  setenv("HPF_CONVOLUTION", "gemm", 1);  // the im2col + GEMM path (also the one of devices and double)
   static std::vector<std::string> regions;
   regions.clear();
   Kokkos::Tools::Experimental::set_push_region_callback([](const char* name) { regions.emplace_back(name); });
   using M = hpf::Sequential<hpf::Input<3, 8, 8>, hpf::Conv2D<4, 3, hpf::Pad<1>>>;
-  hpf::Network<M> net;
+  // The im2col + GEMM path (also the one of devices and double).
+  hpf::Network<M> net(hpf::NetworkOptions{.convolution = hpf::ConvolutionAlgorithm::gemm});
   auto tape = net.make_tape(2);
   Kokkos::deep_copy(net.input(tape, 2), 1.0f);
   net.forward(tape, 2);
   Kokkos::Tools::Experimental::set_push_region_callback(nullptr);
-  unsetenv("HPF_CONVOLUTION");
   bool saw_gemm = false;
   for (const auto& r : regions) {
     if (r.find("KokkosBlas::gemm") != std::string::npos) {
@@ -136,9 +135,8 @@ namespace {
 // two micro-batches (gradients add up) of n samples each.
 template <class Model>
 std::vector<std::vector<double>> float_results(std::size_t n, bool gemm) {
-  if (gemm) setenv("HPF_CONVOLUTION", "gemm", 1);
-  hpf::Network<Model, float> net(hpf::NetworkOptions{.seed = 5});
-  unsetenv("HPF_CONVOLUTION");
+  hpf::Network<Model, float> net(hpf::NetworkOptions{
+      .seed = 5, .convolution = gemm ? hpf::ConvolutionAlgorithm::gemm : hpf::ConvolutionAlgorithm::automatic});
   auto tape = net.make_tape(n);
   using In = typename Model::input_shape;
   using Out = typename Model::output_shape;

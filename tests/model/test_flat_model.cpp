@@ -8,7 +8,7 @@
 #include <hpf/layers/softmax_cross_entropy.hpp>
 #include <hpf/meta/type_list.hpp>
 #include <hpf/model/sequential.hpp>
-#include <hpf/parallel/fit.hpp>
+#include <hpf/train/fit.hpp>
 #include <hpf/train/trainer.hpp>
 
 #include <doctest/doctest.h>

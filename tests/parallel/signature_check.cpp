@@ -2,7 +2,7 @@
 // saying so on every rank, instead of exchanging mismatched tensors.
 #include <hpf/comm/environment.hpp>
 #include <hpf/data/synthetic.hpp>
-#include <hpf/parallel/fit.hpp>
+#include <hpf/train/fit.hpp>
 #include <hpf/zoo/models.hpp>
 
 #if HPF_SIGNATURE_MODEL == 1

@@ -29,7 +29,8 @@ TEST_CASE("stages on different execution spaces reproduce single-process trainin
   o.data_seed = 4;
   for (auto schedule : {hpf::Schedule::gpipe, hpf::Schedule::one_f_one_b}) {
     o.schedule = schedule;
-    hpf_test::check_strategy<Model, Mixed, double>(o, hpf_test::synthetic_source<Model>(16 * 20 + 7), 1e-9, 21);
+    // Kernels of different spaces may reduce in different orders: within 1e-9, not bitwise.
+    hpf_test::check_strategy<Model, Mixed, double>(o, hpf_test::synthetic_source<Model>(16 * 20 + 7), {21, 1e-9});
   }
   MESSAGE("stage 0 on ", std::string(Kokkos::Serial::name()), ", stage 1 on ", std::string(Second::name()));
 }

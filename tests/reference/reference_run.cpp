@@ -3,11 +3,12 @@
 // model for a few steps with hpf::Trainer, exactly as single-process training does, and writes
 // what PyTorch needs to repeat the run and what it must reproduce:
 //
-//   reference_run --model mlp|cnn|resnet20 --dtype float|double --steps N --batch B --out DIR
+//   reference_run --model mlp|cnn|resnet20|preact20|regression --dtype float|double --steps N --batch B --out DIR
 //
 //   DIR/initial.safetensors  every parameter and buffer before the first step (state_dict names)
 //   DIR/batches.safetensors  per step s: "inputs.<s>" (B x C x H x W, the network's scalar type,
-//                            NCHW) and "labels.<s>" (B, int64)
+//                            NCHW) and "labels.<s>" (B, int64) or, for the regression model,
+//                            "targets.<s>" (B x K, the network's scalar type)
 //   DIR/final.safetensors    every parameter and buffer after the last step
 //   DIR/losses.json          settings and the mean loss of every step
 //
@@ -15,13 +16,25 @@
 // hpf::data::load_fashion_mnist and Sampler (the pipeline training uses) with batches of 128 and
 // 64, SGD lr 0.05, momentum 0.9; ResNet-20 (Kaiming-normal fan-out init, BatchNorm in training
 // mode) on one fixed batch of 16 hpf::data::synthetic_dataset images of 3x32x32, as the ResNet
-// benchmarks, SGD lr 0.1, momentum 0.9, weight decay 5e-4. Batch 16 keeps the double-precision
-// run within CI time and still gives each BatchNorm 16 x H x W values per channel.
+// benchmarks, SGD lr 0.1, momentum 0.9, weight decay 5e-4; the pre-activation bottleneck
+// ResNet-20 (preact20: hpf::zoo::PreActResNet<20>, the smallest of the family of ResNet-164 and
+// -1001) the same way. Batch 16 keeps the double-precision run within CI time and still gives each
+// BatchNorm 16 x H x W values per channel. The regression
+// model (a small convolutional regressor in the shape of CosmoFlow: convolution, pooling, dense
+// layers, 3 real outputs, mean squared error) trains on hpf::data::synthetic_regression samples of
+// 2x8x8 with batches of 16, SGD lr 0.05, momentum 0.9.
 #include <hpf/data/fashion_mnist.hpp>
 #include <hpf/data/sampler.hpp>
 #include <hpf/data/synthetic.hpp>
 #include <hpf/io/network_tensors.hpp>
 #include <hpf/io/safetensors.hpp>
+#include <hpf/layers/avg_pool.hpp>
+#include <hpf/layers/conv2d.hpp>
+#include <hpf/layers/dense.hpp>
+#include <hpf/layers/flatten.hpp>
+#include <hpf/layers/mean_squared_error.hpp>
+#include <hpf/layers/relu.hpp>
+#include <hpf/model/sequential.hpp>
 #include <hpf/train/trainer.hpp>
 #include <hpf/zoo/models.hpp>
 
@@ -53,22 +66,30 @@ struct Settings {
   std::filesystem::path out;
 };
 
+// The regression model: compare_pytorch.py builds the same nn.Sequential.
+using Regressor = hpf::Sequential<hpf::Input<2, 8, 8>, hpf::Conv2D<4, 3, hpf::Pad<1>>, hpf::ReLU, hpf::AvgPool<2>,
+                                  hpf::Flatten, hpf::Dense<16>, hpf::ReLU, hpf::Dense<3>, hpf::MeanSquaredError>;
+
+enum class Data { fashion_mnist, synthetic_images, synthetic_regression };
+
 // Training settings of reference.md, per model.
 struct ModelSettings {
   std::size_t default_batch;
   hpf::SgdOptions sgd;
   hpf::InitScheme init;
-  bool fashion_mnist;  // else synthetic 3x32x32
+  Data data;
 };
 
 ModelSettings model_settings(const std::string& model) {
-  if (model == "mlp") return {128, {.learning_rate = 0.05, .momentum = 0.9}, hpf::InitScheme::pytorch_default, true};
-  if (model == "cnn") return {64, {.learning_rate = 0.05, .momentum = 0.9}, hpf::InitScheme::pytorch_default, true};
-  if (model == "resnet20") {
+  const hpf::SgdOptions sgd{.learning_rate = 0.05, .momentum = 0.9};
+  if (model == "mlp") return {128, sgd, hpf::InitScheme::pytorch_default, Data::fashion_mnist};
+  if (model == "cnn") return {64, sgd, hpf::InitScheme::pytorch_default, Data::fashion_mnist};
+  if (model == "resnet20" || model == "preact20") {
     return {16, {.learning_rate = 0.1, .momentum = 0.9, .weight_decay = 5e-4}, hpf::InitScheme::kaiming_normal_fan_out,
-            false};
+            Data::synthetic_images};
   }
-  throw std::invalid_argument("--model must be mlp, cnn or resnet20 (got '" + model + "')");
+  if (model == "regression") return {16, sgd, hpf::InitScheme::pytorch_default, Data::synthetic_regression};
+  throw std::invalid_argument("--model must be mlp, cnn, resnet20, preact20 or regression (got '" + model + "')");
 }
 
 constexpr std::uint64_t weight_seed = 1;
@@ -100,7 +121,7 @@ Settings parse(int argc, char** argv) {
       s.states = std::stoul(value);
     } else {
       throw std::invalid_argument("unknown option " + key +
-                                  " (usage: --model mlp|cnn|resnet20 --dtype float|double --steps N --batch B --out DIR)");
+                                  " (usage: --model mlp|cnn|resnet20|preact20|regression --dtype float|double --steps N --batch B --out DIR)");
     }
   }
   if (s.out.empty()) throw std::invalid_argument("--out DIR is required");
@@ -148,12 +169,18 @@ void run(const Settings& s, const ModelSettings& m, const hpf::data::Dataset& tr
   const auto& dims = train.dims();
   for (std::size_t step = 0; step < s.steps; ++step) {
     const std::vector<std::size_t> indices = sampler.batch(step / per_epoch, step % per_epoch);
-    std::vector<std::int32_t> labels32(indices.size());
-    train.gather_labels(std::span<const std::size_t>(indices), labels32.data());
-    const std::vector<std::int64_t> labels(labels32.begin(), labels32.end());
     batches.add("inputs." + std::to_string(step), {indices.size(), dims.channels, dims.height, dims.width},
                 nchw_batch<T>(train, indices));
-    batches.add("labels." + std::to_string(step), {indices.size()}, labels);
+    if (train.is_regression()) {
+      std::vector<T> targets(indices.size() * train.target_size());
+      train.gather_targets(std::span<const std::size_t>(indices), targets.data());
+      batches.add("targets." + std::to_string(step), {indices.size(), train.target_size()}, targets);
+    } else {
+      std::vector<std::int32_t> labels32(indices.size());
+      train.gather_labels(std::span<const std::size_t>(indices), labels32.data());
+      const std::vector<std::int64_t> labels(labels32.begin(), labels32.end());
+      batches.add("labels." + std::to_string(step), {indices.size()}, labels);
+    }
   }
   batches.save(s.out / "batches.safetensors");
 
@@ -203,20 +230,27 @@ void run(const Settings& s, const ModelSettings& m, const hpf::data::Dataset& tr
 
 template <class T>
 void run_model(const Settings& s, const ModelSettings& m) {
-  if (m.fashion_mnist) {
+  if (m.data == Data::fashion_mnist) {
     const hpf::data::TrainTest data = hpf::data::load_fashion_mnist();
     if (s.model == "mlp") {
       run<hpf::zoo::Mlp, T>(s, m, data.train);
     } else {
       run<hpf::zoo::Cnn, T>(s, m, data.train);
     }
+  } else if (m.data == Data::synthetic_regression) {
+    // A pool of 512 samples: 20 steps of 16 see new samples every step.
+    run<Regressor, T>(s, m, hpf::data::synthetic_regression(s.pool ? s.pool : 512, 2, 8, 8, 3, synthetic_seed));
   } else {
     // One fixed batch, as the ResNet benchmarks of reference.md (the Sampler reshuffles it each
     // epoch). With new images every step, training from Kaiming initialisation at lr 0.1 is
     // chaotic: rounding differences grow about 4x per step, in PyTorch against itself too (with
     // real images as well as random ones), see compare_pytorch.py. --pool N draws from N images.
     const auto data = hpf::data::synthetic_dataset(s.pool ? s.pool : s.batch, 3, 32, 32, 10, synthetic_seed);
-    run<hpf::zoo::ResNet20, T>(s, m, data);
+    if (s.model == "preact20") {
+      run<hpf::zoo::PreActResNet<20>, T>(s, m, data);
+    } else {
+      run<hpf::zoo::ResNet20, T>(s, m, data);
+    }
   }
 }
 

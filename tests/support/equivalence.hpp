@@ -4,7 +4,7 @@
 
 #include <hpf/comm/communicator.hpp>
 #include <hpf/data/synthetic.hpp>
-#include <hpf/parallel/fit.hpp>
+#include <hpf/train/fit.hpp>
 #include <hpf/train/trainer.hpp>
 
 #include <doctest/doctest.h>
@@ -12,131 +12,164 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
 namespace hpf_test {
 
-struct Equivalence {
-  double worst_loss = 0;       ///< max over steps of |loss - reference| / |reference|
-  double worst_parameter = 0;  ///< max over tensors of max|w - reference| / max|reference|
-  double worst_buffer = 0;     ///< the same for BatchNorm running statistics (model parallel only)
-  std::size_t steps = 0;
-  std::size_t tensors = 0;
-  std::vector<double> loss_by_step;  ///< relative loss difference of each step
+/// How a parallel run is compared with the single-process one.
+struct Expectation {
+  std::size_t steps = 0;   ///< optimizer steps the run must take
+  double tolerance = 0;    ///< 0: the same bits; otherwise the largest relative difference allowed
 };
 
-inline double norm_inf(const std::vector<double>& v) {
-  double m = 0;
-  for (double x : v) m = std::max(m, std::abs(x));
-  return m;
+/// Differences between a parallel run and the single-process run over the same pieces.
+struct Comparison {
+  std::size_t steps = 0;
+  std::size_t tensors = 0;            ///< tensors compared, over all ranks
+  std::size_t expected_tensors = 0;   ///< replicas x tensors of the whole model
+  std::size_t different_losses = 0;   ///< steps whose loss differs in any bit
+  std::size_t different_values = 0;   ///< parameter and buffer elements that differ in any bit, over all ranks
+  double worst_loss = 0;              ///< max over steps of |loss - reference| / |reference|
+  double worst_parameter = 0;         ///< max over tensors of max|w - reference| / max|reference|
+  double worst_buffer = 0;            ///< the same for buffers (BatchNorm running statistics)
+  std::string first_difference;       ///< the first tensor that differs on rank 0 (if any)
+};
+
+/// Every value of `values` on rank 0, on every rank of `world` (the size travels first).
+template <class V>
+void broadcast_vector(const hpf::comm::Communicator& world, std::vector<V>& values) {
+  unsigned long long size = values.size();
+  MPI_Bcast(&size, 1, MPI_UNSIGNED_LONG_LONG, 0, world.get());
+  values.resize(size);
+  MPI_Bcast(values.data(), static_cast<int>(size * sizeof(V)), MPI_BYTE, 0, world.get());
 }
 
-/// Trains Model with Strategy on `world` and, on rank 0, the same run on one process over the
-/// same pieces (data_shards = replicas, same micro-batches); compares every step's loss and, on
-/// every rank, every tensor of its stage with the reference tensor of the same name.
+inline double relative(double difference, double scale) { return difference / std::max(scale, 1e-300); }
+
+/// Trains Model with Strategy on `world` and, on rank 0, the same run on one process over the same
+/// pieces (data_shards = replicas, same micro-batches); compares every step's loss and, on every
+/// rank, every tensor of its stage with the reference tensor of the same name, bit for bit.
 template <class Model, class Strategy, class T>
-Equivalence compare_with_single_process(const hpf::comm::Communicator& world, hpf::TrainOptions options,
-                                        const hpf::DataSource& source) {
+Comparison compare_with_single_process(const hpf::comm::Communicator& world, hpf::TrainOptions options,
+                                       const hpf::DataSource& source) {
   constexpr std::size_t stages = hpf::stage_count_v<Model, typename Strategy::partition>;
   const std::size_t replicas = static_cast<std::size_t>(world.size()) / stages;
   options.progress = hpf::ProgressMode::none;
   options.evaluate = false;
 
   // Reference on rank 0, broadcast to all.
-  std::vector<double> losses, parameters, buffers;
+  std::vector<double> losses;
+  std::vector<T> parameters, buffers;
   hpf::Network<Model, T> layout(options.network);  // names -> offsets of the whole model
-  losses.resize(options.epochs * 1000);
-  parameters.resize(layout.parameters().extent(0));
-  buffers.resize(layout.buffers().extent(0));
-  long long steps = 0;
   if (world.rank() == 0) {
     hpf::TrainOptions reference = options;
     reference.data_shards = replicas;
     const auto data = source(hpf::data::Shard{});
     hpf::Trainer<Model, T> trainer(reference, data.train);
-    const auto report = trainer.fit();
-    steps = static_cast<long long>(report.step_losses.size());
-    std::copy(report.step_losses.begin(), report.step_losses.end(), losses.begin());
+    losses = trainer.fit().step_losses;
     auto p = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, trainer.network().parameters());
     auto b = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, trainer.network().buffers());
-    std::copy(p.data(), p.data() + p.size(), parameters.begin());
-    std::copy(b.data(), b.data() + b.size(), buffers.begin());
+    parameters.assign(p.data(), p.data() + p.size());
+    buffers.assign(b.data(), b.data() + b.size());
   }
-  MPI_Bcast(&steps, 1, MPI_LONG_LONG, 0, world.get());
-  losses.resize(static_cast<std::size_t>(steps));
-  MPI_Bcast(losses.data(), static_cast<int>(losses.size()), MPI_DOUBLE, 0, world.get());
-  MPI_Bcast(parameters.data(), static_cast<int>(parameters.size()), MPI_DOUBLE, 0, world.get());
-  MPI_Bcast(buffers.data(), static_cast<int>(buffers.size()), MPI_DOUBLE, 0, world.get());
+  broadcast_vector(world, losses);
+  broadcast_vector(world, parameters);
+  broadcast_vector(world, buffers);
 
-  Equivalence e;
+  Comparison c;
+  unsigned long long tensors = 0, different = 0;
   const auto report = hpf::fit<Model, Strategy, T>(world, options, source, [&](auto& net, const hpf::ProcessGrid&) {
     for (const auto& t : net.tensors()) {
       const auto& ref = layout.tensor(t.name);
-      const auto& source_values = t.kind == hpf::TensorKind::parameter ? parameters : buffers;
-      const std::vector<double> expected(source_values.begin() + ref.offset, source_values.begin() + ref.offset + ref.size);
+      REQUIRE(ref.size == t.size);
+      const auto& reference = t.kind == hpf::TensorKind::parameter ? parameters : buffers;
       const auto got = net.read(t);
-      double diff = 0;
-      for (std::size_t i = 0; i < got.size(); ++i) diff = std::max(diff, std::abs(double(got[i]) - expected[i]));
-      const double rel = diff / std::max(norm_inf(expected), 1e-30);
-      if (t.kind == hpf::TensorKind::parameter) {
-        e.worst_parameter = std::max(e.worst_parameter, rel);
-      } else if (t.name.find("num_batches") == std::string::npos) {
-        e.worst_buffer = std::max(e.worst_buffer, rel);
+      double difference = 0, scale = 0;
+      std::size_t differing = 0;
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        const T expected = reference[ref.offset + i];
+        if (std::memcmp(&got[i], &expected, sizeof(T)) != 0) ++differing;
+        difference = std::max(difference, std::abs(double(got[i]) - double(expected)));
+        scale = std::max(scale, std::abs(double(expected)));
       }
-      ++e.tensors;
+      double& worst = t.kind == hpf::TensorKind::parameter ? c.worst_parameter : c.worst_buffer;
+      worst = std::max(worst, relative(difference, scale));
+      if (differing && c.first_difference.empty()) {
+        c.first_difference = t.name + " (" + std::to_string(differing) + " of " + std::to_string(got.size()) + " elements)";
+      }
+      different += differing;
+      ++tensors;
     }
   });
-  REQUIRE(report.step_losses.size() == losses.size());
-  e.steps = losses.size();
-  for (std::size_t s = 0; s < losses.size(); ++s) {
-    e.loss_by_step.push_back(std::abs(report.step_losses[s] - losses[s]) / std::abs(losses[s]));
-    e.worst_loss = std::max(e.worst_loss, e.loss_by_step.back());
+  c.steps = report.step_losses.size();
+  for (std::size_t s = 0; s < std::min(losses.size(), c.steps); ++s) {
+    if (std::memcmp(&report.step_losses[s], &losses[s], sizeof(double)) != 0) ++c.different_losses;
+    c.worst_loss = std::max(c.worst_loss, relative(std::abs(report.step_losses[s] - losses[s]), std::abs(losses[s])));
   }
-  e.worst_parameter = hpf::comm::allreduce_value(world, e.worst_parameter, MPI_MAX);
-  e.worst_buffer = hpf::comm::allreduce_value(world, e.worst_buffer, MPI_MAX);
-  return e;
+  if (losses.size() != c.steps) c.different_losses += std::max(losses.size(), c.steps) - std::min(losses.size(), c.steps);
+  c.tensors = hpf::comm::allreduce_value(world, tensors);
+  c.expected_tensors = replicas * layout.tensors().size();
+  c.different_values = hpf::comm::allreduce_value(world, different);
+  c.worst_parameter = hpf::comm::allreduce_value(world, c.worst_parameter, MPI_MAX);
+  c.worst_buffer = hpf::comm::allreduce_value(world, c.worst_buffer, MPI_MAX);
+  return c;
 }
 
-/// Runs compare_with_single_process for Strategy when the world size fits it (a multiple of its
-/// stage count) and checks losses and parameters within `tolerance`; with one replica also the
-/// BatchNorm running statistics, which then follow exactly the reference's micro-batch order.
+/// Runs Strategy on the world and checks it against one process: every step's loss, every
+/// parameter and every buffer the same bits (or within `expected.tolerance`). The world size must
+/// fit the strategy: a test picks the layouts for its rank count (see layouts_run).
 template <class Model, class Strategy, class T>
-void check_strategy(const hpf::TrainOptions& options, const hpf::DataSource& source, double tolerance,
-                    std::size_t expected_steps) {
+void check_strategy(const hpf::TrainOptions& options, const hpf::DataSource& source, const Expectation& expected) {
   hpf::comm::Communicator world;
   constexpr std::size_t stages = hpf::stage_count_v<Model, typename Strategy::partition>;
-  if (world.size() % stages != 0) return;
+  REQUIRE_MESSAGE(world.size() % stages == 0, world.size(), " ranks do not fit ", stages, " stages");
   const std::size_t replicas = static_cast<std::size_t>(world.size()) / stages;
-  const auto e = compare_with_single_process<Model, Strategy, T>(world, options, source);
-  std::string curve;
-  for (double d : e.loss_by_step) {
-    char text[32];
-    std::snprintf(text, sizeof text, " %.1e", d);
-    curve += text;
-  }
-  INFO("relative loss difference by step:", curve);
-  INFO(stages, " stage(s) x ", replicas, " replica(s), ", std::string(hpf::to_string(options.schedule)), ", ", sizeof(T) * 8,
-       "-bit: worst relative difference: loss ", e.worst_loss, ", parameters ", e.worst_parameter, ", buffers ",
-       e.worst_buffer);
-  CHECK(e.steps == expected_steps);
-  CHECK(e.worst_loss <= tolerance);
-  CHECK(e.worst_parameter <= tolerance);
-  if (replicas == 1) CHECK(e.worst_buffer <= tolerance);
-  if (world.rank() == 0) {
-    MESSAGE(stages, "x", replicas, " ", std::string(hpf::to_string(options.schedule)), " ", sizeof(T) * 8, "-bit: loss ", e.worst_loss,
-            ", parameters ", e.worst_parameter, ", buffers ", e.worst_buffer);
+  const auto c = compare_with_single_process<Model, Strategy, T>(world, options, source);
+  INFO(stages, " stage(s) x ", replicas, " replica(s), ", std::string(hpf::to_string(options.schedule)), ", ",
+       std::string(hpf::to_string(options.reduction)), ", ", sizeof(T) * 8, "-bit: ", c.different_losses,
+       " step losses and ", c.different_values, " values differ (first: ", c.first_difference,
+       "); worst relative difference: loss ", c.worst_loss, ", parameters ", c.worst_parameter, ", buffers ",
+       c.worst_buffer);
+  CHECK(c.steps == expected.steps);
+  CHECK(c.tensors == c.expected_tensors);
+  CHECK(c.expected_tensors > 0);
+  if (expected.tolerance == 0) {
+    CHECK(c.different_losses == 0);
+    CHECK(c.different_values == 0);
+  } else {
+    CHECK(c.worst_loss <= expected.tolerance);
+    CHECK(c.worst_parameter <= expected.tolerance);
+    CHECK(c.worst_buffer <= expected.tolerance);
   }
 }
 
-/// Both schedules, both precisions (1e-9 in double, 1e-4 in float).
+/// Both schedules, both precisions, the same bits as one process (ordered reduction).
 template <class Model, class Strategy>
-void check_strategy_all(hpf::TrainOptions options, const hpf::DataSource& source, std::size_t expected_steps) {
+void check_strategy_all(hpf::TrainOptions options, const hpf::DataSource& source, std::size_t steps) {
+  options.reduction = hpf::GradientReduction::ordered;
   for (auto schedule : {hpf::Schedule::gpipe, hpf::Schedule::one_f_one_b}) {
     options.schedule = schedule;
-    check_strategy<Model, Strategy, double>(options, source, 1e-9, expected_steps);
-    check_strategy<Model, Strategy, float>(options, source, 1e-4, expected_steps);
+    check_strategy<Model, Strategy, double>(options, source, {steps, 0});
+    check_strategy<Model, Strategy, float>(options, source, {steps, 0});
   }
+}
+
+/// The number of ranks of the test's world.
+inline std::size_t world_size() { return static_cast<std::size_t>(hpf::comm::Communicator{}.size()); }
+
+/// Every layout the world size is registered for, bit for bit against one process: data
+/// parallel on any size; with 2 ranks also 2 stages; with 4 also the 2x2 hybrid and 4 stages;
+/// with 6 the 2x3 and 3x2 hybrids. A world size with no list fails.
+template <class Model, class TwoStages, class ThreeStages, class FourStages>
+void check_every_layout(const hpf::TrainOptions& options, const hpf::DataSource& source, std::size_t steps) {
+  const std::size_t size = world_size();
+  if (size != 1 && size != 2 && size != 4 && size != 6) FAIL("no layouts listed for ", size, " ranks");
+  check_strategy_all<Model, hpf::DataParallel>(options, source, steps);
+  if (size % 2 == 0) check_strategy_all<Model, TwoStages>(options, source, steps);
+  if (size == 6) check_strategy_all<Model, ThreeStages>(options, source, steps);
+  if (size == 4) check_strategy_all<Model, FourStages>(options, source, steps);
 }
 
 /// A synthetic training set of `count` samples of Model's input shape (10 classes) as a DataSource.
@@ -146,6 +179,18 @@ hpf::DataSource synthetic_source(std::size_t count) {
   return [count](const hpf::data::Shard& shard) {
     return hpf::data::TrainTest{hpf::data::synthetic_dataset(count, In::channels, In::height, In::width, 10, 5, shard),
                                 hpf::data::synthetic_dataset(0, In::channels, In::height, In::width, 10, 6, shard)};
+  };
+}
+
+/// A synthetic regression set of `count` samples of Model's input shape (targets as many as its
+/// output) as a DataSource.
+template <class Model>
+hpf::DataSource synthetic_regression_source(std::size_t count) {
+  using In = typename Model::input_shape;
+  constexpr std::size_t outputs = Model::output_shape::size;
+  return [count](const hpf::data::Shard& shard) {
+    return hpf::data::TrainTest{hpf::data::synthetic_regression(count, In::channels, In::height, In::width, outputs, 5, shard),
+                                hpf::data::synthetic_regression(0, In::channels, In::height, In::width, outputs, 6, shard)};
   };
 }
 

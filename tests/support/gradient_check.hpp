@@ -57,9 +57,15 @@ GradientCheckResult gradient_check(std::size_t batch, std::uint64_t seed = 1, st
   }
   auto x_host = Kokkos::create_mirror_view(net.input(tape, batch));
   for (std::size_t i = 0; i < x_host.size(); ++i) x_host.data()[i] = rng.uniform(-1.0, 1.0);
-  auto labels_host = Kokkos::create_mirror_view(net.labels(tape, batch));
-  for (std::size_t i = 0; i < batch; ++i) labels_host(i) = static_cast<std::int32_t>(rng.below(Out::size));
-  Kokkos::deep_copy(net.labels(tape, batch), labels_host);
+  if constexpr (Net::classifier) {
+    auto labels_host = Kokkos::create_mirror_view(net.labels(tape, batch));
+    for (std::size_t i = 0; i < batch; ++i) labels_host(i) = static_cast<std::int32_t>(rng.below(Out::size));
+    Kokkos::deep_copy(net.labels(tape, batch), labels_host);
+  } else if constexpr (Net::target_size > 0) {
+    auto targets_host = Kokkos::create_mirror_view(net.targets(tape, batch));
+    for (std::size_t i = 0; i < targets_host.size(); ++i) targets_host(i) = rng.uniform(-1.0, 1.0);
+    Kokkos::deep_copy(net.targets(tape, batch), targets_host);
+  }
   std::vector<double> w(Out::size * batch);
   for (double& v : w) v = rng.uniform(-1.0, 1.0);
   const double scale = 1.0 / static_cast<double>(batch);

@@ -5,7 +5,7 @@
 #include <hpf/comm/communicator.hpp>
 #include <hpf/comm/error.hpp>
 #include <hpf/comm/mpi.hpp>
-#include <hpf/system/blas.hpp>
+#include <hpf/system/runtime.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -20,13 +20,14 @@ namespace hpf::comm {
 /// \brief MPI and Kokkos for the lifetime of a scope: MPI first (threads funneled: only the
 /// thread that called MPI_Init calls MPI; Kokkos threads never do), then Kokkos; torn down in
 /// reverse. Either may already be initialised by the application, which then keeps owning it.
-/// Before MPI starts, OpenBLAS gets the widest kernels the CPU supports; after Kokkos starts,
-/// OpenBLAS and OpenMP (oneDNN) get as many threads as the host execution space (see
-/// hpf/system/blas.hpp; each yields to the corresponding environment variable).
+/// The process-wide settings of `runtime` are applied around them, once: before MPI starts,
+/// OpenBLAS gets the widest kernels the CPU supports; after Kokkos starts, OpenBLAS and OpenMP
+/// (oneDNN) get their threads (see hpf/system/runtime.hpp).
 class Environment {
  public:
-  Environment(int& argc, char**& argv) {
-    system::select_blas_kernels(argv);  // may re-execute the program: before anything else
+  Environment(int& argc, char**& argv,
+              const system::RuntimeOptions& runtime = system::RuntimeOptions::from_environment()) {
+    system::configure_before_start(runtime, argv);  // may re-execute the program: before anything else
     int initialized = 0;
     MPI_Initialized(&initialized);
     if (!initialized) {
@@ -38,7 +39,7 @@ class Environment {
       Kokkos::initialize(argc, argv);
       owns_kokkos_ = true;
     }
-    system::match_library_threads(Kokkos::DefaultHostExecutionSpace().concurrency());
+    system::configure_after_start(runtime, Kokkos::DefaultHostExecutionSpace().concurrency());
     world_.emplace(MPI_COMM_WORLD);
   }
   Environment(const Environment&) = delete;

@@ -16,6 +16,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 namespace hpf::comm {
 
@@ -166,6 +167,34 @@ T allreduce_value(const Communicator& comm, T value, MPI_Op op = MPI_SUM) {
   T result{};
   check(MPI_Allreduce(&value, &result, 1, datatype<T>(), op, comm.get()), "MPI_Allreduce");
   return result;
+}
+
+/// Copies `root`'s contiguous view into the same view on every rank of `comm`.
+template <class View>
+void broadcast(const Communicator& comm, const View& v, int root) {
+  trace::Region region("hpf::comm::broadcast");
+  const int count = detail::count_of(v, "broadcast");
+  using T = typename View::value_type;
+  typename View::execution_space().fence();
+  if constexpr (detail::direct_v<View>) {
+    check(MPI_Bcast(v.data(), count, datatype<T>(), root, comm.get()), "MPI_Bcast");
+  } else {
+    auto staging = detail::host_staging(v);
+    const auto target = detail::flat(v);
+    if (comm.rank() == root) Kokkos::deep_copy(staging, target);
+    check(MPI_Bcast(staging.data(), count, datatype<T>(), root, comm.get()), "MPI_Bcast");
+    Kokkos::deep_copy(target, staging);
+  }
+}
+
+/// Every rank's host scalar, in rank order, on every rank of `comm`. Lets a caller add them in
+/// an order of its choosing (an allreduce adds in the MPI library's order).
+template <class T>
+std::vector<T> allgather_value(const Communicator& comm, T value) {
+  trace::Region region("hpf::comm::allgather");
+  std::vector<T> all(static_cast<std::size_t>(comm.size()));
+  check(MPI_Allgather(&value, 1, datatype<T>(), all.data(), 1, datatype<T>(), comm.get()), "MPI_Allgather");
+  return all;
 }
 
 }  // namespace hpf::comm

@@ -42,9 +42,10 @@ inline std::string label_range_problem(const std::vector<std::int32_t>& labels, 
 
 }  // namespace detail
 
-/// \brief An in-memory labelled dataset of fixed-shape samples, of which this process holds one
-/// Shard: the samples i with `i % shard.count == shard.index`, and of those only the images and/or
-/// labels its pipeline stage needs. Samples are stored either as bytes (images; value = byte /
+/// \brief An in-memory dataset of fixed-shape samples with a target each (a class label, or
+/// `target_size` real values for regression), of which this process holds one Shard: the samples
+/// i with `i % shard.count == shard.index`, and of those only the images and/or targets its
+/// pipeline stage needs. Samples are stored either as bytes (images; value = byte /
 /// divisor) or as floats (synthetic data). Samples are addressed by global index everywhere, so
 /// code that picks samples (see Sampler) never depends on how the data was sharded.
 class Dataset {
@@ -56,6 +57,7 @@ class Dataset {
   static Dataset from_pixels(std::size_t size, SampleDims dims, std::size_t classes, Shard shard,
                              std::vector<std::uint8_t> pixels, std::vector<std::int32_t> labels,
                              double divisor = 255) {
+    require_classes(classes);
     if (!(divisor > 0)) throw std::invalid_argument("hpf::data::Dataset: divisor must be positive");
     Dataset d(size, dims, classes, shard, std::move(labels));
     d.check_storage(pixels.size());
@@ -67,9 +69,23 @@ class Dataset {
   /// As from_pixels, with float-valued samples stored as given.
   static Dataset from_values(std::size_t size, SampleDims dims, std::size_t classes, Shard shard,
                              std::vector<float> values, std::vector<std::int32_t> labels) {
+    require_classes(classes);
     Dataset d(size, dims, classes, shard, std::move(labels));
     d.check_storage(values.size());
     d.values_ = std::move(values);
+    return d;
+  }
+  /// A regression dataset: float-valued samples and `target_size` float targets per sample
+  /// (`targets[k * target_size + t]` for local sample k; empty unless shard.labels).
+  static Dataset regression(std::size_t size, SampleDims dims, std::size_t target_size, Shard shard,
+                            std::vector<float> values, std::vector<float> targets) {
+    if (target_size == 0) throw std::invalid_argument("hpf::data::Dataset: target_size must be non-zero");
+    Dataset d(size, dims, 0, shard, {});
+    d.check_storage(values.size());
+    check_count("targets", targets.size(), shard.labels ? d.local_size() * target_size : 0);
+    d.values_ = std::move(values);
+    d.targets_ = std::move(targets);
+    d.target_size_ = target_size;
     return d;
   }
 
@@ -87,19 +103,24 @@ class Dataset {
   }
   /// Values per sample (C*H*W).
   std::size_t sample_size() const noexcept { return dims_.size(); }
-  /// Number of classes; labels lie in [0, classes).
+  /// Number of classes; labels lie in [0, classes). 0 for a regression dataset.
   std::size_t classes() const noexcept { return classes_; }
+  /// True for real-valued targets (see regression()), false for class labels.
+  bool is_regression() const noexcept { return target_size_ > 0; }
+  /// Real values per sample's target (0 for class labels).
+  std::size_t target_size() const noexcept { return target_size_; }
   /// Which samples, and which parts of them, this process holds.
   const Shard& shard() const noexcept { return shard_; }
   /// True if global sample i exists and belongs to this shard.
   bool holds(std::size_t i) const noexcept { return i < size_ && shard_.holds(i); }
   /// True if this shard keeps sample values (gather works).
   bool has_images() const noexcept { return shard_.images; }
-  /// True if this shard keeps labels (label, gather_labels work).
+  /// True if this shard keeps targets: labels (label, gather_labels work) or regression targets
+  /// (gather_targets works).
   bool has_labels() const noexcept { return shard_.labels; }
   /// Bytes of sample and label storage held.
   std::size_t memory_bytes() const noexcept {
-    return pixels_.size() + values_.size() * sizeof(float) + labels_.size() * sizeof(std::int32_t);
+    return pixels_.size() + (values_.size() + targets_.size()) * sizeof(float) + labels_.size() * sizeof(std::int32_t);
   }
 
   /// Label of global sample i; throws std::out_of_range if this shard does not hold it.
@@ -130,22 +151,37 @@ class Dataset {
   /// Writes the labels of samples `indices` (global) to out[0..n).
   void gather_labels(std::span<const std::size_t> indices, std::int32_t* out) const {
     require_labels("gather_labels");
+    if (is_regression()) throw std::logic_error("hpf::data::Dataset::gather_labels: a regression dataset has no labels");
     for (std::size_t j = 0; j < indices.size(); ++j) out[j] = labels_[local_index(indices[j], "gather_labels")];
+  }
+
+  /// Writes the regression targets of samples `indices` (global) to out: sample j's t-th value at
+  /// out[j * target_size() + t].
+  template <class T>
+  void gather_targets(std::span<const std::size_t> indices, T* out) const {
+    require_labels("gather_targets");
+    if (!is_regression()) throw std::logic_error("hpf::data::Dataset::gather_targets: a labelled dataset has no real targets");
+    const std::size_t k = target_size_;
+    for (std::size_t j = 0; j < indices.size(); ++j) {
+      const float* from = targets_.data() + local_index(indices[j], "gather_targets") * k;
+      for (std::size_t t = 0; t < k; ++t) out[j * k + t] = static_cast<T>(from[t]);
+    }
   }
 
  private:
   Dataset(std::size_t size, SampleDims dims, std::size_t classes, Shard shard, std::vector<std::int32_t> labels)
       : size_(size), dims_(dims), classes_(classes), shard_(shard), labels_(std::move(labels)) {
     shard_.validate("hpf::data::Dataset");
-    if (dims_.size() == 0 || classes_ == 0) {
-      throw std::invalid_argument("hpf::data::Dataset: sample dims and class count must be non-zero");
-    }
-    check_count("labels", labels_.size(), shard_.labels ? local_size() : 0);
+    if (dims_.size() == 0) throw std::invalid_argument("hpf::data::Dataset: sample dims must be non-zero");
+    check_count("labels", labels_.size(), shard_.labels && classes_ > 0 ? local_size() : 0);
     if (auto problem = detail::label_range_problem(labels_, classes_, shard_); !problem.empty()) {
       throw std::invalid_argument("hpf::data::Dataset: " + problem);
     }
   }
 
+  static void require_classes(std::size_t classes) {
+    if (classes == 0) throw std::invalid_argument("hpf::data::Dataset: class count must be non-zero");
+  }
   void check_storage(std::size_t values) const {
     check_count("sample values", values, shard_.images ? local_size() * sample_size() : 0);
   }
@@ -209,6 +245,8 @@ class Dataset {
   std::vector<std::int32_t> labels_;
   std::vector<std::uint8_t> pixels_;
   std::vector<float> values_;
+  std::vector<float> targets_;  // regression: target_size_ per local sample
+  std::size_t target_size_ = 0;
   bool bytes_ = false;
   double divisor_ = 1;
 };

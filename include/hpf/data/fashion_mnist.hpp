@@ -6,6 +6,7 @@
 #include <hpf/data/error.hpp>
 #include <hpf/data/idx.hpp>
 #include <hpf/data/shard.hpp>
+#include <hpf/data/train_test.hpp>
 
 #include <cerrno>
 #include <cstdint>
@@ -16,12 +17,6 @@
 #include <vector>
 
 namespace hpf::data {
-
-/// A training set and a test set, sharded alike.
-struct TrainTest {
-  Dataset train;
-  Dataset test;
-};
 
 /// \brief Loads an image/label pair of IDX files (MNIST layout: images n x H x W or
 /// n x C x H x W bytes, labels n bytes in [0, classes)) as this process's Shard of a Dataset

@@ -159,6 +159,7 @@ struct BatchNorm {
                                     .forward_flops = 4 * In::size, .backward_flops = 7 * In::size,
                                     .activations = In::size};
     static constexpr bool backward_reads_output = false;
+    static constexpr bool in_place = false;
     static constexpr std::size_t leaves = 1;
     static std::string describe() { return "BatchNorm(" + std::to_string(In::channels) + ")"; }
     template <class T, class Space>

@@ -3,6 +3,7 @@
 #define HPF_LAYERS_BIND_HPP
 
 #include <hpf/layers/cost.hpp>
+#include <hpf/layers/protocol.hpp>
 #include <hpf/tensor/shape.hpp>
 
 #include <cstddef>
@@ -21,6 +22,9 @@ namespace hpf {
 ///       using output_shape = ...;           // InvalidShape after a static_assert if In is rejected
 ///       static constexpr LayerCost cost;    // per sample (parameters per layer)
 ///       static constexpr std::size_t leaves;  // leaf layers inside (pipeline cut positions)
+///       static constexpr bool in_place;     // forward may write its output over its input,
+///                                           // because backward reads only the output (ReLU)
+///       static constexpr bool backward_reads_output;  // backward reads the layer's own output
 ///       static std::string describe();      // one line for the summary table
 ///       template <class T, class Space> using impl = ...;  // default-constructible
 ///     };
@@ -39,7 +43,10 @@ namespace hpf {
 /// Composites also provide `std::size_t scratch(std::size_t batch_capacity) const`: gradient
 /// scratch they take from Context::scratch during backward (see scratch_of).
 /// Kernel code depends on run-time sizes only, so each (T, Space) compiles one kernel per layer
-/// kind no matter how many shapes a model uses.
+/// kind no matter how many shapes a model uses. The concepts BoundLayer and LayerImplementation
+/// (layers/protocol.hpp) state the same; a model checks every layer against them with one
+/// static_assert per member, so a missing member is named in the error. A loss layer adds what
+/// LossLayer (layers/loss.hpp) asks for.
 
 /// State of a layer that keeps nothing between forward and backward.
 struct NoTape {};
@@ -53,28 +60,16 @@ struct ParameterFreeLayer {
   std::size_t workspace(std::size_t) const { return 0; }
 };
 
-/// \brief Memory traits of a bound layer, both optional:
-///   `static constexpr bool in_place`: forward may write its output over its input, because
-///       backward reads only the output (ReLU). Default false.
-///   `static constexpr bool backward_reads_output`: backward reads the layer's own output
-///       (ReLU, softmax). Default true; layers that only read their input say false.
-/// A chain runs an in-place layer over its predecessor's output buffer when that predecessor's
-/// backward does not read it, saving one activation (what PyTorch frees after such a layer).
+/// \brief Memory traits of a bound layer (members every layer states): a chain runs an in-place
+/// layer over its predecessor's output buffer when that predecessor's backward does not read it,
+/// saving one activation (what PyTorch frees after such a layer).
 template <class Bound>
 constexpr bool runs_in_place() {
-  if constexpr (requires { Bound::in_place; }) {
-    return Bound::in_place;
-  } else {
-    return false;
-  }
+  return Bound::in_place;
 }
 template <class Bound>
 constexpr bool backward_reads_output() {
-  if constexpr (requires { Bound::backward_reads_output; }) {
-    return Bound::backward_reads_output;
-  } else {
-    return true;
-  }
+  return Bound::backward_reads_output;
 }
 
 /// What a layer bound to InvalidShape is: every fact empty, so one error does not cascade.
@@ -83,6 +78,8 @@ struct InvalidBound {
   using output_shape = InvalidShape;
   static constexpr LayerCost cost{};
   static constexpr std::size_t leaves = 0;
+  static constexpr bool in_place = false;
+  static constexpr bool backward_reads_output = false;
   static std::string describe() { return "invalid"; }
   /// Never run (hpf::Network static_asserts Model::valid); exists so that nothing cascades.
   template <class T, class Space>
@@ -121,21 +118,13 @@ template <std::size_t LayerIndex, class Layer, class InputShape>
 struct layer_in_model {
   using type = bind_t<Layer, InputShape>;
   using output_shape = typename type::output_shape;  // instantiates the layer here, under this name
+  static_assert(layer_protocol_check<type>::value, "hpf: the layer named above does not follow the layer protocol");
 };
 
 /// Pattern for a check whose failure must not make the enclosing bind unusable (Clang treats a
 /// class whose own static_assert failed as invalid, and each later use of it as one more error):
 /// put the static_assert in a reporter struct and instantiate it only on failure,
 ///     static_assert(sizeof(std::conditional_t<accepted, char, some_reporter<In>>));
-
-/// Reports two shapes that had to agree; names both in its template arguments.
-template <class Where, class Expected, class Got>
-struct shape_mismatch {
-  static_assert(std::is_same_v<Expected, Got>,
-                "hpf: shapes disagree (the template arguments of hpf::shape_mismatch above name the "
-                "construct, the expected shape and the shape it got)");
-  static constexpr bool value = std::is_same_v<Expected, Got>;
-};
 
 }  // namespace hpf
 

@@ -15,6 +15,11 @@ template <class Space>
 using LabelView = Kokkos::View<const std::int32_t*, memory_space_t<Space>,
                                Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 
+/// Real-valued targets of a batch, `[n][K]` (sample j's K values together), in the execution
+/// space's memory.
+template <class T, class Space>
+using TargetView = Kokkos::View<const T*, memory_space_t<Space>, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+
 /// \brief What one forward or backward call of a layer needs besides its tensors.
 template <class T, class Space>
 struct Context {
@@ -22,8 +27,10 @@ struct Context {
   Space space{};
   /// Training mode (BatchNorm uses batch statistics and updates running ones) or evaluation.
   bool training = true;
-  /// Class labels of the (micro-)batch, read by the loss layer.
+  /// Class labels of the (micro-)batch, read by a classification loss.
   LabelView<Space> labels;
+  /// Real-valued targets of the (micro-)batch, read by a regression loss.
+  TargetView<T, Space> targets;
   /// d(reported loss)/d(per-sample loss): 1 / (samples in the *global* batch), so gradients of
   /// micro-batches and replicas simply add up to the gradient of the mean loss.
   T loss_scale = T(1);

@@ -58,15 +58,15 @@ class Conv2DImpl {
   Conv2DImpl(const WindowGeometry& g, std::size_t out_channels, bool bias)
       : g_(g), out_(out_channels), bias_(bias),
         pointwise_(g.kernel == 1 && g.stride == 1 && g.pad == 0),
-        transposed_backward_(!pointwise_ && g.stride == 1 && g.pad < g.kernel) {
-#if HPF_ENABLE_ONEDNN
-    if constexpr (onednn_possible) {
-      if (onednn_convolutions_enabled()) vendor_.emplace(g, out_channels, bias);
-    }
-#endif
-  }
+        transposed_backward_(!pointwise_ && g.stride == 1 && g.pad < g.kernel) {}
 
   void bind(ParameterBinder<T, Space>& binder) {
+#if HPF_ENABLE_ONEDNN
+    if constexpr (onednn_possible) {
+      const KernelResources& kernels = binder.kernels();
+      if (kernels.convolution == ConvolutionAlgorithm::automatic) vendor_.emplace(g_, out_, bias_, kernels.onednn());
+    }
+#endif
     const std::size_t k = g_.kernel;
     auto w = binder.parameter("weight", {out_, g_.channels, k, k},
                               InitRule::weight(g_.patch(), out_ * k * k, /*convolution=*/true));
@@ -206,7 +206,7 @@ class Conv2DImpl {
   std::size_t out_;
   bool bias_, pointwise_, transposed_backward_;
 #if HPF_ENABLE_ONEDNN
-  std::optional<OneDnnConvolution> vendor_;  // float on the host, unless HPF_CONVOLUTION=gemm
+  std::optional<OneDnnConvolution> vendor_;  // float on the host, unless ConvolutionAlgorithm::gemm
 #endif
   Matrix<T, Space> weight_, weight_grad_;
   Vector<T, Space> bias_value_, bias_grad_;
@@ -252,6 +252,7 @@ struct Conv2D {
         .activations = Out * out_spatial,
         .macs = Out * patch * out_spatial};
     static constexpr bool backward_reads_output = false;
+    static constexpr bool in_place = false;
     static constexpr std::size_t leaves = 1;
     static std::string describe() {
       return "Conv2D(" + std::to_string(In::channels) + " -> " + std::to_string(Out) + ", " +

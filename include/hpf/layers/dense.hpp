@@ -98,6 +98,7 @@ struct Dense {
         .activations = Out,
         .macs = Out * In::size};
     static constexpr bool backward_reads_output = false;
+    static constexpr bool in_place = false;
     static constexpr std::size_t leaves = 1;
     static std::string describe() {
       return "Dense(" + std::to_string(In::size) + " -> " + std::to_string(Out) +

@@ -56,6 +56,7 @@ struct Flatten {
     using output_shape = Shape<In::size>;
     static constexpr LayerCost cost{.activations = In::size};
     static constexpr bool backward_reads_output = false;
+    static constexpr bool in_place = false;
     static constexpr std::size_t leaves = 1;
     static std::string describe() { return "Flatten"; }
     template <class T, class Space>

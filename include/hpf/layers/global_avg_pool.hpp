@@ -65,6 +65,7 @@ struct GlobalAvgPool {
     static constexpr LayerCost cost{.forward_flops = In::size, .backward_flops = In::size,
                                     .activations = In::channels};
     static constexpr bool backward_reads_output = false;
+    static constexpr bool in_place = false;
     static constexpr std::size_t leaves = 1;
     static std::string describe() { return "GlobalAvgPool"; }
     template <class T, class Space>

@@ -35,6 +35,7 @@ struct Identity {
     using output_shape = In;
     static constexpr LayerCost cost{.activations = In::size};
     static constexpr bool backward_reads_output = false;
+    static constexpr bool in_place = false;
     static constexpr std::size_t leaves = 0;  // no layer of its own: nothing to cut at
     static std::string describe() { return "Identity"; }
     template <class T, class Space>

@@ -2,6 +2,7 @@
 #ifndef HPF_LAYERS_PARAMETERS_HPP
 #define HPF_LAYERS_PARAMETERS_HPP
 
+#include <hpf/layers/kernel_options.hpp>
 #include <hpf/tensor/views.hpp>
 
 #include <cstddef>
@@ -65,9 +66,13 @@ class ParameterBinder {
     Vector<T, Space> grad;
   };
 
-  ParameterBinder() = default;
-  ParameterBinder(Buffer<T, Space> values, Buffer<T, Space> grads, Buffer<T, Space> buffers)
-      : values_(values), grads_(grads), buffers_(buffers), measuring_(false) {}
+  explicit ParameterBinder(const KernelResources& kernels = default_kernels()) : kernels_(&kernels) {}
+  ParameterBinder(Buffer<T, Space> values, Buffer<T, Space> grads, Buffer<T, Space> buffers,
+                  const KernelResources& kernels = default_kernels())
+      : values_(values), grads_(grads), buffers_(buffers), measuring_(false), kernels_(&kernels) {}
+
+  /// The network's kernel choices and shared resources (a layer picks its algorithm from them).
+  const KernelResources& kernels() const { return *kernels_; }
 
   /// A trainable tensor of `dims` (row-major) named `<scope>.<name>`.
   Parameter parameter(std::string_view name, std::initializer_list<std::size_t> dims,
@@ -112,6 +117,10 @@ class ParameterBinder {
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
 
  private:
+  static const KernelResources& default_kernels() {
+    static const KernelResources defaults;  // binders outside a Network: automatic choices
+    return defaults;
+  }
   static constexpr std::size_t align(std::size_t n) {
     return (n + alignment - 1) / alignment * alignment;
   }
@@ -133,6 +142,7 @@ class ParameterBinder {
 
   Buffer<T, Space> values_, grads_, buffers_;
   bool measuring_ = true;
+  const KernelResources* kernels_;
   std::string prefix_;
   std::size_t parameter_end_ = 0;
   std::size_t buffer_end_ = 0;

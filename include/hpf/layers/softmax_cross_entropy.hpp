@@ -4,6 +4,7 @@
 
 #include <hpf/layers/bind.hpp>
 #include <hpf/layers/context.hpp>
+#include <hpf/layers/loss.hpp>
 #include <hpf/layers/parameters.hpp>
 #include <hpf/tensor/math.hpp>
 #include <hpf/trace/region.hpp>
@@ -20,16 +21,9 @@ namespace detail {
 /// losses go to the tape; their sum is reduced once per micro-batch by the network, in a fixed
 /// order, so reported losses are reproducible.
 template <class T, class Space>
-class SoftmaxCrossEntropyImpl {
+class SoftmaxCrossEntropyImpl : public PerSampleLoss<T, Space> {
  public:
-  struct tape_type {
-    Buffer<T, Space> losses;
-  };
-  void bind(ParameterBinder<T, Space>&) {}
-  void reserve(tape_type& tape, std::size_t capacity) {
-    ensure_capacity(tape.losses, capacity, "hpf::SoftmaxCrossEntropy::losses");
-  }
-  std::size_t workspace(std::size_t) const { return 0; }
+  using typename PerSampleLoss<T, Space>::tape_type;
 
   void forward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, Activation<T, Space> y,
                tape_type& tape) const {
@@ -75,15 +69,6 @@ class SoftmaxCrossEntropyImpl {
         });
   }
 
-  /// Sum of the per-sample losses of the last forward over n samples (blocks until done).
-  T loss_sum(const Context<T, Space>& ctx, const tape_type& tape, std::size_t n) const {
-    const auto losses = tape.losses;
-    T total = 0;
-    Kokkos::parallel_reduce(
-        "hpf::SoftmaxCrossEntropy::loss_sum", Kokkos::RangePolicy<Space>(ctx.space, 0, n),
-        KOKKOS_LAMBDA(const std::size_t j, T& acc) { acc += losses(j); }, total);
-    return total;
-  }
 
   /// Samples whose most probable class (first maximum, as torch.argmax) equals the label.
   std::size_t correct(const Context<T, Space>& ctx, ConstActivation<T, Space> y) const {
@@ -114,21 +99,20 @@ struct SoftmaxCrossEntropy {
                   "logits (e.g. the output of a Dense layer)");
     static constexpr bool accepted = In::rank == 1 && In::size >= 2;
     static constexpr bool is_loss = true;
+    static constexpr bool classifies = true;
     static constexpr std::size_t classes = In::size;
     using input_shape = In;
     using output_shape = std::conditional_t<accepted, In, InvalidShape>;
     static constexpr LayerCost cost{.forward_flops = 4 * In::size, .backward_flops = 2 * In::size,
                                     .activations = In::size};
+    static constexpr bool in_place = false;
+    static constexpr bool backward_reads_output = true;  // the gradient reads the probabilities
     static constexpr std::size_t leaves = 1;
     static std::string describe() { return "SoftmaxCrossEntropy(" + std::to_string(In::size) + " classes)"; }
     template <class T, class Space>
     using impl = detail::SoftmaxCrossEntropyImpl<T, Space>;
   };
 };
-
-/// True for a bound layer that computes the training loss.
-template <class Bound>
-concept LossLayer = requires { requires Bound::is_loss; };
 
 }  // namespace hpf
 

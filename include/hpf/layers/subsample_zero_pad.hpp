@@ -76,6 +76,7 @@ struct SubsampleZeroPad {
     using output_shape = std::conditional_t<accepted, Shape<OutChannels, out_height, out_width>, InvalidShape>;
     static constexpr LayerCost cost{.activations = OutChannels * out_height * out_width};
     static constexpr bool backward_reads_output = false;
+    static constexpr bool in_place = false;
     static constexpr std::size_t leaves = 1;
     static std::string describe() {
       return "SubsampleZeroPad(" + std::to_string(In::channels) + " -> " + std::to_string(OutChannels) + ", stride " +

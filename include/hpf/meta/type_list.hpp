@@ -76,49 +76,14 @@ struct at_impl<type_list<Ts...>, I> {
 template <class L, std::size_t I>
 using at_t = typename detail::at_impl<L, I>::type;
 
-// concat_t<L1, L2>
-namespace detail {
-template <class A, class B>
-struct concat_impl {
-  // An error "no type named 'type'" here means an argument is not an hpf::type_list
-};
-template <class... As, class... Bs>
-struct concat_impl<type_list<As...>, type_list<Bs...>> {
-  using type = type_list<As..., Bs...>;
-};
-}  // namespace detail
-
-template <class A, class B>
-using concat_t = typename detail::concat_impl<A, B>::type;
-
 // chunks_t<L>: (T0..Tn) => [T0..T15], [T16..T31], ..., the last chunk shorter (chunk_size = 16).
-// Chunk C is one overload resolution: a function that skips 16 C arguments as `const void*`, deduces
-// the next 16 and takes the rest as C varargs (the list is padded so that 16 always follow). That
-// is linear work per chunk and nothing kept per element, where a lookup per element (at_t, by
-// inheritance on g++ < 14) or a filter per chunk would instantiate N templates per chunk: gigabytes
-// for lists of thousands.
+// One left fold over the elements carries the finished chunks and the current one: each step
+// re-makes a list of at most N / 16 chunks (tens of megabytes of g++ memory at N = 2000). Taking each
+// chunk by overload resolution over all N elements cost 280 MB there, and Clang's
+// __type_pack_element, which expands all N elements per lookup, 330 MB (both quadratic in N).
+// The fold has N operands: the hpf target raises Clang's -fbracket-depth for it.
 inline constexpr std::size_t chunk_size = 16;
 namespace detail {
-template <class T>
-struct wrap {};
-struct chunk_pad {};
-// A member type, not an alias that ignores its parameter: EDG (nvcc) drops the expansion of such
-// an alias and then finds no match.
-template <std::size_t>
-struct skip_one {
-  using type = const void*;
-};
-template <std::size_t>
-struct pad_of {
-  using type = chunk_pad;
-};
-template <class Skipped>
-struct take_16_after;
-template <std::size_t... S>
-struct take_16_after<std::index_sequence<S...>> {
-  template <class T0, class T1, class T2, class T3, class T4, class T5, class T6, class T7, class T8, class T9, class T10, class T11, class T12, class T13, class T14, class T15>
-  static type_list<T0, T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14, T15> take(typename skip_one<S>::type..., wrap<T0>*, wrap<T1>*, wrap<T2>*, wrap<T3>*, wrap<T4>*, wrap<T5>*, wrap<T6>*, wrap<T7>*, wrap<T8>*, wrap<T9>*, wrap<T10>*, wrap<T11>*, wrap<T12>*, wrap<T13>*, wrap<T14>*, wrap<T15>*, ...);
-};
 template <class L>
 struct list_box {};
 template <class... As, class... Bs>
@@ -133,35 +98,38 @@ template <class... Lists>
 struct join_fold<type_list<Lists...>> {
   using type = decltype(unbox((list_box<type_list<>>{} + ... + list_box<Lists>{})));
 };
-template <class Chunk>
-struct drop_pads;
-template <class... Ts>
-struct drop_pads<type_list<Ts...>> {
-  using type = typename join_fold<type_list<std::conditional_t<std::is_same_v<Ts, chunk_pad>, type_list<>, type_list<Ts>>...>>::type;
-};
-template <class L, class Chunks>
+template <class L>
 struct chunks_impl {
   // An error "no type named 'type'" here means L is not an hpf::type_list
 };
-template <class... Ts, std::size_t... C>
-struct chunks_impl<type_list<Ts...>, std::index_sequence<C...>> {
-  template <std::size_t Chunk, std::size_t... P>
-  static auto chunk(std::index_sequence<P...>)
-      -> decltype(take_16_after<std::make_index_sequence<Chunk * chunk_size>>::take(
-          static_cast<wrap<Ts>*>(nullptr)..., static_cast<wrap<typename pad_of<P>::type>*>(nullptr)...));
-  template <std::size_t Chunk>
-  using chunk_t = decltype(chunk<Chunk>(std::make_index_sequence<chunk_size>{}));
-  static constexpr std::size_t last = sizeof...(C) - 1;
-  using type = type_list<std::conditional_t<C == last, typename drop_pads<chunk_t<last>>::type, chunk_t<C>>...>;
-};
-template <>
-struct chunks_impl<type_list<>, std::index_sequence<>> {
-  using type = type_list<>;
+template <class Done, class Current>
+struct chunk_acc {};
+template <class T>
+struct chunk_element {};
+template <class... Done, class... Current, class T>
+auto operator|(chunk_acc<type_list<Done...>, type_list<Current...>>, chunk_element<T>) {
+  if constexpr (sizeof...(Current) + 1 == chunk_size) {
+    return chunk_acc<type_list<Done..., type_list<Current..., T>>, type_list<>>{};
+  } else {
+    return chunk_acc<type_list<Done...>, type_list<Current..., T>>{};
+  }
+}
+template <class... Done, class... Current>
+auto finish_chunks(chunk_acc<type_list<Done...>, type_list<Current...>>) {
+  if constexpr (sizeof...(Current) == 0) {
+    return type_list<Done...>{};
+  } else {
+    return type_list<Done..., type_list<Current...>>{};
+  }
+}
+template <class... Ts>
+struct chunks_impl<type_list<Ts...>> {
+  using type = decltype(finish_chunks((chunk_acc<type_list<>, type_list<>>{} | ... | chunk_element<Ts>{})));
 };
 }  // namespace detail
 
 template <class L>
-using chunks_t = typename detail::chunks_impl<L, std::make_index_sequence<(size_v<L> + chunk_size - 1) / chunk_size>>::type;
+using chunks_t = typename detail::chunks_impl<L>::type;
 
 // join_t<type_list<L0..Ln>>: (L0..Ln) => L0 ++ L1 ++ ... ++ Ln, as a fold (a wrapper type lets ADL
 // find the operator). A long list of lists is joined per chunk first, so that no fold has more

@@ -5,6 +5,7 @@
 #include <hpf/layers/bind.hpp>
 #include <hpf/layers/context.hpp>
 #include <hpf/layers/parameters.hpp>
+#include <hpf/layers/protocol.hpp>
 #include <hpf/meta/type_list.hpp>
 #include <hpf/tensor/views.hpp>
 
@@ -210,6 +211,9 @@ struct child_ops {
 };
 template <class Impl, class T, class Space>
 struct erased_child {
+  // Once per kind of child: a missing member of the run-time protocol is named here.
+  static_assert(layer_implementation_check<Impl, T, Space>::value,
+                "hpf: a layer implementation does not meet the layer protocol (see the error above)");
   using tape_type = typename Impl::tape_type;
   static void bind(void* child, ParameterBinder<T, Space>& binder) { static_cast<Impl*>(child)->bind(binder); }
   static void reserve(void* child, void* tape, std::size_t capacity) {
@@ -390,6 +394,7 @@ struct chain_named_from {
     using output_shape = typename acc::shape;
     static constexpr LayerCost cost = chain_facts<bound_list>::cost;
     static constexpr std::size_t leaves = chain_facts<bound_list>::leaves;
+    static constexpr bool in_place = false;
     static constexpr bool backward_reads_output = hpf::backward_reads_output<at_t<bound_list, size_v<bound_list> - 1>>();
     static std::string describe() { return "[" + chain_facts<bound_list>::describe() + "]"; }
     template <class T, class Space>

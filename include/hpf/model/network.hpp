@@ -3,8 +3,9 @@
 #define HPF_MODEL_NETWORK_HPP
 
 #include <hpf/layers/context.hpp>
+#include <hpf/layers/kernel_options.hpp>
 #include <hpf/layers/parameters.hpp>
-#include <hpf/layers/softmax_cross_entropy.hpp>
+#include <hpf/layers/loss.hpp>
 #include <hpf/meta/type_list.hpp>
 #include <hpf/tensor/random.hpp>
 #include <hpf/tensor/views.hpp>
@@ -36,6 +37,8 @@ struct NetworkOptions {
   /// weights however the model is split across processes.
   std::uint64_t seed = 0;
   InitScheme init = InitScheme::pytorch_default;
+  /// How host float convolutions run (the vendor library, or im2col + GEMM as on devices).
+  ConvolutionAlgorithm convolution = ConvolutionAlgorithm::automatic;
 };
 
 /// Training (batch statistics, running statistics updated) or evaluation.
@@ -62,23 +65,37 @@ class Network {
   using output_shape = typename Model::output_shape;
   using layers_type = typename Model::bound::template impl<T, Space>;
   using label_buffer = Kokkos::View<std::int32_t*, memory_space>;
+  /// The model's loss layer, if it ends with one.
+  using loss_layer = at_t<typename Model::bound_layers, size_v<typename Model::bound_layers> - 1>;
+  /// True when the model ends with a loss against class labels (accuracy is defined); a model
+  /// ending with a regression loss reads `target_size` real targets per sample instead.
+  static constexpr bool classifier = ClassificationLoss<loss_layer>;
+  static constexpr std::size_t target_size = [] {
+    if constexpr (LossLayer<loss_layer> && !ClassificationLoss<loss_layer>) {
+      return loss_layer::target_size;
+    } else {
+      return std::size_t{0};
+    }
+  }();
 
   /// Activations and saved state of one micro-batch between its forward and backward passes.
   struct Tape {
     std::size_t capacity = 0;  ///< largest batch this tape holds
     std::size_t batch = 0;     ///< samples of the last forward
     Buffer<T, Space> input, output;
-    label_buffer labels;
+    label_buffer labels;       ///< class labels (classifiers)
+    Buffer<T, Space> targets;  ///< real targets, target_size per sample (regression)
     typename layers_type::tape_type layers;
   };
 
   explicit Network(const NetworkOptions& options = {}, Space space = Space{}) : space_(space) {
-    ParameterBinder<T, Space> measure;
+    kernels_.convolution = options.convolution;
+    ParameterBinder<T, Space> measure(kernels_);
     layers_.bind(measure);
     parameters_ = Buffer<T, Space>("hpf::parameters", measure.parameter_storage());
     gradients_ = Buffer<T, Space>("hpf::gradients", measure.parameter_storage());
     buffers_ = Buffer<T, Space>("hpf::buffers", measure.buffer_storage());
-    ParameterBinder<T, Space> binder(parameters_, gradients_, buffers_);
+    ParameterBinder<T, Space> binder(parameters_, gradients_, buffers_, kernels_);
     layers_.bind(binder);
     tensors_ = binder.tensors();
     initialize(options);
@@ -108,7 +125,8 @@ class Network {
     tape.capacity = capacity;
     tape.input = Buffer<T, Space>("hpf::Network::input", input_shape::size * capacity);
     tape.output = Buffer<T, Space>("hpf::Network::output", output_shape::size * capacity);
-    tape.labels = label_buffer("hpf::Network::labels", capacity);
+    if constexpr (classifier) tape.labels = label_buffer("hpf::Network::labels", capacity);
+    if constexpr (target_size > 0) tape.targets = Buffer<T, Space>("hpf::Network::targets", target_size * capacity);
     layers_.reserve(tape.layers, capacity);
     ensure_capacity(workspace_, layers_.workspace(capacity), "hpf::Network::workspace");
     ensure_capacity(scratch_, scratch_of(layers_, capacity), "hpf::Network::scratch");
@@ -124,10 +142,20 @@ class Network {
   Activation<T, Space> output(const Tape& tape) const {
     return activation_view(tape.output, output_shape::channels, tape.batch, output_shape::spatial);
   }
-  /// The first n labels of a tape, to be filled before forward of a trainable model.
-  Kokkos::View<std::int32_t*, memory_space> labels(const Tape& tape, std::size_t n) const {
+  /// The first n labels of a tape, to be filled before forward of a classifier.
+  Kokkos::View<std::int32_t*, memory_space> labels(const Tape& tape, std::size_t n) const
+    requires classifier
+  {
     check_batch(tape, n);
     return Kokkos::subview(tape.labels, Kokkos::make_pair(std::size_t{0}, n));
+  }
+  /// The targets of the first n samples of a tape (`[n][target_size]`), to be filled before
+  /// forward of a regression model.
+  Buffer<T, Space> targets(const Tape& tape, std::size_t n) const
+    requires(target_size > 0)
+  {
+    check_batch(tape, n);
+    return Kokkos::subview(tape.targets, Kokkos::make_pair(std::size_t{0}, n * target_size));
   }
 
   /// Runs all layers on the first n samples of the tape's input.
@@ -162,7 +190,7 @@ class Network {
   }
   /// Correctly classified samples of the tape's last forward (blocks).
   std::size_t correct(const Tape& tape) const
-    requires Model::trainable
+    requires classifier
   {
     constexpr std::size_t last = size_v<typename Model::bound_layers> - 1;
     return layers_.template child<last>().correct(context(tape, Mode::eval), output(tape));
@@ -216,7 +244,10 @@ class Network {
     Context<T, Space> ctx;
     ctx.space = space_;
     ctx.training = mode == Mode::train;
-    ctx.labels = Kokkos::subview(tape.labels, Kokkos::make_pair(std::size_t{0}, tape.batch));
+    if constexpr (classifier) ctx.labels = Kokkos::subview(tape.labels, Kokkos::make_pair(std::size_t{0}, tape.batch));
+    if constexpr (target_size > 0) {
+      ctx.targets = Kokkos::subview(tape.targets, Kokkos::make_pair(std::size_t{0}, tape.batch * target_size));
+    }
     ctx.workspace = workspace_;
     ctx.scratch = scratch_;
     return ctx;
@@ -252,6 +283,7 @@ class Network {
   }
 
   Space space_;
+  KernelResources kernels_;  // before layers_: they keep its oneDNN device
   layers_type layers_;
   Buffer<T, Space> parameters_, gradients_, buffers_, workspace_, scratch_;
   std::vector<TensorInfo> tensors_;

@@ -113,6 +113,7 @@ struct Repeat {
     static constexpr LayerCost cost = N * block::cost;
     static constexpr std::size_t leaves = N * block::leaves;
     static constexpr std::size_t count = N;
+    static constexpr bool in_place = false;
     static constexpr bool backward_reads_output = hpf::backward_reads_output<block>();
     static constexpr std::size_t first_index = FirstIndex;
     static std::string describe() { return std::to_string(N) + " x " + block::describe(); }

@@ -142,6 +142,7 @@ struct Residual {
                                                 .backward_flops = identity_shortcut ? 0 : In::size,
                                                 .activations = output_shape::size};
     static constexpr std::size_t leaves = body::leaves + shortcut::leaves;
+    static constexpr bool in_place = false;
     static constexpr bool backward_reads_output = false;  // reads the paths' outputs, kept apart
     static std::string describe() {
       return "Residual(body " + body::describe() + ", shortcut " + shortcut::describe() + ")";

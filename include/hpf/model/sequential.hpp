@@ -73,11 +73,6 @@ struct Sequential {
   static constexpr bool trainable = valid && LossLayer<at_t<bound_layers, size - 1>>;
 };
 
-template <class T>
-inline constexpr bool is_sequential_v = false;
-template <class In, class... Layers>
-inline constexpr bool is_sequential_v<Sequential<In, Layers...>> = true;
-
 }  // namespace hpf
 
 #endif  // HPF_MODEL_SEQUENTIAL_HPP

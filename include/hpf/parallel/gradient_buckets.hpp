@@ -6,7 +6,7 @@
 #include <hpf/comm/request.hpp>
 #include <hpf/comm/transfer.hpp>
 #include <hpf/tensor/ordered_sum.hpp>
-#include <hpf/train/gradient_reduction.hpp>
+#include <hpf/parallel/gradient_reduction.hpp>
 #include <hpf/tensor/views.hpp>
 #include <hpf/trace/region.hpp>
 

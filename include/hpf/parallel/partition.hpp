@@ -245,10 +245,14 @@ struct resolve_partition<Model, Cuts<Positions...>> {
 
 template <class Model, std::size_t S>
 struct resolve_partition<Model, Balanced<S>> {
+  // Balanced<S>'s own check (S >= 1) fires only when the type is completed: complete it here,
+  // and carry on with one stage so that S - 1 wraps nowhere.
+  static_assert(sizeof(Balanced<S>) > 0);
   static constexpr std::size_t places = layer_positions<Model>::units.size;
-  static constexpr bool valid = S <= places || !sizeof(pipeline_too_many_stages<S, places>);
-  static constexpr std::size_t stages = S;
-  static constexpr std::array<std::size_t, S - 1> cuts = valid ? balanced_cuts<Model, S>() : std::array<std::size_t, S - 1>{};
+  static constexpr bool valid = S >= 1 && (S <= places || !sizeof(pipeline_too_many_stages<S, places>));
+  static constexpr std::size_t stages = S >= 1 ? S : 1;
+  static constexpr std::array<std::size_t, stages - 1> cuts =
+      valid ? balanced_cuts<Model, stages>() : std::array<std::size_t, stages - 1>{};
 };
 
 /// What top-level layer u contributes to stage [begin, end): the whole layer, or copies

@@ -2,14 +2,23 @@
 #ifndef HPF_PARALLEL_SCHEDULE_HPP
 #define HPF_PARALLEL_SCHEDULE_HPP
 
-#include <hpf/train/schedule_kind.hpp>
-
 #include <cstddef>
 #include <cstdint>
 #include <utility>
 #include <vector>
 
 namespace hpf {
+
+/// Order in which a pipeline stage runs the forward and backward passes of its micro-batches.
+enum class Schedule {
+  /// GPipe (fill-drain): all forwards, then all backwards; keeps every micro-batch's activations.
+  gpipe,
+  /// 1F1B (PipeDream-flush): after a warm-up, alternate one forward and one backward; stage s keeps
+  /// at most S - s micro-batches of activations.
+  one_f_one_b,
+};
+
+inline const char* to_string(Schedule s) { return s == Schedule::gpipe ? "gpipe" : "1f1b"; }
 
 /// One step of a stage's program for one training step.
 enum class Op : std::uint8_t {
@@ -76,18 +85,20 @@ struct ScheduleCheck {
   std::size_t peak_in_flight = 0;  ///< most micro-batches any stage holds between forward and backward
 };
 
-/// \brief Runs the programs of all stages against each other: sends complete at once (hpf uses
-/// non-blocking sends), a receive waits for its peer's matching send. Succeeds when every stage
-/// finishes, every send is received by the right peer, every micro-batch goes forward then
-/// backward exactly once on every stage, and no stage holds more micro-batches than its slots.
-constexpr ScheduleCheck check_schedule(Schedule kind, std::size_t stages, std::size_t micro) {
+/// \brief Runs any per-stage programs against each other (`programs[s]` is stage s's program for
+/// one step of `micro` micro-batches): sends complete at once (hpf uses non-blocking sends), a
+/// receive waits for its peer's matching send. Succeeds when every stage finishes, every send is
+/// received by the right peer, and every micro-batch goes forward then backward exactly once on
+/// every stage; `peak_in_flight` is then the most micro-batches a stage holds. On failure,
+/// `problem`, `stage` and `position` name the first instruction found wrong, or where a stage is
+/// stuck. check_schedule runs the built-in programs through it.
+constexpr ScheduleCheck check_programs(const std::vector<std::vector<Instruction>>& programs, std::size_t micro) {
   ScheduleCheck result;
+  const std::size_t stages = programs.size();
   if (stages == 0 || micro == 0) {
     result.problem = "a pipeline needs at least one stage and one micro-batch";
     return result;
   }
-  std::vector<std::vector<Instruction>> programs;
-  for (std::size_t s = 0; s < stages; ++s) programs.push_back(stage_program(kind, stages, s, micro));
   // Flat per (stage, micro-batch) state, index s * micro + m. Messages in flight on each link:
   // activations s -> s+1 counted at s, gradients s+1 -> s counted at s.
   const std::size_t cells = stages * micro;
@@ -166,6 +177,14 @@ constexpr ScheduleCheck check_schedule(Schedule kind, std::size_t stages, std::s
   }
   result.ok = true;
   return result;
+}
+
+/// \brief check_programs on the programs of every stage of `stages` training `micro`
+/// micro-batches under `kind` (stage_program).
+constexpr ScheduleCheck check_schedule(Schedule kind, std::size_t stages, std::size_t micro) {
+  std::vector<std::vector<Instruction>> programs;
+  for (std::size_t s = 0; s < stages; ++s) programs.push_back(stage_program(kind, stages, s, micro));
+  return check_programs(programs, micro);
 }
 
 /// Micro-batches stage `stage` holds at most under `kind`: its activation slots.

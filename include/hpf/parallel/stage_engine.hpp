@@ -2,76 +2,196 @@
 #ifndef HPF_PARALLEL_STAGE_ENGINE_HPP
 #define HPF_PARALLEL_STAGE_ENGINE_HPP
 
-#include <hpf/comm/communicator.hpp>
-#include <hpf/comm/error.hpp>
-#include <hpf/comm/request.hpp>
-#include <hpf/comm/transfer.hpp>
-#include <hpf/data/fashion_mnist.hpp>
+#include <hpf/parallel/batch_loader.hpp>
+#include <hpf/data/dataset.hpp>
 #include <hpf/data/sampler.hpp>
-#include <hpf/data/shard.hpp>
-#include <hpf/layers/detail/elementwise.hpp>
+#include <hpf/layers/loss.hpp>
 #include <hpf/model/network.hpp>
 #include <hpf/optim/optimizer.hpp>
-#include <hpf/parallel/gradient_buckets.hpp>
-#include <hpf/parallel/grid.hpp>
 #include <hpf/parallel/partition.hpp>
 #include <hpf/parallel/schedule.hpp>
-#include <hpf/train/batch_loader.hpp>
-#include <hpf/train/loop.hpp>
-#include <hpf/train/options.hpp>
+#include <hpf/parallel/step_options.hpp>
+#include <hpf/tensor/shape.hpp>
 #include <hpf/trace/region.hpp>
 
 #include <Kokkos_Core.hpp>
 
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace hpf {
 
-/// \brief One rank's part of parallel training: stage StageIndex of Model under Partition, for
-/// one replica. Each step runs the stage's schedule program (forwards, backwards, sends and
-/// receives of micro-batches), reduces parameter gradients among the stage's replicas in buckets
-/// while backward runs, then updates this stage's parameters. The Engine of run_epochs.
-template <class Model, class Partition, std::size_t StageIndex, class T, class Space>
+/// Loss summed over the samples of one global mini-batch, and how many there were.
+struct StepResult {
+  double loss_sum = 0;
+  std::size_t samples = 0;
+};
+
+/// An evaluation pass over a data set: mean loss per sample and, for a classifier, the fraction
+/// classified correctly (NaN for other losses and for an empty set).
+struct Evaluation {
+  double loss = NAN;
+  double accuracy = NAN;
+};
+
+/// Whether a model type is the first and the last stage of its pipeline (a whole model is both),
+/// and whether the whole model ends with a classification loss.
+template <class StageModel>
+struct stage_position {
+  static constexpr bool first = true;
+  static constexpr bool last = true;
+  static constexpr bool classifies = ClassificationLoss<at_t<typename StageModel::bound_layers, StageModel::size - 1>>;
+};
+template <class Model, class Partition, std::size_t Index>
+struct stage_position<Stage<Model, Partition, Index>> {
+  static constexpr bool first = Stage<Model, Partition, Index>::is_first;
+  static constexpr bool last = Stage<Model, Partition, Index>::is_last;
+  static constexpr bool classifies = stage_position<Model>::classifies;
+};
+
+/// \brief The one implementation of a training step: stage StageModel of one replica (or the
+/// whole model), talking to the rest of the run through Links.
+///
+/// Each step runs the stage's schedule program (forwards, backwards, sends and receives of
+/// micro-batches) for each data shard this process trains on, reduces parameter gradients among
+/// replicas (in buckets while backward runs, with MpiLinks), updates the parameters and leaves
+/// every replica with replica 0's buffers. Links is MpiLinks for a rank of hpf::fit and
+/// LocalLinks for hpf::Trainer, which is the 1-stage case standing in for any number of
+/// replicas: the same code runs in both, so one process reproduces any layout bit for bit under
+/// the ordered reduction.
+template <class StageModel, class T, class Space, class Links>
 class StageEngine {
  public:
-  using stage_model = Stage<Model, Partition, StageIndex>;
-  using network_type = Network<stage_model, T, Space>;
-  static constexpr bool first = stage_model::is_first;
-  static constexpr bool last = stage_model::is_last;
+  using network_type = Network<StageModel, T, Space>;
+  using links_type = Links;
+  static constexpr bool first = stage_position<StageModel>::first;
+  static constexpr bool last = stage_position<StageModel>::last;
+  /// Whether the model (whichever stage this is) classifies: decides what evaluate() reports.
+  static constexpr bool classifies = stage_position<StageModel>::classifies;
 
-  StageEngine(const ProcessGrid& grid, const TrainOptions& options, const data::TrainTest& data)
-      : grid_(grid), options_(options), data_(data),
-        sampler_(data.train.size(), options.batch, grid.replicas(), options.data_seed),
-        program_(stage_program(options.schedule, grid.stages(), grid.stage(), options.micro_batches)),
-        net_(options.network),
+  /// \param train the training set (its sampler spans the whole set; this process reads the
+  ///        samples of its shards)
+  /// \param test the evaluation set of evaluate(), or null
+  StageEngine(const typename Links::Placement& placement, const StepOptions& options, const data::Dataset& train,
+              const data::Dataset* test)
+      : options_(checked(options, Links::replicas_of(placement))), train_(train), test_(test), net_(options.network),
         optimizer_(net_.parameters().extent(0), options.optimizer),
-        buckets_(grid.stage_group(), net_.gradients(), options.bucket_bytes, options.reduction) {
+        links_(placement, net_.gradients(), net_.buffers(), options),
+        sampler_(train.size(), options.batch, links_.replicas(), options.data_seed),
+        program_(stage_program(options.schedule, links_.stages(), links_.stage(), options.micro_batches)) {
+    check_dataset(train, "training");
+    if (test) check_dataset(*test, "test");
     const std::size_t capacity = (sampler_.local_batch() + options.micro_batches - 1) / options.micro_batches;
-    slots_.resize(slots_needed(options.schedule, grid.stages(), grid.stage(), options.micro_batches));
+    slots_.resize(slots_needed(options.schedule, links_.stages(), links_.stage(), options.micro_batches));
     for (Slot& slot : slots_) {
       slot.tape = net_.make_tape(capacity);
-      if constexpr (!last) slot.output_grad = Buffer<T, Space>("hpf::StageEngine::output_grad", stage_model::output_shape::size * capacity);
-      if constexpr (!first) slot.input_grad = Buffer<T, Space>("hpf::StageEngine::input_grad", stage_model::input_shape::size * capacity);
+      if constexpr (!last) slot.output_grad = Buffer<T, Space>("hpf::StageEngine::output_grad", StageModel::output_shape::size * capacity);
+      if constexpr (!first) slot.input_grad = Buffer<T, Space>("hpf::StageEngine::input_grad", StageModel::input_shape::size * capacity);
     }
   }
 
   std::size_t steps_per_epoch() const { return sampler_.steps_per_epoch(); }
 
+  /// One optimizer step on global batch `step` of `epoch`; the loss is the global one.
   StepResult step(std::size_t epoch, std::size_t step) {
     trace::Region region("hpf::StageEngine::step");
-    const std::vector<std::size_t> piece = sampler_.piece(epoch, step, grid_.replica());
     const std::size_t global = sampler_.batch_size(step);
     const T scale = T(1) / static_cast<T>(global);
     net_.zero_grad();
-    buckets_.begin_step();
+    links_.begin_step();
+    const auto shards = links_.shards();
+    shard_losses_.assign(shards.size(), 0.0);
+    for (std::size_t k = 0; k < shards.size(); ++k) {
+      const std::vector<std::size_t> piece = sampler_.piece(epoch, step, shards[k]);
+      shard_losses_[k] = run_program(piece, scale);
+      links_.shard_done(k);
+    }
+    links_.finish_gradients();
+    for (Slot& slot : slots_) {
+      slot.activation_sent.wait();
+      slot.gradient_sent.wait();
+    }
+    optimizer_.step(net_.parameters(), net_.gradients());
+    links_.share_buffers();
+    return {links_.total_loss(shard_losses_, last), global};
+  }
+
+  /// The test set's evaluation (NaNs without one).
+  Evaluation evaluate() { return test_ ? evaluate(*test_) : Evaluation{}; }
+
+  /// Streams `dataset` (this process's shard of it) through the model in evaluation mode: each
+  /// replica its share, through its pipeline. Collective over the run.
+  Evaluation evaluate(const data::Dataset& dataset) {
+    trace::Region region("hpf::StageEngine::evaluate");
+    const std::size_t total = dataset.size();
+    if (total == 0) return {};
+    const std::size_t chunk = options_.eval_batch;
+    for (auto& tape : eval_tapes_) {
+      if (tape.capacity < chunk) tape = net_.make_tape(chunk);
+    }
+    const data::Shard mine = links_.evaluation_shard();
+    const std::size_t held = mine.size_of(total);
+    std::vector<std::size_t> indices;
+    std::size_t correct = 0;
+    double loss = 0;
+    typename Links::request sent[2];
+    for (std::size_t c = 0, first_local = 0; first_local < held; ++c, first_local += chunk) {
+      const std::size_t n = std::min(chunk, held - first_local);
+      auto& tape = eval_tapes_[c % 2];
+      sent[c % 2].wait();
+      indices.resize(n);
+      for (std::size_t i = 0; i < n; ++i) indices[i] = (first_local + i) * mine.count + mine.index;
+      if constexpr (first) {
+        loader_.load_inputs(dataset, indices, net_, tape);
+      } else {
+        links_.receive_from_previous(net_.input(tape, n), evaluation_tag);
+      }
+      if constexpr (last) loader_.load_targets(dataset, indices, net_, tape);
+      net_.forward(tape, n, Mode::eval);
+      if constexpr (last) {
+        if constexpr (network_type::classifier) correct += net_.correct(tape);
+        loss += static_cast<double>(net_.loss_sum(tape));
+      } else {
+        sent[c % 2] = links_.send_to_next(net_.output(tape), evaluation_tag);
+      }
+    }
+    for (auto& r : sent) r.wait();
+    const auto [loss_sum, correct_sum] = links_.total_evaluation(loss, correct, last);
+    Evaluation e;
+    e.loss = loss_sum / static_cast<double>(total);
+    if (classifies) e.accuracy = static_cast<double>(correct_sum) / static_cast<double>(total);
+    return e;
+  }
+
+  network_type& network() { return net_; }
+  const network_type& network() const { return net_; }
+  const Optimizer<T, Space>& optimizer() const { return optimizer_; }
+  const Links& links() const { return links_; }
+  const StepOptions& options() const { return options_; }
+  /// Micro-batches this stage keeps between forward and backward (its activation slots).
+  std::size_t slots() const { return slots_.size(); }
+
+ private:
+  struct Slot {
+    typename network_type::Tape tape;
+    Buffer<T, Space> output_grad, input_grad;
+    typename Links::request activation_sent, gradient_sent;
+  };
+  static constexpr int evaluation_tag = 1 << 14;
+  static int activation_tag(std::uint32_t m) { return static_cast<int>(2 * (m % (1u << 13))); }
+  static int gradient_tag(std::uint32_t m) { return activation_tag(m) + 1; }
+
+  /// This stage's program for one shard's piece of the step; returns the piece's loss sum (on
+  /// the last stage), added micro-batch by micro-batch in order.
+  double run_program(const std::vector<std::size_t>& piece, T scale) {
     const std::size_t final_backward = last_backward(piece.size());
     double loss_sum = 0;
-    const auto& pipe = grid_.pipeline();
-    const int previous = static_cast<int>(grid_.stage()) - 1, next = static_cast<int>(grid_.stage()) + 1;
     for (std::size_t k = 0; k < program_.size(); ++k) {
       const Instruction in = program_[k];
       const auto [begin, end] = data::split_range(piece.size(), options_.micro_batches, in.micro_batch);
@@ -81,101 +201,39 @@ class StageEngine {
       const std::span<const std::size_t> samples(piece.data() + begin, n);
       switch (in.op) {
         case Op::recv_activation:
-          comm::recv(pipe, net_.input(slot.tape, n), previous, activation_tag(in.micro_batch));
+          if constexpr (!first) links_.receive_from_previous(net_.input(slot.tape, n), activation_tag(in.micro_batch));
           break;
         case Op::forward:
           slot.activation_sent.wait();  // the output buffer is about to be rewritten
-          if constexpr (first) loader_.load_inputs(data_.train, samples, net_, slot.tape);
-          if constexpr (last) loader_.load_labels(data_.train, samples, net_, slot.tape);
+          if constexpr (first) loader_.load_inputs(train_, samples, net_, slot.tape);
+          if constexpr (last) loader_.load_targets(train_, samples, net_, slot.tape);
           net_.forward(slot.tape, n, Mode::train);
           if constexpr (last) loss_sum += static_cast<double>(net_.loss_sum(slot.tape));
           break;
         case Op::send_activation:
-          slot.activation_sent = comm::isend(pipe, net_.output(slot.tape), next, activation_tag(in.micro_batch));
+          if constexpr (!last) slot.activation_sent = links_.send_to_next(net_.output(slot.tape), activation_tag(in.micro_batch));
           break;
         case Op::recv_gradient:
-          comm::recv(pipe, output_grad(slot, n), next, gradient_tag(in.micro_batch));
+          if constexpr (!last) links_.receive_from_next(output_grad(slot, n), gradient_tag(in.micro_batch));
           break;
-        case Op::backward: {
+        case Op::backward:
           slot.gradient_sent.wait();
-          std::function<void(std::size_t)> ready;
-          if (k == final_backward) ready = [this](std::size_t offset) { buckets_.ready(offset); };
-          net_.backward(slot.tape, scale, output_grad(slot, n), input_grad(slot, n), std::move(ready));
+          net_.backward(slot.tape, scale, output_grad(slot, n), input_grad(slot, n),
+                        k == final_backward ? links_.gradients_ready() : std::function<void(std::size_t)>{});
           break;
-        }
         case Op::send_gradient:
-          slot.gradient_sent = comm::isend(pipe, input_grad(slot, n), previous, gradient_tag(in.micro_batch));
+          if constexpr (!first) slot.gradient_sent = links_.send_to_previous(input_grad(slot, n), gradient_tag(in.micro_batch));
           break;
       }
     }
-    buckets_.finish();
-    for (Slot& slot : slots_) {
-      slot.activation_sent.wait();
-      slot.gradient_sent.wait();
-    }
-    optimizer_.step(net_.parameters(), net_.gradients());
-    average_buffers();
-    return {comm::allreduce_value(grid_.world(), last ? loss_sum : 0.0), global};
+    return loss_sum;
   }
-
-  /// Test accuracy: each replica streams its shard of the test set through its pipeline.
-  double evaluate() {
-    trace::Region region("hpf::StageEngine::evaluate");
-    const std::size_t total = data_.test.size();
-    if (total == 0) return NAN;
-    const std::size_t chunk = std::max<std::size_t>(1, options_.eval_batch);
-    for (auto& tape : eval_tapes_) {
-      if (tape.capacity < chunk) tape = net_.make_tape(chunk);
-    }
-    const data::Shard mine{grid_.replica(), grid_.replicas()};
-    const std::size_t held = mine.size_of(total);
-    std::vector<std::size_t> indices;
-    std::size_t correct = 0;
-    comm::Request sent[2];
-    for (std::size_t c = 0, first_local = 0; first_local < held; ++c, first_local += chunk) {
-      const std::size_t n = std::min(chunk, held - first_local);
-      auto& tape = eval_tapes_[c % 2];
-      sent[c % 2].wait();
-      indices.resize(n);
-      for (std::size_t i = 0; i < n; ++i) indices[i] = (first_local + i) * mine.count + mine.index;
-      if constexpr (first) {
-        loader_.load_inputs(data_.test, indices, net_, tape);
-      } else {
-        comm::recv(grid_.pipeline(), net_.input(tape, n), static_cast<int>(grid_.stage()) - 1, evaluation_tag);
-      }
-      if constexpr (last) loader_.load_labels(data_.test, indices, net_, tape);
-      net_.forward(tape, n, Mode::eval);
-      if constexpr (last) {
-        correct += net_.correct(tape);
-      } else {
-        sent[c % 2] = comm::isend(grid_.pipeline(), net_.output(tape), static_cast<int>(grid_.stage()) + 1, evaluation_tag);
-      }
-    }
-    for (auto& r : sent) r.wait();
-    const auto all = comm::allreduce_value(grid_.world(), static_cast<unsigned long long>(last ? correct : 0));
-    return static_cast<double>(all) / static_cast<double>(total);
-  }
-
-  network_type& network() { return net_; }
-  const ProcessGrid& grid() const { return grid_; }
-  /// Micro-batches this stage keeps between forward and backward (its activation slots).
-  std::size_t slots() const { return slots_.size(); }
-
- private:
-  struct Slot {
-    typename network_type::Tape tape;
-    Buffer<T, Space> output_grad, input_grad;
-    comm::Request activation_sent, gradient_sent;
-  };
-  static constexpr int evaluation_tag = 1 << 14;
-  static int activation_tag(std::uint32_t m) { return static_cast<int>(2 * (m % (1u << 13))); }
-  static int gradient_tag(std::uint32_t m) { return activation_tag(m) + 1; }
 
   Activation<T, Space> output_grad(const Slot& slot, std::size_t n) const {
     if constexpr (last) {
       return {};
     } else {
-      using Out = typename stage_model::output_shape;
+      using Out = typename StageModel::output_shape;
       return activation_view(slot.output_grad, Out::channels, n, Out::spatial);
     }
   }
@@ -183,7 +241,7 @@ class StageEngine {
     if constexpr (first) {
       return {};
     } else {
-      using In = typename stage_model::input_shape;
+      using In = typename StageModel::input_shape;
       return activation_view(slot.input_grad, In::channels, n, In::spatial);
     }
   }
@@ -196,22 +254,55 @@ class StageEngine {
     }
     return found;
   }
-  /// BatchNorm running statistics: the mean over replicas, so every replica holds the same model.
-  void average_buffers() {
-    if (grid_.replicas() == 1 || net_.buffers().extent(0) == 0) return;
-    comm::allreduce(grid_.stage_group(), net_.buffers());
-    detail::scale(net_.space(), net_.buffers(), T(1) / static_cast<T>(grid_.replicas()), "hpf::StageEngine::average_buffers");
+  static const StepOptions& checked(const StepOptions& options, std::size_t replicas) {
+    check_step_options(options, replicas, "hpf");
+    return options;
   }
 
-  const ProcessGrid& grid_;
-  TrainOptions options_;
-  const data::TrainTest& data_;
-  data::Sampler sampler_;
-  std::vector<Instruction> program_;
+ public:
+  /// Throws std::invalid_argument unless the data this stage reads fits it: images of the
+  /// model's input shape on the first stage, labels below its class count on the last.
+  static void check_dataset(const data::Dataset& d, const char* which) {
+    if (d.size() == 0) return;
+    using In = typename StageModel::input_shape;
+    if (first && d.has_images() && (d.sample_size() != In::size || d.channels() != In::channels)) {
+      throw std::invalid_argument(std::string("hpf: the ") + which + " set's samples are " + d.shape_text() +
+                                  " but the model's input is " + shape_string<In>());
+    }
+    if (!last || !d.has_labels()) return;
+    constexpr std::size_t outputs = StageModel::output_shape::size;
+    const std::string set = std::string("hpf: the ") + which + " set";
+    if constexpr (network_type::classifier) {
+      if (d.is_regression()) {
+        throw std::invalid_argument(set + " has real-valued targets but the model ends with a classification loss");
+      }
+      if (d.classes() > outputs) {
+        throw std::invalid_argument(set + " has " + std::to_string(d.classes()) + " classes but the model outputs " +
+                                    std::to_string(outputs));
+      }
+    } else {
+      if (!d.is_regression()) {
+        throw std::invalid_argument(set + " has class labels but the model ends with a regression loss");
+      }
+      if (d.target_size() != network_type::target_size) {
+        throw std::invalid_argument(set + " has " + std::to_string(d.target_size()) + " targets per sample but the model predicts " +
+                                    std::to_string(network_type::target_size));
+      }
+    }
+  }
+
+
+ private:
+  StepOptions options_;
+  const data::Dataset& train_;
+  const data::Dataset* test_;
   network_type net_;
   Optimizer<T, Space> optimizer_;
-  GradientBuckets<T, Space> buckets_;
+  Links links_;
+  data::Sampler sampler_;
+  std::vector<Instruction> program_;
   std::vector<Slot> slots_;
+  std::vector<double> shard_losses_;
   typename network_type::Tape eval_tapes_[2];
   BatchLoader<T, Space> loader_;
 };

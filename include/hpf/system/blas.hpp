@@ -56,10 +56,10 @@ inline const char* best_openblas_core() {
 /// than the OpenBLAS release gets old SSE kernels (OpenBLAS 0.3.21 on Zen 5: "Prescott", about a
 /// quarter of the AVX-512 speed). Unless OPENBLAS_CORETYPE is set (then the user has chosen and
 /// nothing happens), this re-executes the program once with OPENBLAS_CORETYPE set to
-/// best_openblas_core(). Call it first thing in main, before MPI_Init; hpf::comm::Environment does.
-/// HPF_KEEP_BLAS_KERNELS=1 turns it off.
+/// best_openblas_core(). Call it first thing in main, before MPI_Init; hpf::comm::Environment does
+/// unless its RuntimeOptions say otherwise (HPF_KEEP_BLAS_KERNELS=1).
 inline void select_blas_kernels(char** argv) {
-  if (std::getenv("OPENBLAS_CORETYPE") || std::getenv("HPF_KEEP_BLAS_KERNELS") || std::getenv("HPF_BLAS_REEXECUTED")) {
+  if (std::getenv("OPENBLAS_CORETYPE") || std::getenv("HPF_BLAS_REEXECUTED")) {
     return;
   }
   const char* loaded = detail::openblas_core();

@@ -40,15 +40,6 @@ struct InvalidShape {
   static constexpr std::size_t size = 0, channels = 0, spatial = 0, height = 0, width = 0;
 };
 
-template <class T>
-inline constexpr bool is_shape_v = false;
-template <std::size_t... Dims>
-inline constexpr bool is_shape_v<Shape<Dims...>> = true;
-
-/// Image shapes (rank 3) as the layers that need height and width expect them.
-template <class S>
-inline constexpr bool is_image_shape_v = is_shape_v<S> && S::rank == 3;
-
 /// "64x8x8" for Shape<64, 8, 8>: used by the model summary and error messages at run time.
 template <class S>
 std::string shape_string() {

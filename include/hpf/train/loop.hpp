@@ -2,6 +2,7 @@
 #ifndef HPF_TRAIN_LOOP_HPP
 #define HPF_TRAIN_LOOP_HPP
 
+#include <hpf/parallel/stage_engine.hpp>
 #include <hpf/train/options.hpp>
 #include <hpf/train/progress.hpp>
 
@@ -11,16 +12,10 @@
 
 namespace hpf {
 
-/// Loss summed over the samples of one global mini-batch, and how many there were.
-struct StepResult {
-  double loss_sum = 0;
-  std::size_t samples = 0;
-};
-
 /// \brief The epoch loop every training strategy shares. An Engine provides
 ///   std::size_t steps_per_epoch() const;
 ///   StepResult step(std::size_t epoch, std::size_t step);  // one optimizer step, global totals
-///   double evaluate();                                      // test accuracy, NaN if no test set
+///   Evaluation evaluate();                                  // on the test set (NaNs without one)
 /// and reports the same values on every process, so every rank prints and returns the same.
 template <class Engine>
 TrainReport run_epochs(Engine& engine, const TrainOptions& options, bool print = true) {
@@ -45,7 +40,11 @@ TrainReport run_epochs(Engine& engine, const TrainOptions& options, bool print =
     r.steps = steps;
     r.loss = r.samples ? loss_sum / static_cast<double>(r.samples) : NAN;
     r.images_per_second = r.seconds > 0 ? static_cast<double>(r.samples) / r.seconds : 0;
-    r.test_accuracy = options.evaluate ? engine.evaluate() : NAN;
+    if (options.evaluate) {
+      const Evaluation e = engine.evaluate();
+      r.test_loss = e.loss;
+      r.test_accuracy = e.accuracy;
+    }
     progress.end_epoch(r);
     report.epochs.push_back(r);
   }

@@ -34,7 +34,8 @@ struct EpochReport {
   double loss = 0;            ///< mean training loss per sample
   double seconds = 0;         ///< training time (evaluation excluded)
   double images_per_second = 0;
-  double test_accuracy = NAN;  ///< fraction in [0, 1]; NaN if not evaluated
+  double test_loss = NAN;      ///< mean loss per test sample; NaN if not evaluated
+  double test_accuracy = NAN;  ///< fraction in [0, 1]; NaN if not evaluated or not a classifier
 };
 
 /// \brief Prints per-epoch progress: a redrawn line on a terminal, plain lines otherwise.
@@ -69,7 +70,10 @@ class ProgressReporter {
     if (mode_ == ProgressMode::none) return;
     if (mode_ == ProgressMode::redraw) out_ << '\n';
     char text[256];
-    if (std::isnan(r.test_accuracy)) {
+    if (!std::isnan(r.test_loss) && std::isnan(r.test_accuracy)) {
+      std::snprintf(text, sizeof text, "epoch %zu/%zu: loss %.4f, %.0f images/s, %.1f s, test loss %.4f", r.epoch + 1,
+                    epochs_, r.loss, r.images_per_second, r.seconds, r.test_loss);
+    } else if (std::isnan(r.test_accuracy)) {
       std::snprintf(text, sizeof text, "epoch %zu/%zu: loss %.4f, %.0f images/s, %.1f s", r.epoch + 1, epochs_, r.loss,
                     r.images_per_second, r.seconds);
     } else {

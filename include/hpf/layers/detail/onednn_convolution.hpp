@@ -7,25 +7,18 @@
 #if HPF_ENABLE_ONEDNN
 
 #include <hpf/layers/detail/window.hpp>
+#include <hpf/layers/kernel_options.hpp>
 
 #include <dnnl.hpp>
 
 #include <algorithm>
 #include <cstddef>
-#include <cstdlib>
-#include <cstring>
 #include <map>
+#include <memory>
 #include <unordered_map>
 #include <utility>
 
 namespace hpf::detail {
-
-/// True unless HPF_CONVOLUTION=gemm asks hpf to run host float convolutions as im2col + GEMM
-/// (as on devices and in double) instead of through oneDNN.
-inline bool onednn_convolutions_enabled() {
-  const char* choice = std::getenv("HPF_CONVOLUTION");
-  return !(choice && std::strcmp(choice, "gemm") == 0);
-}
 
 /// \brief A float convolution on the host through oneDNN, the vendor convolution library
 /// (PyTorch's CPU convolutions run on it), as GEMMs go to the vendor BLAS.
@@ -37,8 +30,8 @@ inline bool onednn_convolutions_enabled() {
 /// hpf's (reorders with a sum post-op), since micro-batches accumulate.
 class OneDnnConvolution {
  public:
-  OneDnnConvolution(const WindowGeometry& g, std::size_t out_channels, bool bias)
-      : g_(g), out_(out_channels), bias_(bias) {}
+  OneDnnConvolution(const WindowGeometry& g, std::size_t out_channels, bool bias, std::shared_ptr<OneDnnDevice> device)
+      : g_(g), out_(out_channels), bias_(bias), device_(std::move(device)) {}
 
   /// Floats of workspace a batch of n needs (the blocked copies of the larger phase).
   std::size_t workspace(std::size_t n) const {
@@ -134,18 +127,12 @@ class OneDnnConvolution {
     float* next_;
   };
 
-  static dnnl::engine& engine() {
-    static dnnl::engine e(dnnl::engine::kind::cpu, 0);
-    return e;
-  }
-  static dnnl::stream& stream() {
-    static dnnl::stream s(engine());
-    return s;
-  }
+  dnnl::engine& engine() const { return device_->engine; }
+  dnnl::stream& stream() const { return device_->stream; }
 
   /// `data` in the layout `wanted`: itself if hpf's layout already is, else a reordered copy (layout
   /// reorders are cheap to make: oneDNN's primitive cache keeps them).
-  static dnnl::memory in(const dnnl::memory::desc& own, const dnnl::memory::desc& wanted, float* data, Slots& slots) {
+  dnnl::memory in(const dnnl::memory::desc& own, const dnnl::memory::desc& wanted, float* data, Slots& slots) const {
     dnnl::memory user(own, engine(), data);
     if (wanted == own) return user;
     dnnl::memory copy(wanted, engine(), slots.take(wanted));
@@ -153,7 +140,7 @@ class OneDnnConvolution {
     return copy;
   }
   /// A reorder that adds `from` to `to` (a sum post-op): micro-batches accumulate gradients.
-  static dnnl::reorder adding_reorder(const dnnl::memory::desc& from, const dnnl::memory::desc& to) {
+  dnnl::reorder adding_reorder(const dnnl::memory::desc& from, const dnnl::memory::desc& to) const {
     dnnl::post_ops add;
     add.append_sum(1.0f);
     dnnl::primitive_attr attr;
@@ -232,6 +219,7 @@ class OneDnnConvolution {
   WindowGeometry g_;
   std::size_t out_;
   bool bias_;
+  std::shared_ptr<OneDnnDevice> device_;  // the network's engine and stream
   mutable std::map<std::pair<std::size_t, std::size_t>, Plan> plans_;  // per (images, batch)
 };
 

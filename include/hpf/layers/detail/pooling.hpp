@@ -43,6 +43,7 @@ struct bound_pool {
   static constexpr LayerCost cost{.forward_flops = outputs * Kernel * Kernel, .backward_flops = In::size * Kernel * Kernel,
                                   .activations = outputs};
   static constexpr bool backward_reads_output = false;
+  static constexpr bool in_place = false;
   static constexpr std::size_t leaves = 1;
   template <class T, class Space>
   struct impl : Impl::template type<T, Space> {

@@ -1,15 +1,16 @@
 // SPDX-License-Identifier: MIT
-#ifndef HPF_PARALLEL_FIT_HPP
-#define HPF_PARALLEL_FIT_HPP
+#ifndef HPF_TRAIN_FIT_HPP
+#define HPF_TRAIN_FIT_HPP
 
 #include <hpf/comm/agreement.hpp>
 #include <hpf/comm/communicator.hpp>
 #include <hpf/comm/error.hpp>
-#include <hpf/data/fashion_mnist.hpp>
 #include <hpf/data/shard.hpp>
+#include <hpf/data/train_test.hpp>
 #include <hpf/meta/hash.hpp>
 #include <hpf/meta/type_name.hpp>
 #include <hpf/parallel/grid.hpp>
+#include <hpf/parallel/mpi_links.hpp>
 #include <hpf/parallel/partition.hpp>
 #include <hpf/parallel/schedule.hpp>
 #include <hpf/parallel/stage_engine.hpp>
@@ -22,7 +23,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <variant>
 
 namespace hpf {
@@ -63,20 +66,12 @@ struct ignore_network {
   void operator()(Args&&...) const {}
 };
 
-inline void check_options(const TrainOptions& o, std::size_t replicas) {
-  auto fail = [](const std::string& what) { throw comm::UsageError("hpf::fit: " + what); };
-  if (o.batch == 0) fail("batch must be at least 1");
-  if (o.micro_batches == 0) fail("micro_batches must be at least 1");
-  if (o.batch % replicas != 0) {
-    fail("the global batch " + std::to_string(o.batch) + " does not split evenly over " + std::to_string(replicas) +
-         " replicas");
-  }
-  if (o.micro_batches > o.batch / replicas) {
-    fail(std::to_string(o.micro_batches) + " micro-batches of a " + std::to_string(o.batch / replicas) +
-         "-sample replica batch would leave some empty");
-  }
-  if (o.bucket_bytes == 0) fail("bucket_bytes must be positive");
-}
+/// The engine of stage S of Model under Partition; with a single stage, the whole model (the
+/// type hpf::Trainer runs, so the two share their instantiation).
+template <class Model, class Partition, std::size_t S, class T, class Space>
+using fit_engine_t =
+    StageEngine<std::conditional_t<stage_count_v<Model, Partition> == 1, Model, Stage<Model, Partition, S>>, T, Space,
+                MpiLinks<T, Space>>;
 
 }  // namespace detail
 
@@ -106,18 +101,30 @@ TrainReport fit(const comm::Communicator& world, const TrainOptions& options, co
                 "hpf::Pipeline: name one execution space per stage, or none");
 
   ProcessGrid grid(world, stages);
-  detail::check_options(options, grid.replicas());
   comm::require_same_everywhere(world, detail::run_signature<Model, Strategy, T, Space>(options),
                                 "hpf::fit: the model, strategy, scalar type or training options");
+  try {  // the same options everywhere (checked above): every rank fails alike
+    check_step_options(options, grid.replicas(), "hpf::fit");
+  } catch (const std::invalid_argument& e) {
+    throw comm::UsageError(e.what());
+  }
   if (const auto check = check_schedule(options.schedule, stages, options.micro_batches); !check.ok) {
     throw comm::UsageError(std::string("hpf::fit: schedule check failed: ") + check.problem);
   }
+  // What can fail on some ranks only (the data) fails inside one agreement.
   const data::TrainTest data = comm::agree(world, [&] {
-    return source(data::pipeline_shard(grid.replica(), grid.replicas(), grid.stage(), grid.stages()));
+    data::TrainTest d = source(data::pipeline_shard(grid.replica(), grid.replicas(), grid.stage(), grid.stages()));
+    detail::with_index<stages>(grid.stage(), [&](auto stage) {
+      using engine = detail::fit_engine_t<Model, Partition, stage, T, stage_space_t<Strategy, stage, Space>>;
+      engine::check_dataset(d.train, "training");
+      engine::check_dataset(d.test, "test");
+    });
+    return d;
   });
   TrainReport report;
   detail::with_index<stages>(grid.stage(), [&](auto stage) {
-    StageEngine<Model, Partition, stage, T, stage_space_t<Strategy, stage, Space>> engine(grid, options, data);
+    detail::fit_engine_t<Model, Partition, stage, T, stage_space_t<Strategy, stage, Space>> engine(
+        grid, options, data.train, options.evaluate ? &data.test : nullptr);
     report = run_epochs(engine, options, world.rank() == 0);
     inspect(engine.network(), grid);
   });
@@ -126,4 +133,4 @@ TrainReport fit(const comm::Communicator& world, const TrainOptions& options, co
 
 }  // namespace hpf
 
-#endif  // HPF_PARALLEL_FIT_HPP
+#endif  // HPF_TRAIN_FIT_HPP

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-#ifndef HPF_TRAIN_GRADIENT_REDUCTION_HPP
-#define HPF_TRAIN_GRADIENT_REDUCTION_HPP
+#ifndef HPF_PARALLEL_GRADIENT_REDUCTION_HPP
+#define HPF_PARALLEL_GRADIENT_REDUCTION_HPP
 
 #include <hpf/tensor/ordered_sum.hpp>
 
@@ -40,4 +40,4 @@ inline const char* to_string(GradientReduction r) {
 
 }  // namespace hpf
 
-#endif  // HPF_TRAIN_GRADIENT_REDUCTION_HPP
+#endif  // HPF_PARALLEL_GRADIENT_REDUCTION_HPP

@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: MIT
+#ifndef HPF_LAYERS_KERNEL_OPTIONS_HPP
+#define HPF_LAYERS_KERNEL_OPTIONS_HPP
+
+#include <hpf/config.hpp>
+
+#include <memory>
+
+#if HPF_ENABLE_ONEDNN
+#include <dnnl.hpp>
+#endif
+
+namespace hpf {
+
+/// How host float convolutions run.
+enum class ConvolutionAlgorithm {
+  /// The vendor convolution (oneDNN, as PyTorch's CPU convolutions) when hpf is built with it and
+  /// the layer runs in float on the host; im2col + GEMM otherwise.
+  automatic,
+  /// Always im2col + GEMM (the path of devices and of double precision).
+  gemm,
+};
+
+namespace detail {
+#if HPF_ENABLE_ONEDNN
+/// The oneDNN engine and stream a network's vendor kernels run on (one per network, made when
+/// its first vendor layer binds).
+struct OneDnnDevice {
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream{engine};
+};
+#endif
+}  // namespace detail
+
+/// \brief The choices and shared resources of a network's layer kernels: set from NetworkOptions
+/// when the network is made and handed to each layer as it binds, instead of process-wide state
+/// a layer would read by itself.
+struct KernelResources {
+  ConvolutionAlgorithm convolution = ConvolutionAlgorithm::automatic;
+#if HPF_ENABLE_ONEDNN
+  /// The oneDNN device of the network's vendor layers (null until one needs it).
+  std::shared_ptr<detail::OneDnnDevice> onednn() const {
+    if (!onednn_) onednn_ = std::make_shared<detail::OneDnnDevice>();
+    return onednn_;
+  }
+
+ private:
+  mutable std::shared_ptr<detail::OneDnnDevice> onednn_;
+#endif
+};
+
+}  // namespace hpf
+
+#endif  // HPF_LAYERS_KERNEL_OPTIONS_HPP

@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: MIT
+#ifndef HPF_LAYERS_LOSS_HPP
+#define HPF_LAYERS_LOSS_HPP
+
+#include <hpf/tensor/views.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <concepts>
+#include <cstddef>
+
+namespace hpf {
+
+/// \brief A bound layer that computes the training loss (the last layer of a trainable model).
+/// Besides the layer protocol its implementation has `loss_sum(ctx, tape, n)`; it reads class
+/// labels from the context when `classifies` (and then also counts `correct(ctx, y)`
+/// predictions), otherwise `target_size` real targets per sample.
+template <class Bound>
+concept LossLayer = requires {
+  requires Bound::is_loss;
+  { Bound::classifies } -> std::convertible_to<bool>;
+};
+
+/// A loss against class labels (accuracy is defined).
+template <class Bound>
+concept ClassificationLoss = LossLayer<Bound> && Bound::classifies;
+
+namespace detail {
+/// \brief What every loss implementation shares: no parameters, no workspace, and a tape of
+/// per-sample losses that forward writes and the network reduces once per micro-batch, in
+/// Kokkos' fixed order (reproducible). Derived classes add forward and backward.
+template <class T, class Space>
+class PerSampleLoss {
+ public:
+  struct tape_type {
+    Buffer<T, Space> losses;
+  };
+  template <class Binder>
+  void bind(Binder&) {}
+  void reserve(tape_type& tape, std::size_t capacity) { ensure_capacity(tape.losses, capacity, "hpf::loss::losses"); }
+  std::size_t workspace(std::size_t) const { return 0; }
+
+  /// Sum of the per-sample losses of the last forward over n samples (blocks until done).
+  template <class Context>
+  T loss_sum(const Context& ctx, const tape_type& tape, std::size_t n) const {
+    const auto losses = tape.losses;
+    T total = 0;
+    Kokkos::parallel_reduce(
+        "hpf::loss::loss_sum", Kokkos::RangePolicy<Space>(ctx.space, 0, n),
+        KOKKOS_LAMBDA(const std::size_t j, T& acc) { acc += losses(j); }, total);
+    return total;
+  }
+};
+}  // namespace detail
+
+}  // namespace hpf
+
+#endif  // HPF_LAYERS_LOSS_HPP

@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: MIT
+#ifndef HPF_PARALLEL_BATCH_LOADER_HPP
+#define HPF_PARALLEL_BATCH_LOADER_HPP
+
+#include <hpf/data/dataset.hpp>
+#include <hpf/model/network.hpp>
+#include <hpf/trace/region.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace hpf {
+
+/// \brief Copies samples of a dataset into a network tape: images into its `[C][n][S]` input,
+/// targets (labels or real values) into its targets. On host execution spaces it writes the tape directly; otherwise it
+/// stages through reusable host buffers and copies once.
+template <class T, class Space>
+class BatchLoader {
+  static constexpr bool host_accessible =
+      Kokkos::SpaceAccessibility<Kokkos::HostSpace, memory_space_t<Space>>::accessible;
+
+ public:
+  template <class Net>
+  void load_inputs(const data::Dataset& dataset, std::span<const std::size_t> indices, Net& net,
+                   typename Net::Tape& tape) {
+    trace::Region region("hpf::BatchLoader::inputs");
+    fill(net.input(tape, indices.size()), staging_, [&](T* out) { dataset.gather(indices, out); });
+  }
+
+  /// The targets of samples `indices`: class labels for a classifier, real values otherwise.
+  template <class Net>
+  void load_targets(const data::Dataset& dataset, std::span<const std::size_t> indices, Net& net,
+                    typename Net::Tape& tape) {
+    if constexpr (Net::classifier) {
+      fill(net.labels(tape, indices.size()), label_staging_,
+           [&](std::int32_t* out) { dataset.gather_labels(indices, out); });
+    } else {
+      fill(net.targets(tape, indices.size()), staging_, [&](T* out) { dataset.gather_targets(indices, out); });
+    }
+  }
+
+ private:
+  /// Lets `gather` write the contiguous view `target` directly, or through `staging` and one
+  /// copy when the execution space's memory is not host-accessible.
+  template <class View, class Value, class Gather>
+  static void fill(const View& target, std::vector<Value>& staging, Gather&& gather) {
+    if constexpr (host_accessible) {
+      gather(target.data());
+    } else {
+      staging.resize(target.size());
+      gather(staging.data());
+      Kokkos::deep_copy(Kokkos::View<Value*, memory_space_t<Space>, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
+                            target.data(), target.size()),
+                        Kokkos::View<const Value*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
+                            staging.data(), staging.size()));
+    }
+  }
+
+  std::vector<T> staging_;
+  std::vector<std::int32_t> label_staging_;
+};
+
+}  // namespace hpf
+
+#endif  // HPF_PARALLEL_BATCH_LOADER_HPP

@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: MIT
+#ifndef HPF_PARALLEL_LOCAL_LINKS_HPP
+#define HPF_PARALLEL_LOCAL_LINKS_HPP
+
+#include <hpf/data/shard.hpp>
+#include <hpf/parallel/gradient_reduction.hpp>
+#include <hpf/parallel/step_options.hpp>
+#include <hpf/tensor/ordered_sum.hpp>
+#include <hpf/tensor/views.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstddef>
+#include <functional>
+#include <numeric>
+#include <span>
+#include <utility>
+#include <vector>
+
+namespace hpf {
+
+/// \brief What a StageEngine running the whole model on one process uses in place of MPI: it
+/// stands in for `shards` replicas, visiting each one's piece of a step in turn, and combines
+/// them exactly as those replicas would (see MpiLinks for the parallel side of each member).
+/// - gradients: with an ordered reduction each shard's gradient is parked and the shards are
+///   added in hpf::ordered_sum's tree, the bits R replicas get; otherwise they accumulate;
+/// - buffers (BatchNorm running statistics): replica 0's, as every replica holds after a step;
+/// - the step's loss: the shards' sums added in shard order.
+template <class T, class Space>
+class LocalLinks {
+ public:
+  /// Replicas one process reproduces (TrainOptions::data_shards).
+  struct Placement {
+    std::size_t shards = 1;
+  };
+  /// Nothing is ever in flight.
+  struct request {
+    void wait() {}
+  };
+  static std::size_t replicas_of(const Placement& placement) { return placement.shards; }
+
+  LocalLinks(const Placement& placement, Buffer<T, Space> gradients, Buffer<T, Space> buffers,
+             const StepOptions& options)
+      : gradients_(gradients), buffers_(buffers), shard_count_(placement.shards),
+        ordered_(placement.shards > 1 && resolve(options.reduction, placement.shards) == GradientReduction::ordered) {
+    shards_.resize(shard_count_);
+    std::iota(shards_.begin(), shards_.end(), std::size_t{0});
+  }
+
+  std::size_t stages() const { return 1; }
+  std::size_t stage() const { return 0; }
+  std::size_t replicas() const { return shard_count_; }
+  /// Shards of the sampler this process trains on in each step, in order.
+  std::span<const std::size_t> shards() const { return shards_; }
+  /// The part of an evaluation set this process streams through the model: all of it.
+  data::Shard evaluation_shard() const { return {}; }
+
+  void begin_step() {}
+  /// Nothing overlaps backward here.
+  std::function<void(std::size_t)> gradients_ready() const { return {}; }
+
+  /// Shard `k` of shards() has finished its backward passes.
+  void shard_done(std::size_t k) {
+    const std::size_t length = gradients_.extent(0);
+    if (ordered_) {
+      ensure_capacity(shard_gradients_, shard_count_ * length, "hpf::LocalLinks::shard_gradients");
+      Kokkos::deep_copy(Kokkos::subview(shard_gradients_, Kokkos::make_pair(k * length, (k + 1) * length)), gradients_);
+      if (k + 1 < shard_count_) Kokkos::deep_copy(gradients_, T(0));
+    }
+    if (k == 0 && shard_count_ > 1 && buffers_.extent(0) > 0) {
+      ensure_capacity(replica0_buffers_, buffers_.extent(0), "hpf::LocalLinks::replica0_buffers");
+      Kokkos::deep_copy(Kokkos::subview(replica0_buffers_, Kokkos::make_pair(std::size_t{0}, buffers_.extent(0))), buffers_);
+    }
+  }
+  /// Afterwards gradients hold the sum over shards.
+  void finish_gradients() {
+    const std::size_t length = gradients_.extent(0);
+    if (ordered_) ordered_sum(Space{}, shard_gradients_.data(), shard_count_, length, gradients_.data(), length);
+  }
+  /// Every replica keeps replica 0's buffers.
+  void share_buffers() {
+    if (shard_count_ > 1 && buffers_.extent(0) > 0) {
+      Kokkos::deep_copy(buffers_, Kokkos::subview(replica0_buffers_, Kokkos::make_pair(std::size_t{0}, buffers_.extent(0))));
+    }
+  }
+  /// Sum of the step's loss over shards, given each shard's sum.
+  double total_loss(std::span<const double> per_shard, bool /*holds_loss*/) const {
+    double total = 0;
+    for (double l : per_shard) total += l;
+    return total;
+  }
+  /// Totals of an evaluation (summed loss, correct samples) over replicas.
+  std::pair<double, std::size_t> total_evaluation(double loss, std::size_t correct, bool /*holds_result*/) const {
+    return {loss, correct};
+  }
+
+ private:
+  Buffer<T, Space> gradients_, buffers_;
+  std::size_t shard_count_;
+  bool ordered_;
+  std::vector<std::size_t> shards_;
+  Buffer<T, Space> shard_gradients_, replica0_buffers_;
+};
+
+}  // namespace hpf
+
+#endif  // HPF_PARALLEL_LOCAL_LINKS_HPP

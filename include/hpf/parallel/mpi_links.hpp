@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: MIT
+#ifndef HPF_PARALLEL_MPI_LINKS_HPP
+#define HPF_PARALLEL_MPI_LINKS_HPP
+
+#include <hpf/comm/request.hpp>
+#include <hpf/comm/transfer.hpp>
+#include <hpf/data/shard.hpp>
+#include <hpf/parallel/gradient_buckets.hpp>
+#include <hpf/parallel/grid.hpp>
+#include <hpf/parallel/step_options.hpp>
+#include <hpf/tensor/views.hpp>
+
+#include <cstddef>
+#include <functional>
+#include <span>
+#include <utility>
+#include <vector>
+
+namespace hpf {
+
+/// \brief What a StageEngine of one rank in a ProcessGrid talks through: its neighbouring
+/// stages (activations and their gradients) and the replicas of its stage (parameter
+/// gradients, buffers). LocalLinks is the one-process counterpart of every member.
+/// - gradients: reduced in buckets while backward runs (GradientBuckets);
+/// - buffers (BatchNorm running statistics): replica 0's, broadcast after every step, as
+///   PyTorch's DistributedDataParallel does, so every replica holds the same model;
+/// - the step's loss: every replica's sum, added in replica order.
+template <class T, class Space>
+class MpiLinks {
+ public:
+  using Placement = ProcessGrid;
+  using request = comm::Request;
+  static std::size_t replicas_of(const Placement& grid) { return grid.replicas(); }
+
+  MpiLinks(const ProcessGrid& grid, Buffer<T, Space> gradients, Buffer<T, Space> buffers, const StepOptions& options)
+      : grid_(grid), buffers_(buffers), shard_{grid.replica()},
+        buckets_(grid.stage_group(), gradients, options.bucket_bytes, options.reduction) {}
+
+  std::size_t stages() const { return grid_.stages(); }
+  std::size_t stage() const { return grid_.stage(); }
+  std::size_t replicas() const { return grid_.replicas(); }
+  std::span<const std::size_t> shards() const { return {&shard_, 1}; }
+  data::Shard evaluation_shard() const { return {grid_.replica(), grid_.replicas()}; }
+  const ProcessGrid& grid() const { return grid_; }
+
+  template <class View>
+  void receive_from_previous(const View& v, int tag) const {
+    comm::recv(grid_.pipeline(), v, static_cast<int>(grid_.stage()) - 1, tag);
+  }
+  template <class View>
+  void receive_from_next(const View& v, int tag) const {
+    comm::recv(grid_.pipeline(), v, static_cast<int>(grid_.stage()) + 1, tag);
+  }
+  template <class View>
+  request send_to_next(const View& v, int tag) const {
+    return comm::isend(grid_.pipeline(), v, static_cast<int>(grid_.stage()) + 1, tag);
+  }
+  template <class View>
+  request send_to_previous(const View& v, int tag) const {
+    return comm::isend(grid_.pipeline(), v, static_cast<int>(grid_.stage()) - 1, tag);
+  }
+
+  void begin_step() { buckets_.begin_step(); }
+  /// Starts the buckets backward has finished (overlapping the rest of backward).
+  std::function<void(std::size_t)> gradients_ready() {
+    if (grid_.replicas() == 1) return {};
+    return [this](std::size_t offset) { buckets_.ready(offset); };
+  }
+  void shard_done(std::size_t) {}
+  void finish_gradients() { buckets_.finish(); }
+  void share_buffers() {
+    if (grid_.replicas() > 1 && buffers_.extent(0) > 0) comm::broadcast(grid_.stage_group(), buffers_, 0);
+  }
+  /// The step's loss summed over replicas (only the last stage holds one), on every rank.
+  double total_loss(std::span<const double> per_shard, bool holds_loss) const {
+    const auto all = comm::allgather_value(grid_.world(), holds_loss ? per_shard[0] : 0.0);
+    double total = 0;
+    for (std::size_t r = 0; r < grid_.replicas(); ++r) total += all[static_cast<std::size_t>(grid_.rank_of(r, grid_.stages() - 1))];
+    return total;
+  }
+  /// Totals of an evaluation (summed loss, correct samples) over replicas, on every rank.
+  std::pair<double, std::size_t> total_evaluation(double loss, std::size_t correct, bool holds_result) const {
+    const double total_loss = this->total_loss({&loss, 1}, holds_result);
+    const auto all = comm::allreduce_value(grid_.world(), static_cast<unsigned long long>(holds_result ? correct : 0));
+    return {total_loss, static_cast<std::size_t>(all)};
+  }
+
+ private:
+  const ProcessGrid& grid_;
+  Buffer<T, Space> buffers_;
+  std::size_t shard_;
+  GradientBuckets<T, Space> buckets_;
+};
+
+}  // namespace hpf
+
+#endif  // HPF_PARALLEL_MPI_LINKS_HPP

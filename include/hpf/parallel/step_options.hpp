@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: MIT
+#ifndef HPF_PARALLEL_STEP_OPTIONS_HPP
+#define HPF_PARALLEL_STEP_OPTIONS_HPP
+
+#include <hpf/model/network.hpp>
+#include <hpf/optim/optimizer.hpp>
+#include <hpf/parallel/gradient_reduction.hpp>
+#include <hpf/parallel/schedule.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace hpf {
+
+/// \brief What one training step does, whoever runs it (one process or a grid of them).
+struct StepOptions {
+  /// Global mini-batch: the samples of one optimizer step over all replicas together.
+  std::size_t batch = 128;
+  /// Micro-batches each replica's share of a mini-batch is split into (pipelining; gradient
+  /// accumulation on one process).
+  std::size_t micro_batches = 1;
+  /// Pipeline schedule of the micro-batches (matters with more than one stage).
+  Schedule schedule = Schedule::one_f_one_b;
+  /// Size of the gradient buckets reduced among replicas while backward still runs.
+  std::size_t bucket_bytes = std::size_t{4} << 20;
+  /// How replicas combine gradients (and in which order single-process training adds the
+  /// pieces of data_shards shards, to reproduce it).
+  GradientReduction reduction = GradientReduction::automatic;
+  OptimizerOptions optimizer = SgdOptions{.learning_rate = 0.05, .momentum = 0.9};
+  /// Seed and scheme of the initial weights.
+  NetworkOptions network{};
+  /// Seed of the data order (per-epoch shuffles).
+  std::uint64_t data_seed = 0;
+  /// Samples per forward pass when evaluating.
+  std::size_t eval_batch = 250;
+};
+
+/// \brief Throws std::invalid_argument naming the first option that cannot work with `replicas`
+/// replicas (the data shards of one step). The one check of step options, for every strategy.
+inline void check_step_options(const StepOptions& o, std::size_t replicas, const std::string& who) {
+  auto fail = [&](const std::string& what) { throw std::invalid_argument(who + ": " + what); };
+  if (o.batch == 0) fail("batch must be at least 1");
+  if (o.micro_batches == 0) fail("micro_batches must be at least 1");
+  if (replicas == 0) fail("at least one replica (data shard) is needed");
+  if (o.batch % replicas != 0) {
+    fail("the global batch " + std::to_string(o.batch) + " does not split evenly over " + std::to_string(replicas) +
+         " replicas");
+  }
+  if (o.micro_batches > o.batch / replicas) {
+    fail(std::to_string(o.micro_batches) + " micro-batches of a " + std::to_string(o.batch / replicas) +
+         "-sample replica batch would leave some empty");
+  }
+  if (o.bucket_bytes == 0) fail("bucket_bytes must be positive");
+  if (o.eval_batch == 0) fail("eval_batch must be at least 1");
+  if (resolve(o.reduction, replicas) == GradientReduction::ordered && replicas > ordered_sum_max_parts) {
+    fail("ordered gradient reduction supports up to " + std::to_string(ordered_sum_max_parts) +
+         " replicas; use GradientReduction::allreduce");
+  }
+}
+
+}  // namespace hpf
+
+#endif  // HPF_PARALLEL_STEP_OPTIONS_HPP
