@@ -81,6 +81,10 @@ def parse_args():
     p.add_argument("--max-busy", type=float, default=0.2,
                    help="wait before each run until less than this fraction of all CPUs is busy (default 0.2)")
     p.add_argument("--max-wait", type=float, default=15.0, help="give up waiting after this many seconds (then run)")
+    p.add_argument("--baseline", default="",
+                   help="an hpf_bench_parallel_throughput built from an earlier revision: its data-parallel and "
+                        "pipeline jobs run alternately with the others, and a table compares hpf now against it")
+    p.add_argument("--baseline-revision", default="", help="the revision --baseline was built from (shown)")
     h.add_results_options(p, os.path.join(HERE, "RESULTS.md"))
     args = p.parse_args()
     args.parts = [x for x in args.parts.split(",") if x]
@@ -98,16 +102,18 @@ def parse_args():
     if not os.access(args.hpf, os.X_OK):
         p.error(f"{args.hpf} is not an executable: build it first "
                 "(cmake --build build --target hpf_bench_parallel_throughput)")
+    if args.baseline and not os.access(args.baseline, os.X_OK):
+        p.error(f"--baseline {args.baseline} is not an executable")
     if not shutil.which(args.mpiexec):
         p.error(f"no MPI launcher '{args.mpiexec}'")
     return args
 
 
 # --- commands ----------------------------------------------------------------------------------
-def hpf_cmd(args, ranks, model, stages, batch, micro=1, schedule="1f1b", steps=(1, 1, 1), extra=()):
-    """mpiexec ... hpf_bench_parallel_throughput with these settings."""
+def hpf_cmd(args, ranks, model, stages, batch, micro=1, schedule="1f1b", steps=(1, 1, 1), extra=(), exe=None):
+    """mpiexec ... hpf_bench_parallel_throughput (or `exe`, such as the baseline) with these settings."""
     s, w, r = steps
-    return ([args.mpiexec] + args.mpiexec_flags.split() + ["-n", str(ranks), args.hpf, "--model", model,
+    return ([args.mpiexec] + args.mpiexec_flags.split() + ["-n", str(ranks), exe or args.hpf, "--model", model,
                                                             "--stages", str(stages), "--batch", str(batch),
                                                             "--micro-batches", str(micro), "--schedule", schedule,
                                                             "--steps", str(s), "--warmup", str(w), "--repeats", str(r)]
@@ -139,6 +145,12 @@ def dp_groups(args, env):
             ("hpf 2 allreduce", hpf_cmd(args, 2, model, 1, 2 * batch, steps=steps,
                                         extra=["--stage-times", "--reduction", "allreduce"]), *env),
         ]
+        if args.baseline:
+            groups[f"dp {model}"] += [
+                ("baseline 1", hpf_cmd(args, 1, model, 1, batch, steps=steps, exe=args.baseline), *env),
+                ("baseline 2", hpf_cmd(args, 2, model, 1, 2 * batch, steps=steps, extra=["--stage-times"],
+                                       exe=args.baseline), *env),
+            ]
     return groups
 
 
@@ -189,6 +201,12 @@ def pipeline_groups(args, env, cuts):
                 jobs.append((f"hpf timed cut M={m}", hpf_cmd(args, 2, model, 2, args.batch, m, "1f1b", steps,
                                                              ["--stage-times", "--cut", str(cuts[model])]), *env))
             jobs.append((f"pytorch M={m}", pipe_cmd(args, model, 2, m, "gpipe", steps), *env))
+            if args.baseline:
+                jobs.append((f"baseline M={m}", hpf_cmd(args, 2, model, 2, args.batch, m, "1f1b", steps,
+                                                        ["--stage-times"], exe=args.baseline), *env))
+        if args.baseline:
+            jobs.append(("baseline whole", hpf_cmd(args, 1, model, 1, args.batch, steps=steps, exe=args.baseline),
+                         *env))
         groups[f"pipe {model}"] = jobs
     return groups
 
@@ -520,6 +538,31 @@ def check_report(args, data):
             "and buffer): " + "; ".join(rows) + ".")
 
 
+def baseline_report(args, data):
+    """hpf now against the baseline executable: the same jobs, alternately in the same rounds."""
+    pairs = []
+    if "dp" in args.parts:
+        for model, (batch, *_) in DP_MODELS.items():
+            for ranks in (1, 2):
+                pairs.append((f"{model}, data parallel, {ranks} rank{'s' if ranks > 1 else ''} x batch {batch}",
+                              f"dp {model}", f"hpf {ranks}", f"baseline {ranks}"))
+    if "pipeline" in args.parts:
+        for model in args.pipeline_models:
+            pairs.append((f"{model}, one process, batch {args.batch}", f"pipe {model}", "hpf whole", "baseline whole"))
+            for m in args.micro:
+                pairs.append((f"{model}, 2 stages (Balanced<2>, 1F1B), M = {m}", f"pipe {model}", f"hpf M={m}",
+                              f"baseline M={m}"))
+    rows = []
+    for label, group, now_job, before_job in pairs:
+        now, before = rate(best(data, group, now_job)), rate(best(data, group, before_job))
+        change = ratio(now, before)
+        rows.append([label, h.fmt(now), h.fmt(before), f"**{change:.2f}x**" if change else "-"])
+    name = args.baseline_revision or h.repo_relative(args.baseline, ROOT)
+    return [f"hpf now against hpf at {name} (`{h.repo_relative(args.baseline, ROOT)}`, built from that revision "
+            "with the same build type): the same jobs, run alternately with the others in the same rounds.", "",
+            h.markdown_table(["job", "hpf img/s now", f"hpf img/s at {name}", "now / before"], rows, "lrrr"), ""]
+
+
 def report(args, data, overrides):
     out = ["## Parallel training on 2 ranks: hpf vs PyTorch (data parallelism, pipelines, per-stage memory)", ""]
     out.append(f"Measured {h.today()} by `benchmarks/compare_parallel.py` with "
@@ -548,13 +591,17 @@ def report(args, data, overrides):
         out.append("")
     if "memory" in args.parts:
         out += memory_report(args, data)
+    if args.baseline:
+        out += baseline_report(args, data)
     out.append("Commands (run from the repository root; the runner launches exactly these, with these "
                "variables set):")
     out.append("")
     out.append("```sh")
-    options = h.runner_options(sys.argv[1:], ("--hpf", "--results", "--python", "--mpiexec"))
+    options = h.runner_options(sys.argv[1:], ("--hpf", "--results", "--python", "--mpiexec", "--baseline"))
     out.append(" ".join(["/usr/bin/python3 benchmarks/compare_parallel.py"] + options))
     shown = {args.hpf: args.hpf_shown}
+    if args.baseline:
+        shown[args.baseline_copy] = args.baseline
     seen = set()
     for jobs in data.values():
         for runs in jobs.values():
@@ -577,6 +624,8 @@ def main():
     args.revision = h.git_revision(ROOT)
     args.built = time.strftime("%Y-%m-%d %H:%M", time.localtime(os.path.getmtime(args.hpf)))
     args.hpf_shown, args.hpf = args.hpf, snapshot(args.hpf)
+    if args.baseline:
+        args.baseline_shown, args.baseline = args.baseline, snapshot(args.baseline)
     args.load_start = load_average()
     h.log(f"machine: {h.machine_description()}")
     h.log(f"load now: {100 * h.busy_fraction(1.0):.0f}% of all CPUs busy (load average {args.load_start})")
@@ -585,6 +634,9 @@ def main():
         data, overrides = measure(args)
     finally:
         shutil.rmtree(os.path.dirname(args.hpf), ignore_errors=True)
+        if args.baseline:
+            shutil.rmtree(os.path.dirname(args.baseline), ignore_errors=True)
+            args.baseline_copy, args.baseline = args.baseline, args.baseline_shown
     args.minutes = (time.monotonic() - start) / 60
     args.load_end = load_average()
     text = report(args, data, overrides)

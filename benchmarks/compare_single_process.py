@@ -59,6 +59,10 @@ def parse_args():
                    help="wait before each run until less than this fraction of all CPUs is busy (default 0.45: "
                         "on 2 vCPUs, one core free for the one-thread run)")
     p.add_argument("--max-wait", type=float, default=60.0, help="give up waiting after this many seconds (then run)")
+    p.add_argument("--baseline", default="",
+                   help="an hpf_bench_train_throughput built from an earlier revision: run it as a third side, "
+                        "alternately with the others, and add a table of hpf now against it")
+    p.add_argument("--baseline-revision", default="", help="the revision --baseline was built from (shown)")
     p.add_argument("--no-profile", action="store_true",
                    help="skip the per-kernel profiles (hpf --profile, torch.profiler)")
     h.add_results_options(p, os.path.join(HERE, "RESULTS.md"))
@@ -71,20 +75,23 @@ def parse_args():
     for s in args.settings:
         if s not in h.BLAS_SETTINGS:
             p.error(f"unknown setting '{s}' (known: {', '.join(h.BLAS_SETTINGS)})")
+    if args.baseline and not os.access(args.baseline, os.X_OK):
+        p.error(f"--baseline {args.baseline} is not an executable")
     if not os.access(args.hpf, os.X_OK):
         p.error(f"{args.hpf} is not an executable: build it first "
                 "(cmake --build build --target hpf_bench_train_throughput)")
     return args
 
 
-def model_commands(args, model, profile_steps=0):
-    """(hpf command, PyTorch command) for one model: the same step, warm-up and block counts."""
+def model_commands(args, model, profile_steps=0, hpf=None):
+    """(hpf command, PyTorch command) for one model: the same step, warm-up and block counts (`hpf`:
+    another hpf executable, such as the baseline)."""
     _, steps, warmup, repeats = MODELS[model]
     common = ["--model", model, "--steps", str(args.steps or steps), "--warmup", str(warmup), "--repeats", str(repeats)]
     if profile_steps:
         common = ["--model", model, "--steps", "1", "--warmup", str(warmup), "--repeats", "1",
                   "--profile", str(profile_steps)]
-    return [args.hpf] + common, [args.python, os.path.join(HERE, "pytorch_train.py")] + common
+    return [hpf or args.hpf] + common, [args.python, os.path.join(HERE, "pytorch_train.py")] + common
 
 
 def measure(args):
@@ -102,6 +109,8 @@ def measure(args):
         for model in args.models:
             hpf_cmd, torch_cmd = model_commands(args, model)
             groups[f"{s} {model}"] = [("hpf", hpf_cmd, *envs[s]), ("pytorch", torch_cmd, *envs[s])]
+            if args.baseline:
+                groups[f"{s} {model}"].append(("baseline", model_commands(args, model, hpf=args.baseline)[0], *envs[s]))
     h.log("== single-core SGEMM")
     sgemm_runs = h.alternate(sgemm, **rounds, **gate)
     h.log("== training")
@@ -226,6 +235,9 @@ def report(args, data):
                "one fixed synthetic batch (SGD lr 0.1, momentum 0.9, weight decay 5e-4).")
     out.append("")
 
+    if args.baseline:
+        out += baseline_report(args, data)
+
     if not args.no_profile:
         out += profile_report(args, data)
 
@@ -233,7 +245,7 @@ def report(args, data):
     out.append("Commands (run from the repository root; the runner launches exactly these):")
     out.append("")
     out.append("```sh")
-    options = h.runner_options(sys.argv[1:], ("--hpf", "--results", "--python"))
+    options = h.runner_options(sys.argv[1:], ("--hpf", "--results", "--python", "--baseline"))
     out.append(" ".join(["/usr/bin/python3 benchmarks/compare_single_process.py"] + options))
     first = args.settings[0]
     _, overrides = h.bench_env(h.BLAS_SETTINGS[first][0])
@@ -248,6 +260,28 @@ def report(args, data):
         out.append("")
         out.append(f"and the same with OPENBLAS_CORETYPE={', '.join(others)}.")
     return "\n".join(out) + "\n"
+
+
+def baseline_report(args, data):
+    """hpf now against the baseline executable, from the same alternating runs."""
+    rows = []
+    for model in args.models:
+        for setting in args.settings:
+            runs = data[setting][model]
+            _, now = h.best(runs["hpf"])
+            _, before = h.best(runs["baseline"])
+            ratio = now["images_per_s"] / before["images_per_s"] if now and before else None
+            rows.append([model, setting, h.fmt(now and now["images_per_s"]), h.fmt(before and before["images_per_s"]),
+                         f"**{ratio:.2f}x**" if ratio else "-",
+                         f"{sum(x.ok for x in runs['hpf'])} ({h.quiet_count(runs['hpf'], args.quiet)}) / "
+                         f"{sum(x.ok for x in runs['baseline'])} ({h.quiet_count(runs['baseline'], args.quiet)})"])
+    label = args.baseline_revision or h.repo_relative(args.baseline, ROOT)
+    out = [f"hpf now against hpf at {label} (`{h.repo_relative(args.baseline, ROOT)}`, built from that revision "
+           "with the same build type), a third side of the same alternating runs:", ""]
+    out.append(h.markdown_table(["model", "OpenBLAS", "hpf img/s now", f"hpf img/s at {label}", "now / before",
+                                 "runs (quiet) now / before"], rows, "llrrrr"))
+    out.append("")
+    return out
 
 
 def sgemm_peak(runs):
@@ -324,12 +358,17 @@ def main():
     args.revision = h.git_revision(ROOT)  # at the start: what the executable was (most likely) built from
     args.built = time.strftime("%Y-%m-%d %H:%M", time.localtime(os.path.getmtime(args.hpf)))
     args.hpf_shown, args.hpf = args.hpf, snapshot(args.hpf)
+    if args.baseline:
+        args.baseline_shown, args.baseline = args.baseline, snapshot(args.baseline)
     h.log(f"machine: {h.machine_description()}")
     h.log(f"load now: {100 * h.busy_fraction(1.0):.0f}% of all CPUs busy")
     try:
         data = measure(args)
     finally:
         shutil.rmtree(os.path.dirname(args.hpf), ignore_errors=True)
+        if args.baseline:
+            shutil.rmtree(os.path.dirname(args.baseline), ignore_errors=True)
+            args.baseline = args.baseline_shown
     text = report(args, data)
     failed = [f"{s}/{m}/{side}" for s in args.settings for m in args.models
               for side in ("hpf", "pytorch") if not any(r.ok for r in data[s][m][side])]

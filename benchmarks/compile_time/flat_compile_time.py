@@ -1,17 +1,18 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
 """Compile time and peak memory of g++ -O2 on flat models (flat_model.cpp: N layers written out
-without Repeat, trained through Trainer and through fit with a 4-stage pipeline) of 250, 500, 1000
-and 2000 layers, and of PreActResNet-1001 through Repeat (train_step.cpp). Writes the
+without Repeat, trained through Trainer and through fit with a 4-stage pipeline) of 250, 500, 1000,
+2000 and 4000 layers, and of PreActResNet-1001 through Repeat (train_step.cpp). Writes the
 `compile-flat` section of benchmarks/RESULTS.md.
 
-    benchmarks/compile_time/flat_compile_time.py [-b BUILD_DIR] [--layers 250 500 1000 2000]
+    benchmarks/compile_time/flat_compile_time.py [-b BUILD_DIR] [--layers 250 500 1000 2000 4000]
                                                  [--repeats R] [--no-write]
 
 Each compile waits for a quiet machine first (up to --max-wait s) and the fastest of --repeats
 runs is kept. Wall time on a shared machine is inflated by other work; CPU time (user + sys) is
 the steadier number and is what the linearity check uses. Exits 1 if 2000 flat layers exceed
-60 s or 2 GiB, or the growth from 1000 to 2000 layers is not linear (CPU time more than 2.6x).
+60 s or 2 GiB, or the growth from 1000 to 2000 layers is not linear (CPU time or peak memory more
+than 2x).
 """
 import argparse
 import os
@@ -24,6 +25,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.dirname(HERE))
 import bench_harness as h  # noqa: E402
 
+BUDGET_LAYERS = 2000  # the issue's goal: 2000 flat layers within the budget below
 BUDGET_SECONDS = 60
 BUDGET_MIB = 2048
 
@@ -65,7 +67,7 @@ def main(argv):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("-b", "--build-dir", default=os.path.join(ROOT, "build"), help="configured build (hpf/config.hpp)")
     p.add_argument("--cxx", default="g++")
-    p.add_argument("--layers", type=int, nargs="+", default=[250, 500, 1000, 2000])
+    p.add_argument("--layers", type=int, nargs="+", default=[250, 500, 1000, 2000, 4000])
     p.add_argument("--repeats", type=int, default=1)
     p.add_argument("--max-wait", type=float, default=120.0, help="seconds to wait for a quiet machine per compile")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds after which a compile is stopped")
@@ -88,15 +90,22 @@ def main(argv):
             if r is None or r == "timeout":
                 failed.append(name)
                 what = "failed" if r is None else f"> {args.timeout:.0f} (stopped)"
-                rows.append([name, what, "-", "-", "-", "-"])
+                rows.append([name, what, "-", "-", "-", "-", "-"])
                 continue
             wall, cpu, mib, busy = r
+            # What each further 1000 layers cost since the previous (shorter) flat row: constant
+            # when growth is linear.
+            shorter = [m for m in results if m is not None and n is not None and m < n]
+            added = ["-", "-"]
+            if shorter:
+                m = max(shorter)
+                scale = 1000 / (n - m)
+                added = [f"{(cpu - results[m][1]) * scale:.1f}", f"{(mib - results[m][2]) * scale:.0f}"]
             results[n] = r
-            per_layer = f"{cpu / n * 1000:.0f}" if n else "-"
-            rows.append([name, f"{wall:.1f}", f"{cpu:.1f}", f"{mib:.0f}", per_layer, f"{busy * 100:.0f} %"])
+            rows.append([name, f"{wall:.1f}", f"{cpu:.1f}", f"{mib:.0f}", *added, f"{busy * 100:.0f} %"])
 
     verdict = []
-    big = max(args.layers)
+    big = BUDGET_LAYERS if BUDGET_LAYERS in args.layers else max(args.layers)
     if big not in results:
         verdict.append(f"- {big} flat layers: no completed compile, so OVER the budget of {BUDGET_SECONDS} s and {BUDGET_MIB} MiB.")
     else:
@@ -109,9 +118,10 @@ def main(argv):
     if 1000 in results and 2000 in results:
         ratio = results[2000][1] / results[1000][1]
         mib_ratio = results[2000][2] / results[1000][2]
-        linear = ratio <= 2.6
+        linear = ratio <= 2.0 and mib_ratio <= 2.0
         verdict.append(f"- growth from 1000 to 2000 layers: CPU time x{ratio:.2f}, peak memory x{mib_ratio:.2f} "
-                       f"({'linear or better' if linear else 'SUPERLINEAR'}; x2 is linear, a fixed cost makes it less).")
+                       f"({'linear or better' if linear else 'SUPERLINEAR'}; x2 is linear, the fixed cost of the "
+                       "headers and the engine makes it less).")
         if not linear:
             failed.append("linear growth")
 
@@ -126,9 +136,10 @@ def main(argv):
         "without `Repeat` (plus a Dense head and the loss), trained through `hpf::Trainer` and through "
         "`hpf::fit<Model, hpf::Pipeline<hpf::Balanced<4>>>`; `train_step.cpp` is one training step of "
         "PreActResNet-1001, whose blocks come through `Repeat`. CPU = user + sys; busy = the share of the "
-        "machine other processes used just before the compile (wall time grows with it).",
+        "machine other processes used just before the compile (wall time grows with it). The per-1000-layers "
+        "columns compare a row with the previous flat row: they stay about constant when growth is linear.",
         "",
-        h.markdown_table(["model", "wall s", "CPU s", "peak MiB", "CPU ms per layer", "busy before"], rows),
+        h.markdown_table(["model", "wall s", "CPU s", "peak MiB", "CPU s per 1000 more layers", "MiB per 1000 more layers", "busy before"], rows),
         "",
         *verdict,
     ])

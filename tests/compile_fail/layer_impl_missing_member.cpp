@@ -1,6 +1,6 @@
 // A user's layer whose implementation forgets one member of the run-time protocol (workspace):
 // the error names the member and the layer, not a failed call deep inside the chain.
-// expect-message: must define std::size_t workspace(std::size_t capacity) const
+// expect-message: must define std::size_t workspace
 // expect-early: MyScale
 #include <hpf/layers/bind.hpp>
 #include <hpf/layers/dense.hpp>

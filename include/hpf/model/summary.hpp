@@ -57,7 +57,9 @@ std::string summary(std::size_t batch = 1, std::size_t scalar_bytes = sizeof(flo
   for (std::size_t i = 0; i < Model::size; ++i) {  // a run-time loop over tables: no code per layer
     const std::size_t n = rows::leaves[i];
     const LayerCost& cost = rows::costs[i];
-    const std::string leaves = n ? std::to_string(first_leaf) + (n > 1 ? "-" + std::to_string(first_leaf + n - 1) : "") : "-";
+    // Appended piece by piece: g++ 12 at -O3 warns falsely (-Wrestrict) on `"-" + std::string`.
+    std::string leaves = n ? std::to_string(first_leaf) : "-";
+    if (n > 1) leaves.append("-").append(std::to_string(first_leaf + n - 1));
     first_leaf += n;
     std::snprintf(line, sizeof line, "%-4zu %-11s %-52s %-12s %12s %11.2f %10.2f\n", i, leaves.c_str(),
                   detail::fit_width(rows::describe[i](), 52).c_str(), rows::output_shape[i]().c_str(),
