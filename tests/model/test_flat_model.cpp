@@ -54,6 +54,12 @@ static_assert(hpf::size_v<hpf::at_t<hpf::chunks_t<Numbers>, 2>> == 5);
 static_assert(std::is_same_v<hpf::join_t<hpf::chunks_t<Numbers>>, Numbers>);
 static_assert(hpf::size_v<hpf::chunks_t<hpf::type_list<>>> == 0 && hpf::size_v<hpf::chunks_t<hpf::type_list<int>>> == 1);
 static_assert(std::is_same_v<hpf::join_t<hpf::chunks_t<Model::bound_layers>>, Model::bound_layers>);
+// slice_t: whole chunks, dropped chunks and chunks cut by either bound.
+static_assert(std::is_same_v<hpf::slice_t<Numbers, 0, 37>, Numbers>);
+static_assert(std::is_same_v<hpf::slice_t<Numbers, 16, 32>, hpf::at_t<hpf::chunks_t<Numbers>, 1>>);
+static_assert(hpf::size_v<hpf::slice_t<Numbers, 5, 5>> == 0 && hpf::size_v<hpf::slice_t<Numbers, 3, 35>> == 32);
+static_assert(std::is_same_v<hpf::at_t<hpf::slice_t<Numbers, 3, 35>, 0>, std::integral_constant<int, 3>>);
+static_assert(std::is_same_v<hpf::at_t<hpf::slice_t<Numbers, 3, 35>, 31>, std::integral_constant<int, 34>>);
 
 hpf::data::TrainTest synthetic(const hpf::data::Shard& shard) {
   return {hpf::data::synthetic_dataset(64, 8, 1, 1, 4, 1, shard), hpf::data::synthetic_dataset(16, 8, 1, 1, 4, 2, shard)};

@@ -150,6 +150,45 @@ struct join_impl<Lists, false> : join_chunks<chunks_t<Lists>> {};
 template <class Lists>
 using join_t = typename detail::join_impl<Lists>::type;
 
+// slice_t<L, From, To>: (T0..Tn) => [T_From .. T_(To-1)], chunk by chunk: a chunk inside the range
+// is kept whole, one outside is dropped, and only the (at most two) chunks the bounds cut are
+// filtered element by element. Positions are compared with From and To, never looked up.
+namespace detail {
+enum class SliceCut { all, none, some };
+template <std::size_t First, std::size_t Size, std::size_t From, std::size_t To>
+inline constexpr SliceCut slice_cut = (From <= First && First + Size <= To)   ? SliceCut::all
+                                      : (First + Size <= From || To <= First) ? SliceCut::none
+                                                                              : SliceCut::some;
+template <std::size_t First, std::size_t From, std::size_t To, class Chunk,
+          SliceCut Cut = slice_cut<First, size_v<Chunk>, From, To>>
+struct slice_chunk {
+  using type = Chunk;
+};
+template <std::size_t First, std::size_t From, std::size_t To, class Chunk>
+struct slice_chunk<First, From, To, Chunk, SliceCut::none> {
+  using type = type_list<>;
+};
+template <std::size_t First, std::size_t From, std::size_t To, class Chunk, class Positions>
+struct slice_within;
+template <std::size_t First, std::size_t From, std::size_t To, class... Ts, std::size_t... K>
+struct slice_within<First, From, To, type_list<Ts...>, std::index_sequence<K...>> {
+  using type = typename join_fold<
+      type_list<std::conditional_t<(From <= First + K && First + K < To), type_list<Ts>, type_list<>>...>>::type;
+};
+template <std::size_t First, std::size_t From, std::size_t To, class Chunk>
+struct slice_chunk<First, From, To, Chunk, SliceCut::some>
+    : slice_within<First, From, To, Chunk, std::make_index_sequence<size_v<Chunk>>> {};
+template <std::size_t From, std::size_t To, class Chunks, class Indices>
+struct slice_impl;
+template <std::size_t From, std::size_t To, class... Chunks, std::size_t... C>
+struct slice_impl<From, To, type_list<Chunks...>, std::index_sequence<C...>> {
+  using type = join_t<type_list<typename slice_chunk<C * chunk_size, From, To, Chunks>::type...>>;
+};
+}  // namespace detail
+
+template <class L, std::size_t From, std::size_t To>
+using slice_t = typename detail::slice_impl<From, To, chunks_t<L>, std::make_index_sequence<size_v<chunks_t<L>>>>::type;
+
 // for_each_index<N>(f): (f, N) => f(integral_constant<0>), ..., f(integral_constant<N-1>)
 /// Calls `f(std::integral_constant<std::size_t, I>{})` for I = 0..N-1, in order, by one pack
 /// expansion (no recursion).

@@ -91,6 +91,10 @@ constexpr std::uint64_t unit_cost_of() {
   }
 }
 template <class Layer>
+constexpr bool is_repeat_of() {
+  return repeat_traits<Layer>::is_repeat;
+}
+template <class Layer>
 constexpr std::size_t copies_of() {
   if constexpr (repeat_traits<Layer>::is_repeat) {
     return repeat_traits<Layer>::count;
@@ -106,6 +110,7 @@ struct layer_arrays<type_list<Layers...>, type_list<Bound...>> {
   static constexpr std::array<std::size_t, sizeof...(Layers)> unit_leaves{{unit_leaves_of<Layers, Bound>()...}};
   static constexpr std::array<std::uint64_t, sizeof...(Layers)> unit_cost{{unit_cost_of<Layers, Bound>()...}};
   static constexpr std::array<std::size_t, sizeof...(Layers)> copies{{copies_of<Layers>()...}};
+  static constexpr std::array<bool, sizeof...(Layers)> repeats{{is_repeat_of<Layers>()...}};
 };
 
 /// Where each top-level layer of Model sits among the leaves, and its cost per cut unit (one
@@ -125,6 +130,7 @@ struct layer_positions {
   static constexpr std::array<std::uint64_t, count> unit_cost = arrays::unit_cost;
   /// Copies of each layer: a Repeat's count, else 1.
   static constexpr std::array<std::size_t, count> copies = arrays::copies;
+  static constexpr std::array<bool, count> repeats = arrays::repeats;
 
   /// The layer holding leaf `leaf` (for leaf < Model::leaves).
   static constexpr std::size_t layer_of(std::size_t leaf) {
@@ -256,29 +262,45 @@ struct resolve_partition<Model, Balanced<S>> {
 };
 
 /// What top-level layer u contributes to stage [begin, end): the whole layer, or copies
-/// [copy_begin, copy_end) of a Repeat.
+/// [copy_begin, copy_end) of a Repeat; `any` when that is not nothing.
 struct StagePieceRange {
   bool whole = false;
   std::size_t copy_begin = 0, copy_end = 0;
+  bool any = false;
 };
-/// Every top-level layer's range in stage [Begin, End), in one constexpr loop: a class per layer
-/// keyed on the model would put the whole model's name into thousands of symbols (quadratic in a
-/// flat list's length, and g++ 12 allocates each name of over 4 KiB slowly).
+/// The top-level layers with a piece in stage [Begin, End): a contiguous range [begin, end), since
+/// leaves are in order, whose inner layers are whole; only the first and the last can be part of
+/// a Repeat. Found by one constexpr loop. (A class per layer keyed on the model would put the
+/// whole model's name into thousands of symbols, and reading a model-sized constexpr array once
+/// per layer costs g++ a copy of the array each time: both quadratic in a flat list's length.)
 template <class Model, std::size_t Begin, std::size_t End, bool Last>
-constexpr auto stage_piece_ranges() {
-  using where = layer_positions<Model>;
-  std::array<StagePieceRange, Model::size> r{};
-  for (std::size_t u = 0; u < Model::size; ++u) {
-    const std::size_t first = where::first_leaf[u], last_end = where::first_leaf[u + 1];
-    const std::size_t per_copy = where::unit_leaves[u] ? where::unit_leaves[u] : 1;
-    const std::size_t copies = where::copies[u];
-    auto clamp = [&](std::size_t v) { return v < copies ? v : copies; };
-    r[u].whole = (Begin <= first && first < End) || (Last && first == End);
-    r[u].copy_begin = first >= Begin ? 0 : clamp((Begin - first) / per_copy);
-    r[u].copy_end = last_end <= End ? copies : (End > first ? clamp((End - first) / per_copy) : 0);
-  }
-  return r;
-}
+struct stage_span {
+  static constexpr std::array<StagePieceRange, Model::size> ranges = [] {
+    using where = layer_positions<Model>;
+    std::array<StagePieceRange, Model::size> r{};
+    for (std::size_t u = 0; u < Model::size; ++u) {
+      const std::size_t first = where::first_leaf[u], last_end = where::first_leaf[u + 1];
+      const std::size_t per_copy = where::unit_leaves[u] ? where::unit_leaves[u] : 1;
+      const std::size_t copies = where::copies[u];
+      auto clamp = [&](std::size_t v) { return v < copies ? v : copies; };
+      r[u].whole = (Begin <= first && first < End) || (Last && first == End);
+      r[u].copy_begin = first >= Begin ? 0 : clamp((Begin - first) / per_copy);
+      r[u].copy_end = last_end <= End ? copies : (End > first ? clamp((End - first) / per_copy) : 0);
+      r[u].any = where::repeats[u] ? r[u].copy_end > r[u].copy_begin : r[u].whole;
+    }
+    return r;
+  }();
+  static constexpr std::size_t begin = [] {
+    std::size_t u = 0;
+    while (u < Model::size && !ranges[u].any) ++u;
+    return u;
+  }();
+  static constexpr std::size_t end = [] {
+    std::size_t u = begin;
+    while (u < Model::size && ranges[u].any) ++u;
+    return u;
+  }();
+};
 
 /// The layers a top-level layer contributes to a stage: none or the layer (Whole), or the part of
 /// a Repeat between the cuts (a shorter Repeat of the same block, named as before).
@@ -294,6 +316,29 @@ struct stage_piece<Layer, Whole, CopyBegin, CopyEnd, true> {
                                   type_list<Repeat<(CopyEnd > CopyBegin ? CopyEnd - CopyBegin : 1),
                                                    typename traits::block, traits::first + CopyBegin>>,
                                   type_list<>>;
+};
+
+/// The layers of stage [Begin, End): the span's first and last layers as pieces, the inner ones
+/// as a slice of the model's list.
+template <class Model, std::size_t Begin, std::size_t End, bool Last,
+          std::size_t Count = stage_span<Model, Begin, End, Last>::end - stage_span<Model, Begin, End, Last>::begin>
+struct stage_layers {
+  using span = stage_span<Model, Begin, End, Last>;
+  template <std::size_t U>
+  using piece = typename stage_piece<at_t<typename Model::layers, U>, span::ranges[U].whole, span::ranges[U].copy_begin,
+                                     span::ranges[U].copy_end>::type;
+  using type = join_t<type_list<piece<span::begin>, slice_t<typename Model::layers, span::begin + 1, span::end - 1>,
+                                piece<span::end - 1>>>;
+};
+template <class Model, std::size_t Begin, std::size_t End, bool Last>
+struct stage_layers<Model, Begin, End, Last, 1> {
+  using span = stage_span<Model, Begin, End, Last>;
+  using type = typename stage_piece<at_t<typename Model::layers, span::begin>, span::ranges[span::begin].whole,
+                                    span::ranges[span::begin].copy_begin, span::ranges[span::begin].copy_end>::type;
+};
+template <class Model, std::size_t Begin, std::size_t End, bool Last>
+struct stage_layers<Model, Begin, End, Last, 0> {
+  using type = type_list<>;
 };
 
 template <std::size_t NameBase, class List>
@@ -335,31 +380,9 @@ struct Stage {
   static constexpr std::size_t end_leaf = stage_bounds_v<Model, Partition>[Index + 1];
   static constexpr bool is_first = Index == 0;
   static constexpr bool is_last = Index + 1 == stages;
-
- private:
-  // Each top-level layer's piece of this stage (a list of none or one layer), by one pack
-  // expansion over the layers and their indices together.
-  static constexpr auto ranges = detail::stage_piece_ranges<Model, first_leaf, end_leaf, is_last>();
-  // A layer that is not a Repeat ignores the copy range, so it is not part of the piece's type.
-  template <class Layer, std::size_t U>
-  using piece = typename detail::stage_piece<Layer, ranges[U].whole, detail::repeat_traits<Layer>::is_repeat ? ranges[U].copy_begin : 0,
-                                             detail::repeat_traits<Layer>::is_repeat ? ranges[U].copy_end : 0>::type;
-  template <class... Layers, std::size_t... U>
-  static auto pieces(type_list<Layers...>, std::index_sequence<U...>) -> type_list<piece<Layers, U>...>;
-  using piece_lists = decltype(pieces(typename Model::layers{}, std::make_index_sequence<Model::size>{}));
-  template <class... Pieces>
-  static constexpr std::size_t first_layer_of(type_list<Pieces...>) {
-    constexpr std::array<std::size_t, sizeof...(Pieces)> sizes{{size_v<Pieces>...}};
-    for (std::size_t u = 0; u < sizes.size(); ++u) {
-      if (sizes[u] > 0) return u;
-    }
-    return Model::size;
-  }
-
- public:
-  using layers = join_t<piece_lists>;
+  using layers = typename detail::stage_layers<Model, first_leaf, end_leaf, is_last>::type;
   /// Index of the stage's first layer in the whole model (names of its layers start there).
-  static constexpr std::size_t first_layer = first_layer_of(piece_lists{});
+  static constexpr std::size_t first_layer = detail::stage_span<Model, first_leaf, end_leaf, is_last>::begin;
   using input_shape = typename at_t<typename Model::bound_layers, first_layer>::input_shape;
   using bound = bind_t<typename detail::stage_chain<first_layer, layers>::type, input_shape>;
   using bound_layers = typename bound::bound_list;
