@@ -8,6 +8,10 @@ section of benchmarks/RESULTS.md.
 
   /usr/bin/python3 benchmarks/compare_parallel.py                       # everything (~20 min)
   /usr/bin/python3 benchmarks/compare_parallel.py --parts dp --rounds 1 --no-write
+  # against an earlier revision REV, run as a third side in the same rounds:
+  git worktree add --detach ../hpf-REV REV && cmake -S ../hpf-REV -B ../hpf-REV/build -G Ninja \
+      -DCMAKE_BUILD_TYPE=Release -DHPF_ENABLE_TESTS=OFF && cmake --build ../hpf-REV/build --target hpf_bench_parallel_throughput
+  /usr/bin/python3 benchmarks/compare_parallel.py --baseline ../hpf-REV/build/benchmarks/hpf_bench_parallel_throughput --baseline-revision REV
   cmake --build build --target hpf_benchmarks_parallel                  # the same, from the build
 
 Every process runs one thread (OMP/OpenBLAS/MKL pools pinned to 1) with OPENBLAS_CORETYPE set

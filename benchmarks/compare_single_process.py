@@ -7,6 +7,10 @@ Prints the tables and writes the `single-process` section of benchmarks/RESULTS.
 
   /usr/bin/python3 benchmarks/compare_single_process.py                 # everything (~15-25 min)
   /usr/bin/python3 benchmarks/compare_single_process.py --models mlp --settings skylakex --rounds 2 --no-write
+  # against an earlier revision REV, run as a third side in the same rounds:
+  git worktree add --detach ../hpf-REV REV && cmake -S ../hpf-REV -B ../hpf-REV/build -G Ninja \
+      -DCMAKE_BUILD_TYPE=Release -DHPF_ENABLE_TESTS=OFF && cmake --build ../hpf-REV/build --target hpf_bench_train_throughput
+  /usr/bin/python3 benchmarks/compare_single_process.py --baseline ../hpf-REV/build/benchmarks/hpf_bench_train_throughput --baseline-revision REV
   cmake --build build --target hpf_benchmarks_single_process            # the same, from the build
 
 For every BLAS setting (OPENBLAS_CORETYPE set explicitly and identically for both sides, thread
