@@ -9,7 +9,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # folder -> the hpf folders (and single headers) its headers may include besides its own.
 declare -A allowed=(
   [meta]=""
-  [trace]=""
+  [trace]="config.hpp"
   [system]=""
   [tensor]="meta"
   [layers]="meta tensor trace config.hpp"

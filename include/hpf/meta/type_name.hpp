@@ -31,6 +31,16 @@ constexpr std::string_view type_name() noexcept {
   return full.substr(start, end - start);
 }
 
+/// T's template name without namespaces or arguments ("Dense" for hpf::Dense<10>::bind<...>): a
+/// short label for a layer kind.
+template <class T>
+constexpr std::string_view short_type_name() noexcept {
+  constexpr std::string_view full = type_name<T>();
+  constexpr std::string_view head = full.substr(0, full.find('<'));
+  constexpr auto colon = head.rfind("::");
+  return colon == std::string_view::npos ? head : head.substr(colon + 2);
+}
+
 /// A 64-bit hash of `type_name<T>()`: the signature ranks compare before training together.
 template <class T>
 inline constexpr std::uint64_t type_hash_v = fnv1a(type_name<T>());
