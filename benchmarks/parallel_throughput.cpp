@@ -34,6 +34,7 @@
 #include <hpf/parallel/schedule.hpp>
 #include <hpf/parallel/stage_engine.hpp>
 #include <hpf/parallel/strategy.hpp>
+#include <hpf/parallel/timeline.hpp>
 #include <hpf/system/blas.hpp>
 #include <hpf/train/fit.hpp>
 #include <hpf/zoo/models.hpp>
@@ -300,12 +301,16 @@ void run_stage(const hpf::comm::Communicator& world, const hpf::ProcessGrid& gri
   const MemoryMarks memory;
   views::install(true);
   Engine engine(grid, o, data.train, nullptr);
+  // HPF_TRACE=FILE (HPF_TRACE_STEPS, HPF_TRACE_LAYERS): the timeline of the steps asked for,
+  // counted from the first step; off, it costs what tracing compiled in but unused costs.
+  hpf::Timeline<typename Engine::links_type> timeline(hpf::trace::TraceOptions::from_environment(), o, engine.links());
   // Full global batches only (Fashion-MNIST's last partial batch is skipped), cycled over epochs.
   const std::size_t full_steps = std::max<std::size_t>(1, data.train.size() / o.batch);
   std::size_t next = 0;
   auto train_steps = [&](std::size_t count) {
     double loss = 0;
     for (std::size_t i = 0; i < count; ++i, ++next) {
+      timeline.at_step(next);
       const hpf::StepResult r = engine.step(next / full_steps, next % full_steps);
       loss = r.loss_sum / static_cast<double>(r.samples);
     }
@@ -337,6 +342,7 @@ void run_stage(const hpf::comm::Communicator& world, const hpf::ProcessGrid& gri
     busy::install(false);
     busy_ms = 1e3 * busy::seconds / static_cast<double>(steps);
   }
+  timeline.finish();
 
   using StageModel = typename Engine::network_type::model_type;
   const double stage_gflop = 6.0 * static_cast<double>(StageModel::cost.macs) * 1e-9;  // per sample

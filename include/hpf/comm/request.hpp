@@ -4,6 +4,7 @@
 
 #include <hpf/comm/error.hpp>
 #include <hpf/comm/mpi.hpp>
+#include <hpf/trace/span.hpp>
 
 #include <exception>
 #include <functional>
@@ -30,12 +31,23 @@ class Request {
       operation_ = other.operation_;
       keep_alive_ = std::move(other.keep_alive_);
       on_complete_ = std::move(other.on_complete_);
+      span_ = std::move(other.span_);
     }
     return *this;
   }
   Request(const Request&) = delete;
   Request& operator=(const Request&) = delete;
   ~Request() { finish_quietly(); }
+
+  /// Ends `span` (a trace span opened when the operation was posted) when the operation is seen
+  /// to complete.
+  void trace_until_complete(trace::Pending span) noexcept {
+    if (done()) {
+      span.close();
+    } else {
+      span_ = std::move(span);
+    }
+  }
 
   /// True when nothing is in flight any more.
   bool done() const noexcept { return request_ == MPI_REQUEST_NULL; }
@@ -58,6 +70,7 @@ class Request {
  private:
   void complete() {
     request_ = MPI_REQUEST_NULL;
+    span_.close();
     if (on_complete_) std::exchange(on_complete_, nullptr)();
     keep_alive_.reset();
   }
@@ -73,6 +86,7 @@ class Request {
   const char* operation_ = "";
   std::shared_ptr<void> keep_alive_;
   std::function<void()> on_complete_;
+  trace::Pending span_;
 };
 
 }  // namespace hpf::comm

@@ -7,11 +7,14 @@
 #include <hpf/layers/parameters.hpp>
 #include <hpf/layers/protocol.hpp>
 #include <hpf/meta/type_list.hpp>
+#include <hpf/meta/type_name.hpp>
 #include <hpf/tensor/views.hpp>
+#include <hpf/trace/span.hpp>
 
 #include <array>
 #include <cstddef>
 #include <string>
+#include <string_view>
 #include <utility>
 
 namespace hpf {
@@ -208,6 +211,7 @@ struct child_ops {
                   void* tape);
   void (*backward)(const void* child, const Context<T, Space>& ctx, ConstActivation<T, Space> x,
                    ConstActivation<T, Space> y, ConstActivation<T, Space> dy, Activation<T, Space> dx, void* tape);
+  std::string_view name;  ///< the layer kind, for per-layer trace spans
 };
 template <class Impl, class T, class Space>
 struct erased_child {
@@ -233,7 +237,8 @@ struct erased_child {
                        ConstActivation<T, Space> y, ConstActivation<T, Space> dy, Activation<T, Space> dx, void* tape) {
     static_cast<const Impl*>(child)->backward(ctx, x, y, dy, dx, *static_cast<tape_type*>(tape));
   }
-  static constexpr child_ops<T, Space> ops{&bind, &reserve, &workspace, &scratch, &forward, &backward};
+  static constexpr child_ops<T, Space> ops{&bind, &reserve, &workspace, &scratch, &forward, &backward,
+                                           short_type_name<Impl>()};
 };
 
 /// Run-time chain: children in order, each child's output buffered per micro-batch in the tape
@@ -312,6 +317,7 @@ class ChainImpl<type_list<Bound...>, T, Space, NameBase> {
     const auto& children = children_;
     const auto& tapes = tape.children;
     for (std::size_t i = 0; i < count; ++i) {
+      const trace::LayerSpan span(ops_[i]->name, NameBase + i);
       ops_[i]->forward(children[i], ctx, input_of(i, x, tape, n), i + 1 == count ? y : stored_output(i, tape, n),
                        tapes[i]);
     }
@@ -339,6 +345,7 @@ class ChainImpl<type_list<Bound...>, T, Space, NameBase> {
         grad_in = gradient_view(i - 1, gradients, (i - 1) % 2, n);
       }
       const ConstActivation<T, Space> out = i + 1 == count ? y : ConstActivation<T, Space>(stored_output(i, tape, n));
+      const trace::LayerSpan span(ops_[i]->name, NameBase + i);
       ops_[i]->backward(children[i], inner, input_of(i, x, tape, n), out, grad_out, grad_in, tapes[i]);
       if (ctx.gradients_ready) ctx.gradients_ready(parameter_begin_[i]);
     }

@@ -9,11 +9,14 @@
 #include <hpf/parallel/gradient_reduction.hpp>
 #include <hpf/tensor/views.hpp>
 #include <hpf/trace/region.hpp>
+#include <hpf/trace/span.hpp>
 
 #include <Kokkos_Core.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace hpf {
@@ -74,9 +77,12 @@ class GradientBuckets {
   void finish() {
     if (replicas_.size() == 1) return;
     trace::Region region("hpf::GradientBuckets::finish");
-    ready(0);
+    {
+      const trace::Span posting(trace::Track::wait, "start buckets");  // the thread is inside MPI
+      ready(0);
+    }
     for (std::size_t b = 0; b < requests_.size(); ++b) {
-      requests_[b].wait();
+      trace::wait(requests_[b], "allreduce", tags(b));
       sum_gathered(b);
     }
   }
@@ -90,17 +96,23 @@ class GradientBuckets {
 
  private:
   auto bucket_view(std::size_t b) const { return Kokkos::subview(gradients_, Kokkos::make_pair(begins_[b], ends_[b])); }
+  trace::Tags tags(std::size_t b) const {
+    return {.bucket = static_cast<std::int32_t>(b), .bytes = static_cast<std::int64_t>((ends_[b] - begins_[b]) * sizeof(T))};
+  }
   void start(std::size_t b) {
+    trace::Pending span = trace::Pending::open(trace::Track::collective, "allreduce", tags(b));
     if (reduction_ == GradientReduction::ordered) {
       requests_[b] = comm::iallgather(replicas_, bucket_view(b), gathered_[b]);
       summed_[b] = false;
     } else {
       requests_[b] = comm::iallreduce(replicas_, bucket_view(b));
     }
+    requests_[b].trace_until_complete(std::move(span));
   }
   /// Ordered reduction of a bucket whose gather has completed (once).
   void sum_gathered(std::size_t b) {
     if (reduction_ != GradientReduction::ordered || summed_[b]) return;
+    trace::Span span(trace::Track::compute, "reduce bucket", tags(b));
     const std::size_t length = ends_[b] - begins_[b];
     ordered_sum(Space{}, gathered_[b].data(), static_cast<std::size_t>(replicas_.size()), length,
                 gradients_.data() + begins_[b], length);

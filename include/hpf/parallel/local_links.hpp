@@ -7,13 +7,18 @@
 #include <hpf/parallel/step_options.hpp>
 #include <hpf/tensor/ordered_sum.hpp>
 #include <hpf/tensor/views.hpp>
+#include <hpf/trace/chrome_trace.hpp>
+#include <hpf/trace/clock.hpp>
+#include <hpf/trace/span.hpp>
 
 #include <Kokkos_Core.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <numeric>
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -35,6 +40,7 @@ class LocalLinks {
   };
   /// Nothing is ever in flight.
   struct request {
+    bool done() const { return true; }
     void wait() {}
   };
   static std::size_t replicas_of(const Placement& placement) { return placement.shards; }
@@ -55,12 +61,19 @@ class LocalLinks {
   /// The part of an evaluation set this process streams through the model: all of it.
   data::Shard evaluation_shard() const { return {}; }
 
+  // The timeline's parts (hpf::Timeline): this process is its own reference and the only part.
+  trace::ClockSample clock_sample() const { return trace::own_clock(); }
+  trace::ProcessFacts trace_facts() const { return {}; }
+  std::vector<std::string> gather_on_first(const std::string& part) const { return {part}; }
+
   void begin_step() {}
   /// Nothing overlaps backward here.
   std::function<void(std::size_t)> gradients_ready() const { return {}; }
 
   /// Shard `k` of shards() has finished its backward passes.
   void shard_done(std::size_t k) {
+    if (!ordered_ && !(k == 0 && shard_count_ > 1 && buffers_.extent(0) > 0)) return;
+    trace::Span span(trace::Track::compute, "park shard");
     const std::size_t length = gradients_.extent(0);
     if (ordered_) {
       ensure_capacity(shard_gradients_, shard_count_ * length, "hpf::LocalLinks::shard_gradients");
@@ -74,8 +87,10 @@ class LocalLinks {
   }
   /// Afterwards gradients hold the sum over shards.
   void finish_gradients() {
+    if (!ordered_) return;
+    trace::Span span(trace::Track::compute, "reduce shards");
     const std::size_t length = gradients_.extent(0);
-    if (ordered_) ordered_sum(Space{}, shard_gradients_.data(), shard_count_, length, gradients_.data(), length);
+    ordered_sum(Space{}, shard_gradients_.data(), shard_count_, length, gradients_.data(), length);
   }
   /// Every replica keeps replica 0's buffers.
   void share_buffers() {

@@ -2,6 +2,8 @@
 #ifndef HPF_PARALLEL_MPI_LINKS_HPP
 #define HPF_PARALLEL_MPI_LINKS_HPP
 
+#include <hpf/comm/clock_offset.hpp>
+#include <hpf/comm/gather_text.hpp>
 #include <hpf/comm/request.hpp>
 #include <hpf/comm/transfer.hpp>
 #include <hpf/data/shard.hpp>
@@ -9,10 +11,15 @@
 #include <hpf/parallel/grid.hpp>
 #include <hpf/parallel/step_options.hpp>
 #include <hpf/tensor/views.hpp>
+#include <hpf/trace/chrome_trace.hpp>
+#include <hpf/trace/clock.hpp>
+#include <hpf/trace/span.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -60,6 +67,14 @@ class MpiLinks {
     return comm::isend(grid_.pipeline(), v, static_cast<int>(grid_.stage()) - 1, tag);
   }
 
+  // The timeline's collective parts (hpf::Timeline).
+  trace::ClockSample clock_sample() const { return comm::measure_clock_offset(grid_.world()); }
+  trace::ProcessFacts trace_facts() const {
+    return {.rank = grid_.world().rank(), .stage = static_cast<int>(grid_.stage()), .replica = static_cast<int>(grid_.replica()),
+            .buckets = grid_.replicas() > 1 ? buckets_.bucket_count() : 0};
+  }
+  std::vector<std::string> gather_on_first(const std::string& part) const { return comm::gather_text(grid_.world(), part); }
+
   void begin_step() { buckets_.begin_step(); }
   /// Starts the buckets backward has finished (overlapping the rest of backward).
   std::function<void(std::size_t)> gradients_ready() {
@@ -69,10 +84,14 @@ class MpiLinks {
   void shard_done(std::size_t) {}
   void finish_gradients() { buckets_.finish(); }
   void share_buffers() {
-    if (grid_.replicas() > 1 && buffers_.extent(0) > 0) comm::broadcast(grid_.stage_group(), buffers_, 0);
+    if (grid_.replicas() == 1 || buffers_.extent(0) == 0) return;
+    trace::Blocking span(trace::Track::collective, "broadcast buffers",
+                         {.stage = static_cast<std::int32_t>(grid_.stage()), .bytes = static_cast<std::int64_t>(buffers_.size() * sizeof(T))});
+    comm::broadcast(grid_.stage_group(), buffers_, 0);
   }
   /// The step's loss summed over replicas (only the last stage holds one), on every rank.
   double total_loss(std::span<const double> per_shard, bool holds_loss) const {
+    trace::Blocking span(trace::Track::collective, "allgather loss", {.stage = static_cast<std::int32_t>(grid_.stage())});
     const auto all = comm::allgather_value(grid_.world(), holds_loss ? per_shard[0] : 0.0);
     double total = 0;
     for (std::size_t r = 0; r < grid_.replicas(); ++r) total += all[static_cast<std::size_t>(grid_.rank_of(r, grid_.stages() - 1))];

@@ -13,6 +13,7 @@
 #include <hpf/parallel/step_options.hpp>
 #include <hpf/tensor/shape.hpp>
 #include <hpf/trace/region.hpp>
+#include <hpf/trace/span.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -23,6 +24,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace hpf {
@@ -101,9 +103,13 @@ class StageEngine {
   /// One optimizer step on global batch `step` of `epoch`; the loss is the global one.
   StepResult step(std::size_t epoch, std::size_t step) {
     trace::Region region("hpf::StageEngine::step");
+    const trace::Span span(trace::Track::compute, "step", stage_tags());
     const std::size_t global = sampler_.batch_size(step);
     const T scale = T(1) / static_cast<T>(global);
-    net_.zero_grad();
+    {
+      const trace::Span zeroing(trace::Track::compute, "zero grad", stage_tags());
+      net_.zero_grad();
+    }
     links_.begin_step();
     const auto shards = links_.shards();
     shard_losses_.assign(shards.size(), 0.0);
@@ -114,10 +120,13 @@ class StageEngine {
     }
     links_.finish_gradients();
     for (Slot& slot : slots_) {
-      slot.activation_sent.wait();
-      slot.gradient_sent.wait();
+      trace::wait(slot.activation_sent, "send activation", stage_tags());
+      trace::wait(slot.gradient_sent, "send gradient", stage_tags());
     }
-    optimizer_.step(net_.parameters(), net_.gradients());
+    {
+      const trace::Span updating(trace::Track::compute, "optimizer", stage_tags());
+      optimizer_.step(net_.parameters(), net_.gradients());
+    }
     links_.share_buffers();
     return {links_.total_loss(shard_losses_, last), global};
   }
@@ -129,6 +138,7 @@ class StageEngine {
   /// replica its share, through its pipeline. Collective over the run.
   Evaluation evaluate(const data::Dataset& dataset) {
     trace::Region region("hpf::StageEngine::evaluate");
+    const trace::Span span(trace::Track::compute, "evaluate", stage_tags());
     const std::size_t total = dataset.size();
     if (total == 0) return {};
     const std::size_t chunk = options_.eval_batch;
@@ -150,6 +160,7 @@ class StageEngine {
       if constexpr (first) {
         loader_.load_inputs(dataset, indices, net_, tape);
       } else {
+        const trace::Blocking receiving(trace::Track::receive, "receive activation", stage_tags());
         links_.receive_from_previous(net_.input(tape, n), evaluation_tag);
       }
       if constexpr (last) loader_.load_targets(dataset, indices, net_, tape);
@@ -199,34 +210,71 @@ class StageEngine {
       if (n == 0) continue;  // a short last batch: every stage of this replica skips the same ones
       Slot& slot = slots_[in.micro_batch % slots_.size()];
       const std::span<const std::size_t> samples(piece.data() + begin, n);
+      const trace::Tags tags = micro_batch_tags(in.micro_batch);
       switch (in.op) {
         case Op::recv_activation:
-          if constexpr (!first) links_.receive_from_previous(net_.input(slot.tape, n), activation_tag(in.micro_batch));
+          if constexpr (!first) {
+            const auto input = net_.input(slot.tape, n);
+            const trace::Blocking receiving(trace::Track::receive, "receive activation", with_bytes(tags, input));
+            links_.receive_from_previous(input, activation_tag(in.micro_batch));
+          }
           break;
         case Op::forward:
-          slot.activation_sent.wait();  // the output buffer is about to be rewritten
-          if constexpr (first) loader_.load_inputs(train_, samples, net_, slot.tape);
-          if constexpr (last) loader_.load_targets(train_, samples, net_, slot.tape);
-          net_.forward(slot.tape, n, Mode::train);
-          if constexpr (last) loss_sum += static_cast<double>(net_.loss_sum(slot.tape));
+          trace::wait(slot.activation_sent, "send activation", tags);  // its buffer is about to be rewritten
+          {
+            const trace::Span loading(trace::Track::compute, "load", tags);
+            if constexpr (first) loader_.load_inputs(train_, samples, net_, slot.tape);
+            if constexpr (last) loader_.load_targets(train_, samples, net_, slot.tape);
+          }
+          {
+            const trace::Span computing(trace::Track::compute, "forward", tags);
+            net_.forward(slot.tape, n, Mode::train);
+            if constexpr (last) loss_sum += static_cast<double>(net_.loss_sum(slot.tape));
+          }
           break;
         case Op::send_activation:
-          if constexpr (!last) slot.activation_sent = links_.send_to_next(net_.output(slot.tape), activation_tag(in.micro_batch));
+          if constexpr (!last) {
+            const auto output = net_.output(slot.tape);
+            auto sending = trace::Pending::open(trace::Track::send, "send activation", with_bytes(tags, output));
+            slot.activation_sent = links_.send_to_next(output, activation_tag(in.micro_batch));
+            slot.activation_sent.trace_until_complete(std::move(sending));
+          }
           break;
         case Op::recv_gradient:
-          if constexpr (!last) links_.receive_from_next(output_grad(slot, n), gradient_tag(in.micro_batch));
+          if constexpr (!last) {
+            const auto gradient = output_grad(slot, n);
+            const trace::Blocking receiving(trace::Track::receive, "receive gradient", with_bytes(tags, gradient));
+            links_.receive_from_next(gradient, gradient_tag(in.micro_batch));
+          }
           break;
-        case Op::backward:
-          slot.gradient_sent.wait();
+        case Op::backward: {
+          trace::wait(slot.gradient_sent, "send gradient", tags);
+          const trace::Span computing(trace::Track::compute, "backward", tags);
           net_.backward(slot.tape, scale, output_grad(slot, n), input_grad(slot, n),
                         k == final_backward ? links_.gradients_ready() : std::function<void(std::size_t)>{});
           break;
+        }
         case Op::send_gradient:
-          if constexpr (!first) slot.gradient_sent = links_.send_to_previous(input_grad(slot, n), gradient_tag(in.micro_batch));
+          if constexpr (!first) {
+            const auto gradient = input_grad(slot, n);
+            auto sending = trace::Pending::open(trace::Track::send, "send gradient", with_bytes(tags, gradient));
+            slot.gradient_sent = links_.send_to_previous(gradient, gradient_tag(in.micro_batch));
+            slot.gradient_sent.trace_until_complete(std::move(sending));
+          }
           break;
       }
     }
     return loss_sum;
+  }
+
+  trace::Tags stage_tags() const { return {.stage = static_cast<std::int32_t>(links_.stage())}; }
+  trace::Tags micro_batch_tags(std::uint32_t m) const {
+    return {.stage = static_cast<std::int32_t>(links_.stage()), .micro_batch = static_cast<std::int32_t>(m)};
+  }
+  template <class View>
+  static trace::Tags with_bytes(trace::Tags tags, const View& v) {
+    tags.bytes = static_cast<std::int64_t>(v.size() * sizeof(T));
+    return tags;
   }
 
   Activation<T, Space> output_grad(const Slot& slot, std::size_t n) const {

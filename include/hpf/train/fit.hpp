@@ -15,6 +15,7 @@
 #include <hpf/parallel/schedule.hpp>
 #include <hpf/parallel/stage_engine.hpp>
 #include <hpf/parallel/strategy.hpp>
+#include <hpf/trace/chrome_trace.hpp>
 #include <hpf/train/loop.hpp>
 #include <hpf/train/options.hpp>
 
@@ -54,7 +55,9 @@ std::uint64_t run_signature(const TrainOptions& o) {
   for (std::uint64_t v : {std::uint64_t(o.epochs), std::uint64_t(o.batch), std::uint64_t(o.micro_batches),
                           std::uint64_t(o.schedule), std::uint64_t(o.bucket_bytes), std::uint64_t(o.reduction), std::uint64_t(o.steps_per_epoch),
                           std::uint64_t(o.data_seed), o.network.seed, std::uint64_t(o.network.init),
-                          std::uint64_t(o.optimizer.index()), std::uint64_t(o.evaluate), std::uint64_t(o.eval_batch)}) {
+                          std::uint64_t(o.optimizer.index()), std::uint64_t(o.evaluate), std::uint64_t(o.eval_batch),
+                          std::uint64_t(o.trace.enabled()), std::uint64_t(o.trace.first_step), std::uint64_t(o.trace.last_step),
+                          std::uint64_t(o.trace.layers), std::uint64_t(o.trace.max_events)}) {
     h = hash_combine(h, v);
   }
   return h;
@@ -90,7 +93,7 @@ using fit_engine_t =
 /// \param inspect called at the end with this rank's Network (its stage) and the ProcessGrid
 template <class Model, class Strategy = DataParallel, class T = float, class Space = Kokkos::DefaultExecutionSpace,
           class Inspect = detail::ignore_network>
-TrainReport fit(const comm::Communicator& world, const TrainOptions& options, const DataSource& source,
+TrainReport fit(const comm::Communicator& world, const TrainOptions& given, const DataSource& source,
                 Inspect&& inspect = {}) {
   static_assert(Model::trainable, "hpf::fit: the model must end with a loss layer (e.g. SoftmaxCrossEntropy)");
   using Partition = typename Strategy::partition;
@@ -100,6 +103,13 @@ TrainReport fit(const comm::Communicator& world, const TrainOptions& options, co
   static_assert(Strategy::stage_spaces::size == 0 || Strategy::stage_spaces::size == stages,
                 "hpf::Pipeline: name one execution space per stage, or none");
 
+  // HPF_TRACE* may be malformed on some ranks only: read inside one agreement.
+  const TrainOptions options = comm::agree(world, [&] {
+    TrainOptions o = with_environment_trace(given);
+    o.trace.check();
+    if (o.trace.enabled() && world.rank() == 0) trace::check_writable(o.trace.path);
+    return o;
+  });
   ProcessGrid grid(world, stages);
   comm::require_same_everywhere(world, detail::run_signature<Model, Strategy, T, Space>(options),
                                 "hpf::fit: the model, strategy, scalar type or training options");

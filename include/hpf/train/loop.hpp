@@ -3,6 +3,7 @@
 #define HPF_TRAIN_LOOP_HPP
 
 #include <hpf/parallel/stage_engine.hpp>
+#include <hpf/parallel/timeline.hpp>
 #include <hpf/train/options.hpp>
 #include <hpf/train/progress.hpp>
 
@@ -16,9 +17,12 @@ namespace hpf {
 ///   std::size_t steps_per_epoch() const;
 ///   StepResult step(std::size_t epoch, std::size_t step);  // one optimizer step, global totals
 ///   Evaluation evaluate();                                  // on the test set (NaNs without one)
+///   const links_type& links() const;                        // what hpf::Timeline talks through
 /// and reports the same values on every process, so every rank prints and returns the same.
+/// With options.trace on, the timeline of its window of steps is written at the end.
 template <class Engine>
 TrainReport run_epochs(Engine& engine, const TrainOptions& options, bool print = true) {
+  Timeline<typename Engine::links_type> timeline(options.trace, options, engine.links());
   ProgressReporter progress(print ? options.progress : ProgressMode::none, *options.log);
   TrainReport report;
   std::size_t steps = engine.steps_per_epoch();
@@ -30,6 +34,7 @@ TrainReport run_epochs(Engine& engine, const TrainOptions& options, bool print =
     double loss_sum = 0;
     const auto start = std::chrono::steady_clock::now();
     for (std::size_t s = 0; s < steps; ++s) {
+      timeline.at_step(epoch * steps + s);
       const StepResult result = engine.step(epoch, s);
       loss_sum += result.loss_sum;
       r.samples += result.samples;
@@ -48,6 +53,7 @@ TrainReport run_epochs(Engine& engine, const TrainOptions& options, bool print =
     progress.end_epoch(r);
     report.epochs.push_back(r);
   }
+  timeline.finish();
   return report;
 }
 

@@ -4,6 +4,7 @@
 
 #include <hpf/parallel/step_options.hpp>
 #include <hpf/train/progress.hpp>
+#include <hpf/trace/options.hpp>
 
 #include <cmath>
 #include <cstddef>
@@ -27,7 +28,17 @@ struct TrainOptions : StepOptions {
   bool evaluate = true;
   ProgressMode progress = ProgressMode::automatic;
   std::ostream* log = &std::cout;
+  /// Per-rank timeline of a window of steps (off by default; HPF_TRACE switches it on in
+  /// programs that do not set it).
+  trace::TraceOptions trace{};
 };
+
+/// `options` with the trace settings of the environment (hpf::trace::TraceOptions::
+/// from_environment) when the program set none.
+inline TrainOptions with_environment_trace(TrainOptions options) {
+  if (!options.trace.enabled()) options.trace = trace::TraceOptions::from_environment();
+  return options;
+}
 
 /// What a whole run did: per-epoch reports and the loss of every step.
 struct TrainReport {

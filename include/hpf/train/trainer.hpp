@@ -5,6 +5,7 @@
 #include <hpf/data/dataset.hpp>
 #include <hpf/parallel/local_links.hpp>
 #include <hpf/parallel/stage_engine.hpp>
+#include <hpf/trace/chrome_trace.hpp>
 #include <hpf/train/loop.hpp>
 #include <hpf/train/options.hpp>
 
@@ -28,7 +29,10 @@ class Trainer {
   using network_type = typename engine_type::network_type;
 
   Trainer(const TrainOptions& options, const data::Dataset& train, const data::Dataset* test = nullptr)
-      : options_(options), engine_({options.data_shards}, options, train, test) {}
+      : options_(with_environment_trace(options)), engine_({options.data_shards}, options, train, test) {
+    options_.trace.check();
+    if (options_.trace.enabled()) trace::check_writable(options_.trace.path);
+  }
 
   std::size_t steps_per_epoch() const { return engine_.steps_per_epoch(); }
   /// One optimizer step on global batch `step` of `epoch`.
