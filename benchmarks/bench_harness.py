@@ -59,7 +59,8 @@ def repo_relative(path, root):
 
 
 # --- RESULT lines ------------------------------------------------------------------------------
-def _value(text):
+def parse_value(text):
+    """A RESULT field (or a CSV cell) as int, float or text."""
     for convert in (int, float):
         try:
             return convert(text)
@@ -78,7 +79,7 @@ def parse_results(output):
         for token in shlex.split(line[len("RESULT "):]):
             key, sep, value = token.partition("=")
             if sep:
-                fields[key] = _value(value)
+                fields[key] = parse_value(value)
         results.append(fields)
     return results
 

@@ -6,6 +6,9 @@ rank count with the timeline on (HPF_TRACE), once per reduction (ordered: all-ga
 fixed-order sum; allreduce: MPI_Iallreduce), and reads from the merged trace every gradient
 bucket's reduction: its span on the `collective` row runs from its start during backward to its
 completion, its `wait` span is the part the rank sat blocked at the end of the step (exposed).
+A span ends when the rank sees the reduction complete: MPI progresses a non-blocking collective
+only inside MPI calls, and hpf looks at the earlier buckets each time it starts one, so a span
+says when backward could have used the result, not how long the network took.
 Each is set against the model fitted to the same bucket in isolation (buckets_ordered or
 buckets_allreduce: alpha per bucket + beta per byte), so a ratio above 1 is what sharing the
 machine and the MPI progress engine with backward costs, and exposed / span says how much of
@@ -52,8 +55,9 @@ def rows_for(path, fits, reduction, ranks):
     """Table rows (one per bucket) of one traced run."""
     rows = []
     for (bucket, size), spans in sorted(bucket_spans(path).items()):
-        span = statistics.median(spans["span"])
-        exposed = sum(spans["exposed"]) / max(1, len(spans["span"]))  # blocked time per occurrence
+        # Means of both (a step without a wait on the bucket counts as 0 exposed).
+        span = statistics.mean(spans["span"])
+        exposed = sum(spans["exposed"]) / len(spans["span"])
         model = predicted(fits, reduction, ranks, size)
         rows.append([ranks, reduction, bucket, f"{size:,}", len(spans["span"]), f"{span * 1e3:,.3f}",
                      f"{exposed * 1e3:,.3f}", f"{100 * exposed / span:.0f} %" if span > 0 else "-",
@@ -78,5 +82,5 @@ def measure(rank_counts, launch, trace_dir, fits):
     return rows, failed
 
 
-HEADER = ["ranks", "reduction", "bucket", "bytes", "spans", "median span ms", "exposed ms", "exposed / span",
+HEADER = ["ranks", "reduction", "bucket", "bytes", "spans", "mean span ms", "mean exposed ms", "exposed / span",
           "standalone model ms", "span / model"]

@@ -4,7 +4,7 @@
 alpha/beta models fitted to them, a machine profile, log-log plots, and the `comm` section of
 benchmarks/RESULTS.md, in one command:
 
-  /usr/bin/python3 benchmarks/comm/run_comm_benchmark.py                    # full sweep (~10 min)
+  /usr/bin/python3 benchmarks/comm/run_comm_benchmark.py                    # full sweep (~2 min here)
   /usr/bin/python3 benchmarks/comm/run_comm_benchmark.py --quick --no-results --profile /tmp/p.json
   /usr/bin/python3 benchmarks/comm/run_comm_benchmark.py --from-csv benchmarks/comm/results/comm_local.csv
   # across hosts (e.g. network namespaces): an Open MPI hostfile and launcher arguments, verbatim
@@ -66,6 +66,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -178,12 +179,13 @@ def measure_training(args, fits, commands):
     """in_training's table of the gradient buckets inside traced training runs."""
     base = {k: v for k, v in os.environ.items() if k not in h.CLEARED_VARIABLES}
     base.update(THREADS)
-    trace_dir = os.path.dirname(os.path.abspath(args.csv))
 
     def launch(ranks, bench_args, extra_env):
         cmd = command(args, ranks, [args.training] + bench_args)
         overrides = dict(THREADS, **extra_env)
-        commands.append(h.command_text(cmd, overrides))
+        shown = dict(overrides, HPF_TRACE=os.path.basename(extra_env["HPF_TRACE"]))
+        commands.append(h.command_text(cmd, shown).replace(os.path.abspath(args.training),
+                                                           h.repo_relative(args.training, ROOT)))
         h.log(f"== traced training: {commands[-1]}")
         run = h.launch(f"traced training, {ranks} ranks", cmd, dict(base, **extra_env), overrides,
                        max_busy=args.max_busy, max_wait=args.max_wait, timeout=args.timeout)
@@ -191,7 +193,8 @@ def measure_training(args, fits, commands):
             h.log(f"   exit {run.returncode}: {run.stderr.strip()[-1500:]}")
         return run.returncode == 0
 
-    return in_training.measure(args.rank_counts, launch, trace_dir, fits)
+    with tempfile.TemporaryDirectory(prefix="hpf_comm_training_") as trace_dir:
+        return in_training.measure(args.rank_counts, launch, trace_dir, fits)
 
 
 def measure(args):
@@ -232,21 +235,11 @@ def write_csv(path, rows, environments):
             writer.writerow(r)
 
 
-def _cell(text):
-    """A CSV cell as int, float or text (as bench_harness reads RESULT values)."""
-    for convert in (int, float):
-        try:
-            return convert(text)
-        except ValueError:
-            pass
-    return text
-
-
 def read_csv(path):
     rows, environments = [], {}
     with open(path, newline="") as f:
         for raw in csv.DictReader(f):
-            r = {k: _cell(v) for k, v in raw.items() if v not in ("", None)}
+            r = {k: h.parse_value(v) for k, v in raw.items() if v not in ("", None)}
             if r.get("primitive") == "environment":
                 environments[r["ranks"]] = r
             else:

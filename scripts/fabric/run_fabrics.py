@@ -83,8 +83,6 @@ def parse_args():
     p.add_argument("--prefix", default="hpfr", help="namespace prefix of the runner's fabrics (default hpfr)")
     p.add_argument("--net", default="10.77.1.0/24", help="the emulated hosts' /24 (default %(default)s)")
     p.add_argument("--timeout", type=int, default=300, help="seconds one launch may take (default 300)")
-    p.add_argument("--quiet", type=float, default=0.15,
-                   help="a run is quiet if other processes kept less than this fraction of the machine busy")
     p.add_argument("--max-busy", type=float, default=0.2,
                    help="wait before each run until less than this fraction of all CPUs is busy (default 0.2)")
     p.add_argument("--max-wait", type=float, default=5.0, help="give up waiting after this many seconds (then run)")
@@ -303,8 +301,7 @@ def report(args, data):
             b = base.get(config_key(config))
             rel = f"{r['images_per_s'] / b:.2f}" if r and b else "-"
             rows.append([fabric, rate, config[0], config[1], h.fmt(r and r["images_per_s"]),
-                         h.fmt(r and r["ms_per_step"], 1), rel,
-                         f"{sum(x.ok for x in runs)} ({h.quiet_count(runs, args.quiet)} quiet)"])
+                         h.fmt(r and r["ms_per_step"], 1), rel, str(sum(x.ok for x in runs))])
     out.append(h.markdown_table(headers, rows, "llllrrrr"))
     out.append("")
     out.append(f"**Machine load during this run**: {load_text(data, args)}. Load average at the start "
@@ -330,14 +327,18 @@ def report(args, data):
 
 
 def load_text(data, args):
+    """The machine's load around the runs. The ranks start through the fabric's launch agent, not
+    as children of this runner, so their CPU time counts as the machine's, not the benchmark's:
+    what tells a quiet run here is how busy the machine was just before it."""
     runs = [run for jobs in data.values() for rs in jobs.values() for run in rs]
     if not runs:
         return "no runs"
-    foreign = sorted(r.foreign_busy for r in runs)
-    return (f"{len(runs)} runs, {h.quiet_count(runs, args.quiet)} of them quiet (other processes under "
-            f"{100 * args.quiet:.0f} % of the machine); other processes used a median "
-            f"{100 * foreign[len(foreign) // 2]:.0f} % and at most {100 * foreign[-1]:.0f} % of the machine during "
-            f"a run")
+    before = sorted(r.busy_before for r in runs)
+    during = sorted(r.foreign_busy for r in runs)
+    return (f"{len(runs)} runs; just before a run the machine was at most {100 * before[-1]:.0f} % busy (median "
+            f"{100 * before[len(before) // 2]:.0f} %). During a run it was a median {100 * during[len(during) // 2]:.0f} "
+            "% busy with processes other than the runner's children, which here include the ranks themselves (they "
+            "start through the fabric's launch agent)")
 
 
 def load_average():
