@@ -537,7 +537,7 @@ def report(args, rows, fits, environments, commands, plot_paths, info, training_
         out.append(f"- `hpf_bench_parallel_throughput --model {in_training.MODEL} --bucket-bytes "
                    f"{in_training.BUCKET_BYTES}` data-parallel on every rank count, steps {in_training.FIRST_STEP}-"
                    f"{in_training.LAST_STEP} traced (`HPF_TRACE`), all ranks' spans pooled. Span: a bucket's "
-                   "reduction from its start during backward to its completion (the `collective` row); exposed: "
+                   "reduction from its start during backward until the rank sees it complete (the `collective` row); exposed: "
                    "the time a rank sat blocked on it after backward (the `wait` row), per span. Model: the "
                    "standalone buckets_* fit above for one bucket of that size. Span / model above 1 is what "
                    "running beside backward costs (MPI progresses a non-blocking collective only inside MPI "
