@@ -289,6 +289,12 @@ def replace_section(path, name, body):
         f.write(text)
 
 
+def load_average():
+    """The 1, 5 and 15 minute load averages, as the kernel prints them."""
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
 def add_results_options(parser, default_path):
     """--results (the markdown file a runner updates) and --no-write."""
     parser.add_argument("--results", default=default_path, help="markdown file to update")

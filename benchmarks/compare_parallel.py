@@ -618,11 +618,6 @@ def report(args, data, overrides):
     return "\n".join(out) + "\n"
 
 
-def load_average():
-    with open("/proc/loadavg") as f:
-        return " ".join(f.read().split()[:3])
-
-
 def main():
     args = parse_args()
     args.revision = h.git_revision(ROOT)
@@ -630,7 +625,7 @@ def main():
     args.hpf_shown, args.hpf = args.hpf, snapshot(args.hpf)
     if args.baseline:
         args.baseline_shown, args.baseline = args.baseline, snapshot(args.baseline)
-    args.load_start = load_average()
+    args.load_start = h.load_average()
     h.log(f"machine: {h.machine_description()}")
     h.log(f"load now: {100 * h.busy_fraction(1.0):.0f}% of all CPUs busy (load average {args.load_start})")
     start = time.monotonic()
@@ -642,7 +637,7 @@ def main():
             shutil.rmtree(os.path.dirname(args.baseline), ignore_errors=True)
             args.baseline_copy, args.baseline = args.baseline, args.baseline_shown
     args.minutes = (time.monotonic() - start) / 60
-    args.load_end = load_average()
+    args.load_end = h.load_average()
     text = report(args, data, overrides)
     failed = [f"{g}/{job}" for g, jobs in data.items() for job, runs in jobs.items() if not any(r.ok for r in runs)]
     return h.publish(args, SECTION, text, failed)

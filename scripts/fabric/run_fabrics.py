@@ -341,17 +341,12 @@ def load_text(data, args):
             "start through the fabric's launch agent)")
 
 
-def load_average():
-    with open("/proc/loadavg") as f:
-        return " ".join(f.read().split()[:3])
-
-
 def main():
     args = parse_args()
     args.revision = h.git_revision(ROOT)
     args.built = time.strftime("%Y-%m-%d %H:%M", time.localtime(os.path.getmtime(args.hpf)))
     args.hpf_shown, args.hpf = args.hpf, snapshot(args.hpf)
-    args.load_start = load_average()
+    args.load_start = h.load_average()
     args.traces = {}
     own_trace_dir = not args.trace_dir and not args.no_trace
     if own_trace_dir:
@@ -375,7 +370,7 @@ def main():
             shutil.rmtree(args.trace_dir, ignore_errors=True)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
     args.minutes = (time.monotonic() - start) / 60
-    args.load_end = load_average()
+    args.load_end = h.load_average()
     text = report(args, data)
     failed = [f"{f}/{config_key(c)}" for f in args.fabrics for c in args.configs
               if not any(r.ok for r in data[f][config_key(c)])]
