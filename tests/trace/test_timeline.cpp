@@ -147,3 +147,15 @@ TEST_CASE("per-layer spans nest inside forward and backward when asked for") {
     CHECK(convolutions == 2 * micro_batches);
   }
 }
+
+TEST_CASE("a trace file that cannot be written stops fit on every rank before any step, naming the file") {
+  hpf::comm::Communicator world;
+  REQUIRE(world.size() == 4);
+  hpf::TrainOptions o = options(hpf::Schedule::one_f_one_b);
+  o.trace.path = "/nonexistent-hpf-directory/trace.json";
+  // Only rank 0 writes the file, so only rank 0 can find the problem: every rank must still stop.
+  const auto run = [&] { hpf::fit<Model, Strategy>(world, o, source); };
+  CHECK_THROWS_WITH_AS(run(),
+                       doctest::Contains("cannot write the trace file '/nonexistent-hpf-directory/trace.json'"),
+                       hpf::comm::UsageError);
+}

@@ -15,16 +15,17 @@ namespace hpf::trace {
 /// branch: no clock read, no allocation.
 class Span {
  public:
-  Span(Track track, std::string_view name, const Tags& tags = {}) noexcept {
-    if (Recorder* r = active()) {
-      recorder_ = r;
-      handle_ = r->open(track, name, tags);
-    }
-  }
+  Span(Track track, std::string_view name, const Tags& tags = {}) noexcept : Span(active(), track, name, tags) {}
   Span(const Span&) = delete;
   Span& operator=(const Span&) = delete;
   ~Span() {
     if (recorder_) recorder_->close(handle_);
+  }
+
+ protected:
+  /// A span on `recorder`, or nothing when it is null.
+  Span(Recorder* recorder, Track track, std::string_view name, const Tags& tags) noexcept : recorder_(recorder) {
+    if (recorder_) handle_ = recorder_->open(track, name, tags);
   }
 
  private:
@@ -50,10 +51,8 @@ class Pending {
   Pending() = default;
   static Pending open(Track track, std::string_view name, const Tags& tags = {}) noexcept {
     Pending p;
-    if (Recorder* r = active()) {
-      p.recorder_ = r;
-      p.handle_ = r->open(track, name, tags);
-    }
+    p.recorder_ = active();
+    if (p.recorder_) p.handle_ = p.recorder_->open(track, name, tags);
     return p;
   }
   Pending(Pending&& other) noexcept
@@ -83,23 +82,10 @@ void wait(Request& request, std::string_view name, const Tags& tags = {}) {
 }
 
 /// A span for layer `layer` (a child of a chain) when per-layer detail is asked for.
-class LayerSpan {
+class LayerSpan : public Span {
  public:
-  LayerSpan(std::string_view kind, std::size_t layer) noexcept {
-    if (layer_spans()) {
-      recorder_ = active();
-      handle_ = recorder_->open(Track::compute, kind, Tags{.layer = static_cast<std::int32_t>(layer)});
-    }
-  }
-  LayerSpan(const LayerSpan&) = delete;
-  LayerSpan& operator=(const LayerSpan&) = delete;
-  ~LayerSpan() {
-    if (recorder_) recorder_->close(handle_);
-  }
-
- private:
-  Recorder* recorder_ = nullptr;
-  std::uint32_t handle_ = Recorder::none;
+  LayerSpan(std::string_view kind, std::size_t layer) noexcept
+      : Span(layer_spans() ? active() : nullptr, Track::compute, kind, Tags{.layer = static_cast<std::int32_t>(layer)}) {}
 };
 
 }  // namespace hpf::trace
