@@ -43,6 +43,15 @@ inline std::vector<std::string> gather_text(const Communicator& comm, const std:
   return parts;
 }
 
+/// `root`'s `text` on every rank. Collective.
+inline std::string broadcast_text(const Communicator& comm, std::string text, int root) {
+  int length = static_cast<int>(text.size());
+  check(MPI_Bcast(&length, 1, MPI_INT, root, comm.get()), "MPI_Bcast (broadcast_text)");
+  text.resize(static_cast<std::size_t>(length));
+  check(MPI_Bcast(text.data(), length, MPI_CHAR, root, comm.get()), "MPI_Bcast (broadcast_text)");
+  return text;
+}
+
 }  // namespace hpf::comm
 
 #endif  // HPF_COMM_GATHER_TEXT_HPP

@@ -7,12 +7,31 @@
 #include <hpf/tensor/views.hpp>
 
 #include <cstddef>
+#include <cstdio>
+#include <string>
 #include <variant>
 
 namespace hpf {
 
 /// The optimizer a training run uses, chosen at run time (a command-line flag, say).
 using OptimizerOptions = std::variant<SgdOptions, AdamOptions>;
+
+/// The optimizer and every hyper-parameter, exactly (17 significant digits):
+/// "sgd(learning_rate=0.05, momentum=0.9, weight_decay=0)".
+inline std::string describe(const OptimizerOptions& options) {
+  auto number = [](double v) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.17g", v);
+    return std::string(text);
+  };
+  if (const auto* sgd = std::get_if<SgdOptions>(&options)) {
+    return "sgd(learning_rate=" + number(sgd->learning_rate) + ", momentum=" + number(sgd->momentum) +
+           ", weight_decay=" + number(sgd->weight_decay) + ")";
+  }
+  const auto& adam = std::get<AdamOptions>(options);
+  return "adam(learning_rate=" + number(adam.learning_rate) + ", beta1=" + number(adam.beta1) + ", beta2=" +
+         number(adam.beta2) + ", epsilon=" + number(adam.epsilon) + ", weight_decay=" + number(adam.weight_decay) + ")";
+}
 
 /// \brief SGD or Adam behind one `step`, for training loops that take OptimizerOptions.
 template <class T, class Space = Kokkos::DefaultExecutionSpace>

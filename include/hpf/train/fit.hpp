@@ -45,22 +45,33 @@ void with_index(std::size_t index, F&& f) {
   }(std::make_index_sequence<N>{});
 }
 
-/// What every rank must agree on before training together: the program's types and the options
-/// that shape communication.
+/// What every rank must agree on before training together, by name: the program's types, the
+/// stage count and every option that shapes the computation or the communication.
 template <class Model, class Strategy, class T, class Space>
-std::uint64_t run_signature(const TrainOptions& o) {
-  std::uint64_t h = hash_combine(type_hash_v<Model>, type_hash_v<Strategy>);
-  h = hash_combine(h, type_hash_v<T>);
-  h = hash_combine(h, type_hash_v<Space>);
-  for (std::uint64_t v : {std::uint64_t(o.epochs), std::uint64_t(o.batch), std::uint64_t(o.micro_batches),
-                          std::uint64_t(o.schedule), std::uint64_t(o.bucket_bytes), std::uint64_t(o.reduction), std::uint64_t(o.steps_per_epoch),
-                          std::uint64_t(o.data_seed), o.network.seed, std::uint64_t(o.network.init),
-                          std::uint64_t(o.optimizer.index()), std::uint64_t(o.evaluate), std::uint64_t(o.eval_batch),
-                          std::uint64_t(o.trace.enabled()), std::uint64_t(o.trace.first_step), std::uint64_t(o.trace.last_step),
-                          std::uint64_t(o.trace.layers), std::uint64_t(o.trace.max_events)}) {
-    h = hash_combine(h, v);
-  }
-  return h;
+comm::Facts run_facts(const TrainOptions& o, std::size_t stages) {
+  auto text = [](auto v) { return std::to_string(v); };
+  return {{"model", std::string(type_name<Model>())},
+          {"strategy", std::string(type_name<Strategy>())},
+          {"scalar type", std::string(type_name<T>())},
+          {"execution space", std::string(type_name<Space>())},
+          {"stages", text(stages)},
+          {"epochs", text(o.epochs)},
+          {"batch", text(o.batch)},
+          {"micro_batches", text(o.micro_batches)},
+          {"schedule", to_string(o.schedule)},
+          {"bucket_bytes", text(o.bucket_bytes)},
+          {"reduction", text(static_cast<int>(o.reduction))},
+          {"steps_per_epoch", text(o.steps_per_epoch)},
+          {"data_seed", text(o.data_seed)},
+          {"network seed", text(o.network.seed)},
+          {"network init", text(static_cast<int>(o.network.init))},
+          {"convolution", text(static_cast<int>(o.network.convolution))},
+          {"optimizer", describe(o.optimizer)},
+          {"evaluate", text(o.evaluate)},
+          {"eval_batch", text(o.eval_batch)},
+          {"trace", o.trace.enabled() ? o.trace.path + " steps " + text(o.trace.first_step) + "-" + text(o.trace.last_step) +
+                                            (o.trace.layers ? " with layers" : "") + " up to " + text(o.trace.max_events)
+                                      : "off"}};
 }
 
 /// The default `inspect` of fit: looks at nothing.
@@ -110,9 +121,10 @@ TrainReport fit(const comm::Communicator& world, const TrainOptions& given, cons
     if (o.trace.enabled() && world.rank() == 0) trace::check_writable(o.trace.path);
     return o;
   });
+  // Before anything that depends on them (the grid's check of the world size): ranks started
+  // with different stage counts or options fail alike instead of some waiting in a split.
+  comm::require_same_facts(world, detail::run_facts<Model, Strategy, T, Space>(options, stages), "hpf::fit");
   ProcessGrid grid(world, stages);
-  comm::require_same_everywhere(world, detail::run_signature<Model, Strategy, T, Space>(options),
-                                "hpf::fit: the model, strategy, scalar type or training options");
   try {  // the same options everywhere (checked above): every rank fails alike
     check_step_options(options, grid.replicas(), "hpf::fit");
   } catch (const std::invalid_argument& e) {
