@@ -17,13 +17,24 @@
 /// including four-hex-digit \u escapes and their surrogate pairs); other bytes pass through unchecked.
 namespace hpf::io::detail {
 
+struct JsonMember;
+
 struct JsonValue {
   enum class Kind { null, boolean, number, string, array, object };
   Kind kind = Kind::null;
   bool boolean = false;
-  std::string text;                                         // string contents, or number as written
-  std::vector<JsonValue> items;                             // array elements
-  std::vector<std::pair<std::string, JsonValue>> members;  // object members, in file order
+  std::string text;                  // string contents, or number as written
+  std::vector<JsonValue> items;      // array elements
+  std::vector<JsonMember> members;  // object members, in file order
+};
+
+/// An object member: key and value. A struct of its own, not std::pair<std::string, JsonValue>:
+/// that pair of a still-incomplete JsonValue inside JsonValue does not compile with clang and
+/// libstdc++ 12 (C++20).
+struct JsonMember {
+  JsonMember(std::string key, JsonValue value) : first(std::move(key)), second(std::move(value)) {}
+  std::string first;
+  JsonValue second;
 };
 
 inline const char* json_kind_name(JsonValue::Kind kind) {
