@@ -1,0 +1,106 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""Writes the seed corpus of hpf's fuzz targets: tests/fuzz/corpus/<target>/seed-*, small valid
+files as users have them (IDX images and labels, raw and gzip; safetensors files as hpf and
+PyTorch write them; JSON headers and checkpoint index files). Reproducible byte for byte (gzip
+with mtime 0). Other files there (the inputs of fixed findings, regress-*) are left alone.
+
+    /usr/bin/python3 tests/fuzz/make_corpus.py [--check]
+
+--check: write nothing, fail if a committed seed differs from what this script makes.
+"""
+import gzip
+import json
+import struct
+import sys
+from pathlib import Path
+
+CORPUS = Path(__file__).resolve().parent / "corpus"
+
+
+def idx(dims, data):
+    """An IDX file of unsigned bytes: 0, 0, 0x08, rank, big-endian dims, data."""
+    assert len(data) == _product(dims)
+    return bytes([0, 0, 0x08, len(dims)]) + b"".join(struct.pack(">I", d) for d in dims) + bytes(data)
+
+
+def _product(dims):
+    n = 1
+    for d in dims:
+        n *= d
+    return n
+
+
+def gz(data):
+    return gzip.compress(data, compresslevel=9, mtime=0)
+
+
+def safetensors(tensors, metadata=None, pad=True):
+    """tensors: [(name, dtype, shape, raw bytes)] in data order; header as hpf's save() writes it
+    (compact JSON padded with spaces to a multiple of 8) or as PyTorch's writer does (pad=False)."""
+    header, offset, data = {}, 0, b""
+    if metadata is not None:
+        header["__metadata__"] = metadata
+    for name, dtype, shape, raw in tensors:
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + len(raw)]}
+        offset += len(raw)
+        data += raw
+    text = json.dumps(header, separators=(",", ":")).encode()
+    if pad:
+        text += b" " * ((8 - len(text) % 8) % 8)
+    return struct.pack("<Q", len(text)) + text + data
+
+
+def seeds():
+    pattern = [(7 * i + i // 13) % 256 for i in range(64)]
+    yield "idx", "seed-images-3x4x4.idx", idx([3, 4, 4], pattern[:48])
+    yield "idx", "seed-labels-5.idx", idx([5], [3, 1, 4, 1, 5])
+    yield "idx", "seed-images-2x3x3.idx.gz", gz(idx([2, 3, 3], pattern[:18]))
+    yield "idx", "seed-labels-4.idx.gz", gz(idx([4], [9, 0, 2, 7]))
+    yield "idx", "seed-rank4-2x2x2x2.idx", idx([2, 2, 2, 2], pattern[:16])
+
+    f32 = struct.pack("<6f", 0.5, -1.25, 3.0, 0.0, 1e-3, -7.5)
+    i64 = struct.pack("<3q", 1, -2, 1 << 40)
+    yield "safetensors", "seed-f32-i64-metadata.safetensors", safetensors(
+        [("layer.0.weight", "F32", [2, 3], f32), ("layer.1.num_batches_tracked", "I64", [3], i64)],
+        metadata={"format": "pt", "hpf.step": "7"})
+    yield "safetensors", "seed-pytorch-unpadded.safetensors", safetensors(
+        [("bias", "F64", [2], struct.pack("<2d", 0.25, -4.0)), ("mask", "BOOL", [3], b"\x01\x00\x01")], pad=False)
+    yield "safetensors", "seed-scalar-empty-bf16.safetensors", safetensors(
+        [("empty", "U8", [0, 4], b""), ("scalar", "F32", [], struct.pack("<f", 2.0)),
+         ("half", "BF16", [2], b"\x80\x3f\x00\x40"), ("\u00e9t\u00e9", "I16", [1], b"\xff\x7f")],
+        metadata={})
+    yield "safetensors", "seed-ints.safetensors", safetensors(
+        [("a", "I8", [2], b"\x80\x7f"), ("b", "U16", [1], b"\x01\x02"), ("c", "I32", [1, 1], b"\x01\x00\x00\x80"),
+         ("d", "U32", [1], b"\xff\xff\xff\xff"), ("e", "U64", [1], b"\x01" * 8), ("f", "F16", [1], b"\x00\x3c")])
+
+    index = {"metadata": {"total_size": 1234, "format": "hpf"},
+             "weight_map": {"a.weight": "stage-0.safetensors", "a.bias": "stage-0.safetensors",
+                            "b.weight": "stage-1.safetensors"}}
+    yield "json", "seed-index.json", json.dumps(index, indent=2).encode()
+    yield "json", "seed-safetensors-header.json", b'{"__metadata__":{"format":"pt"},"w":{"dtype":"F32","shape":[2,3],' \
+                                                  b'"data_offsets":[0,24]}}'
+    yield "json", "seed-strings.json", '["plain", "esc \\" \\\\ \\/ \\b \\f \\n \\r \\t", "\\u00e9\\u20ac", ' \
+                                       '"\\ud83d\\ude00", "raw \u00fc\u6f22"]'.encode()
+    yield "json", "seed-numbers.json", b"[0, -0, 7, -12, 3.25, -0.5e+3, 1E9, 2e-7, 18446744073709551615, " \
+                                       b"18446744073709551616]"
+    yield "json", "seed-literals-nesting.json", b' \t\n{"a": [true, false, null, {}, []], "b": {"c": [[[1]]]}} \r\n'
+
+
+def main():
+    check = "--check" in sys.argv[1:]
+    stale = []
+    for target, name, data in seeds():
+        path = CORPUS / target / name
+        if check:
+            if not path.is_file() or path.read_bytes() != data:
+                stale.append(str(path))
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    if stale:
+        sys.exit("make_corpus.py: these seeds differ from what the script makes: " + ", ".join(stale))
+
+
+if __name__ == "__main__":
+    main()
