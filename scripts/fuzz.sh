@@ -53,6 +53,9 @@ cmake --build "$build" -j "$jobs" --target "${targets[@]/#/hpf_fuzz_}"
 # slower than 10 s). Inputs up to 4 KiB: headers, a few tensors or images, gzip members.
 export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:detect_stack_use_after_return=1"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
+# hpf_fuzz_idx writes each input to a scratch file (the reader takes a path): in memory where
+# possible, which makes it about 2.5 times faster than on disk.
+if [ -d /dev/shm ] && [ -w /dev/shm ]; then export TMPDIR=/dev/shm; fi
 run_target() {
   local t=$1 work=$build/fuzz-runs/$1 dict=()
   rm -rf "$work"
