@@ -344,6 +344,37 @@ class Safetensors {
                  std::to_string(bytes.size() - 8) + " follow");
     }
     const std::string_view header(reinterpret_cast<const char*>(bytes.data() + 8), static_cast<std::size_t>(length));
+    const std::span<const std::byte> data = bytes.subspan(8 + static_cast<std::size_t>(length));
+    Layout layout = parse_header(header, data.size(), file);
+    Safetensors result;
+    result.source_ = file;
+    result.metadata_ = std::move(layout.metadata);
+    for (Placed& p : layout.tensors) {
+      p.tensor.bytes.assign(data.begin() + static_cast<std::ptrdiff_t>(p.begin), data.begin() + static_cast<std::ptrdiff_t>(p.end));
+      result.index_.emplace(p.name, result.entries_.size());
+      result.entries_.emplace_back(std::move(p.name), std::move(p.tensor));
+    }
+    return result;
+  }
+
+  /// A tensor's place in a file: its header entry (bytes left empty) and its byte range
+  /// [begin, end) within the data that follows the header.
+  struct Placed {
+    std::string name;
+    TensorData tensor;
+    std::uint64_t begin = 0, end = 0;
+  };
+  /// What a header says: the tensors in the order of their data, and the metadata.
+  struct Layout {
+    std::vector<Placed> tensors;
+    std::map<std::string, std::string> metadata;
+  };
+
+  /// Parses and checks a header (the JSON text after the 8-byte length) for `data_size` bytes of
+  /// data after it, without reading the data: what a reader needs to fetch tensors one by one.
+  /// `file` only names it in errors.
+  static Layout parse_header(std::string_view header, std::uint64_t data_size, const std::filesystem::path& file = {}) {
+    auto fail = [&](const std::string& problem) -> FormatError { return FormatError(file, problem); };
     if (header.empty() || header.front() != '{') throw fail("bad header: it must be a JSON object starting with '{'");
     detail::JsonValue root;
     try {
@@ -351,15 +382,8 @@ class Safetensors {
     } catch (const detail::JsonError& e) {
       throw fail(std::string("bad header: ") + e.what());
     }
-
-    Safetensors result;
-    result.source_ = file;
-    const std::span<const std::byte> data = bytes.subspan(8 + static_cast<std::size_t>(length));
-    struct Placed {
-      std::uint64_t begin, end;
-      std::size_t entry;
-    };
-    std::vector<Placed> placed;
+    Layout layout;
+    std::map<std::string, int, std::less<>> seen;
     bool seen_metadata = false;
     for (auto& [name, value] : root.members) {
       if (name == metadata_key) {
@@ -370,53 +394,38 @@ class Safetensors {
           if (text.kind != detail::JsonValue::Kind::string) {
             throw fail("bad header: metadata '" + key + "' must be a string, found " + detail::json_kind_name(text.kind));
           }
-          if (!result.metadata_.emplace(key, std::move(text.text)).second) {
+          if (!layout.metadata.emplace(key, std::move(text.text)).second) {
             throw fail("bad header: metadata '" + key + "' appears twice");
           }
         }
         continue;
       }
-      if (result.index_.count(name)) throw fail("bad header: tensor '" + name + "' appears twice");
-      const auto [tensor, begin, end] = describe(name, value, fail);
-      if (end > data.size()) {
+      if (!seen.emplace(name, 0).second) throw fail("bad header: tensor '" + name + "' appears twice");
+      auto [tensor, begin, end] = describe(name, value, fail);
+      if (end > data_size) {
         throw fail("offsets out of range: tensor '" + name + "' has data_offsets [" + std::to_string(begin) + ", " +
-                   std::to_string(end) + "] but the data holds " + std::to_string(data.size()) + " bytes");
+                   std::to_string(end) + "] but the data holds " + std::to_string(data_size) + " bytes");
       }
-      placed.push_back({begin, end, result.entries_.size()});
-      result.index_.emplace(name, result.entries_.size());
-      result.entries_.emplace_back(name, tensor);
+      layout.tensors.push_back({name, std::move(tensor), begin, end});
     }
     // The data must be covered exactly: sorted by offset, each tensor starts where the last ended.
-    std::sort(placed.begin(), placed.end(), [](const Placed& a, const Placed& b) {
+    std::stable_sort(layout.tensors.begin(), layout.tensors.end(), [](const Placed& a, const Placed& b) {
       return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
     });
     std::uint64_t covered = 0;
-    for (const Placed& p : placed) {
-      const std::string& name = result.entries_[p.entry].first;
+    for (const Placed& p : layout.tensors) {
       if (p.begin != covered) {
-        throw fail(std::string(p.begin < covered ? "overlapping data: tensor '" : "hole in the data: tensor '") + name +
+        throw fail(std::string(p.begin < covered ? "overlapping data: tensor '" : "hole in the data: tensor '") + p.name +
                    "' starts at byte " + std::to_string(p.begin) + " of the data, the tensors before it end at " +
                    std::to_string(covered));
       }
       covered = p.end;
     }
-    if (covered != data.size()) {
+    if (covered != data_size) {
       throw fail("offsets do not cover the data: the tensors end at byte " + std::to_string(covered) + " but the data holds " +
-                 std::to_string(data.size()) + " bytes");
+                 std::to_string(data_size) + " bytes");
     }
-    // Data in file order; the names' order follows it.
-    std::vector<std::pair<std::string, TensorData>> ordered;
-    ordered.reserve(placed.size());
-    result.index_.clear();
-    for (const Placed& p : placed) {
-      auto& entry = result.entries_[p.entry];
-      entry.second.bytes.assign(data.begin() + static_cast<std::ptrdiff_t>(p.begin),
-                                data.begin() + static_cast<std::ptrdiff_t>(p.end));
-      result.index_.emplace(entry.first, ordered.size());
-      ordered.push_back(std::move(entry));
-    }
-    result.entries_ = std::move(ordered);
-    return result;
+    return layout;
   }
 
  private:

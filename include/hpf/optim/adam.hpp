@@ -52,6 +52,11 @@ class Adam {
   void set_learning_rate(double lr) { options_.learning_rate = lr; }
   const AdamOptions& options() const { return options_; }
   std::size_t steps() const { return steps_; }
+  /// Restores the step count of a checkpoint (it sets the bias corrections).
+  void set_steps(std::size_t steps) { steps_ = steps; }
+  /// First and second moments, laid out like the parameters (PyTorch's exp_avg, exp_avg_sq).
+  const Buffer<T, Space>& exp_avg() const { return first_; }
+  const Buffer<T, Space>& exp_avg_sq() const { return second_; }
 
  private:
   AdamOptions options_;

@@ -9,6 +9,8 @@
 #include <cstddef>
 #include <cstdio>
 #include <string>
+#include <utility>
+#include <vector>
 #include <variant>
 
 namespace hpf {
@@ -54,6 +56,26 @@ class Optimizer {
   void set_learning_rate(double lr) {
     std::visit([&](auto& o) { o.set_learning_rate(lr); }, state_);
   }
+  /// The state the optimizer carries between steps, by PyTorch's per-parameter state names
+  /// ("momentum_buffer"; "exp_avg", "exp_avg_sq"), each laid out like the parameters: what a
+  /// checkpoint saves and restores (views: writing to them changes the optimizer).
+  std::vector<std::pair<std::string, Buffer<T, Space>>> state() const {
+    if (const auto* sgd = std::get_if<Sgd<T, Space>>(&state_)) {
+      if (sgd->velocity().extent(0) == 0) return {};
+      return {{"momentum_buffer", sgd->velocity()}};
+    }
+    const auto& adam = std::get<Adam<T, Space>>(state_);
+    return {{"exp_avg", adam.exp_avg()}, {"exp_avg_sq", adam.exp_avg_sq()}};
+  }
+  /// Steps taken (Adam's bias-correction count; 0 for SGD, which does not need it).
+  std::size_t steps() const {
+    const auto* adam = std::get_if<Adam<T, Space>>(&state_);
+    return adam ? adam->steps() : 0;
+  }
+  void set_steps(std::size_t steps) {
+    if (auto* adam = std::get_if<Adam<T, Space>>(&state_)) adam->set_steps(steps);
+  }
+
   /// The SGD momentum buffer (laid out like the parameters), or an empty buffer for Adam and
   /// momentum-free SGD. The state a checkpoint or a reference comparison must carry over.
   Buffer<T, Space> momentum() const {

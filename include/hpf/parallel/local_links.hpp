@@ -66,6 +66,15 @@ class LocalLinks {
   trace::ProcessFacts trace_facts() const { return {}; }
   std::vector<std::string> gather_on_first(const std::string& part) const { return {part}; }
 
+  // A checkpoint's parts (hpf::Checkpointer): this process writes everything.
+  bool first_process() const { return true; }
+  bool writes_stage() const { return true; }
+  template <class F>
+  auto agree(F&& f) const {
+    return f();
+  }
+  std::string share_from_first(std::string text) const { return text; }
+
   void begin_step() {}
   /// Nothing overlaps backward here.
   std::function<void(std::size_t)> gradients_ready() const { return {}; }

@@ -46,12 +46,14 @@ struct Evaluation {
 /// and whether the whole model ends with a classification loss.
 template <class StageModel>
 struct stage_position {
+  using whole_model = StageModel;
   static constexpr bool first = true;
   static constexpr bool last = true;
   static constexpr bool classifies = ClassificationLoss<at_t<typename StageModel::bound_layers, StageModel::size - 1>>;
 };
 template <class Model, class Partition, std::size_t Index>
 struct stage_position<Stage<Model, Partition, Index>> {
+  using whole_model = Model;
   static constexpr bool first = Stage<Model, Partition, Index>::is_first;
   static constexpr bool last = Stage<Model, Partition, Index>::is_last;
   static constexpr bool classifies = stage_position<Model>::classifies;
@@ -87,8 +89,7 @@ class StageEngine {
         links_(placement, net_.gradients(), net_.buffers(), options),
         sampler_(train.size(), options.batch, links_.replicas(), options.data_seed),
         program_(stage_program(options.schedule, links_.stages(), links_.stage(), options.micro_batches)) {
-    check_dataset(train, "training");
-    if (test) check_dataset(*test, "test");
+    check_datasets(train, test, options);
     const std::size_t capacity = (sampler_.local_batch() + options.micro_batches - 1) / options.micro_batches;
     slots_.resize(slots_needed(options.schedule, links_.stages(), links_.stage(), options.micro_batches));
     for (Slot& slot : slots_) {
@@ -183,7 +184,10 @@ class StageEngine {
   network_type& network() { return net_; }
   const network_type& network() const { return net_; }
   const Optimizer<T, Space>& optimizer() const { return optimizer_; }
+  Optimizer<T, Space>& optimizer() { return optimizer_; }
   const Links& links() const { return links_; }
+  /// The model this is a stage of (the whole model for a single stage).
+  using model_type = typename stage_position<StageModel>::whole_model;
   const StepOptions& options() const { return options_; }
   /// Micro-batches this stage keeps between forward and backward (its activation slots).
   std::size_t slots() const { return slots_.size(); }
@@ -308,6 +312,16 @@ class StageEngine {
   }
 
  public:
+  /// Throws std::invalid_argument unless the training set holds at least one global batch and
+  /// both sets fit this stage (check_dataset).
+  static void check_datasets(const data::Dataset& train, const data::Dataset* test, const StepOptions& options) {
+    if (train.size() < options.batch) {
+      throw std::invalid_argument("hpf: the training set has " + std::to_string(train.size()) +
+                                  " samples, fewer than one global batch of " + std::to_string(options.batch));
+    }
+    check_dataset(train, "training");
+    if (test) check_dataset(*test, "test");
+  }
   /// Throws std::invalid_argument unless the data this stage reads fits it: images of the
   /// model's input shape on the first stage, labels below its class count on the last.
   static void check_dataset(const data::Dataset& d, const char* which) {

@@ -69,6 +69,10 @@ comm::Facts run_facts(const TrainOptions& o, std::size_t stages) {
           {"optimizer", describe(o.optimizer)},
           {"evaluate", text(o.evaluate)},
           {"eval_batch", text(o.eval_batch)},
+          {"checkpoint", o.checkpoint.directory.string() + " every " + text(o.checkpoint.every_steps) + " steps / " +
+                             text(o.checkpoint.every_seconds) + " s, at end " + text(o.checkpoint.at_end) + ", keep " +
+                             text(o.checkpoint.keep) + ", resume " + text(o.checkpoint.resume) + " " +
+                             o.checkpoint.resume_from.string()},
           {"trace", o.trace.enabled() ? o.trace.path + " steps " + text(o.trace.first_step) + "-" + text(o.trace.last_step) +
                                             (o.trace.layers ? " with layers" : "") + " up to " + text(o.trace.max_events)
                                       : "off"}};
@@ -118,6 +122,7 @@ TrainReport fit(const comm::Communicator& world, const TrainOptions& given, cons
   const TrainOptions options = comm::agree(world, [&] {
     TrainOptions o = with_environment_trace(given);
     o.trace.check();
+    o.checkpoint.check();
     if (o.trace.enabled() && world.rank() == 0) trace::check_writable(o.trace.path);
     return o;
   });
@@ -138,8 +143,7 @@ TrainReport fit(const comm::Communicator& world, const TrainOptions& given, cons
     data::TrainTest d = source(data::pipeline_shard(grid.replica(), grid.replicas(), grid.stage(), grid.stages()));
     detail::with_index<stages>(grid.stage(), [&](auto stage) {
       using engine = detail::fit_engine_t<Model, Partition, stage, T, stage_space_t<Strategy, stage, Space>>;
-      engine::check_dataset(d.train, "training");
-      engine::check_dataset(d.test, "test");
+      engine::check_datasets(d.train, &d.test, options);
     });
     return d;
   });

@@ -4,9 +4,11 @@
 
 #include <hpf/parallel/stage_engine.hpp>
 #include <hpf/parallel/timeline.hpp>
+#include <hpf/train/checkpointer.hpp>
 #include <hpf/train/options.hpp>
 #include <hpf/train/progress.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstddef>
@@ -19,30 +21,46 @@ namespace hpf {
 ///   Evaluation evaluate();                                  // on the test set (NaNs without one)
 ///   const links_type& links() const;                        // what hpf::Timeline talks through
 /// and reports the same values on every process, so every rank prints and returns the same.
-/// With options.trace on, the timeline of its window of steps is written at the end.
+/// With options.trace on, the timeline of its window of steps is written at the end; with
+/// options.checkpoint, checkpoints are saved as it says and a run resumes where one left off.
 template <class Engine>
 TrainReport run_epochs(Engine& engine, const TrainOptions& options, bool print = true) {
   Timeline<typename Engine::links_type> timeline(options.trace, options, engine.links());
+  Checkpointer<Engine> checkpoints(engine, options.checkpoint, print ? options.log : nullptr);
+  const io::TrainingState start = checkpoints.resume();
   ProgressReporter progress(print ? options.progress : ProgressMode::none, *options.log);
   TrainReport report;
   std::size_t steps = engine.steps_per_epoch();
   if (options.steps_per_epoch) steps = std::min(steps, options.steps_per_epoch);
-  for (std::size_t epoch = 0; epoch < options.epochs; ++epoch) {
+  io::TrainingState now = start;
+  now.optimizer = describe(options.optimizer);
+  now.data_shards = engine.links().replicas();
+  now.data_seed = options.data_seed;
+  now.stages = engine.links().stages();
+  for (std::size_t epoch = start.epoch; epoch < options.epochs; ++epoch) {
+    const std::size_t first = epoch == start.epoch ? std::min(start.step, steps) : 0;
     progress.begin_epoch(epoch, options.epochs, steps);
     EpochReport r;
     r.epoch = epoch;
     double loss_sum = 0;
-    const auto start = std::chrono::steady_clock::now();
-    for (std::size_t s = 0; s < steps; ++s) {
+    const auto began = std::chrono::steady_clock::now();
+    for (std::size_t s = first; s < steps; ++s) {
       timeline.at_step(epoch * steps + s);
       const StepResult result = engine.step(epoch, s);
       loss_sum += result.loss_sum;
       r.samples += result.samples;
       report.step_losses.push_back(result.samples ? result.loss_sum / static_cast<double>(result.samples) : NAN);
-      r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
       progress.step(s + 1, loss_sum / static_cast<double>(r.samples), static_cast<double>(r.samples) / r.seconds);
+      ++now.global_step;
+      now.samples += result.samples;
+      now.optimizer_steps = engine.optimizer().steps();
+      now.epoch = s + 1 < steps ? epoch : epoch + 1;
+      now.step = s + 1 < steps ? s + 1 : 0;
+      checkpoints.after_step(now, now.epoch == options.epochs);
+      if (options.after_step) options.after_step(now.global_step);
     }
-    r.steps = steps;
+    r.steps = steps - first;
     r.loss = r.samples ? loss_sum / static_cast<double>(r.samples) : NAN;
     r.images_per_second = r.seconds > 0 ? static_cast<double>(r.samples) / r.seconds : 0;
     if (options.evaluate) {

@@ -3,11 +3,13 @@
 #define HPF_TRAIN_OPTIONS_HPP
 
 #include <hpf/parallel/step_options.hpp>
+#include <hpf/train/checkpoint_options.hpp>
 #include <hpf/train/progress.hpp>
 #include <hpf/trace/options.hpp>
 
 #include <cmath>
 #include <cstddef>
+#include <functional>
 #include <iostream>
 #include <ostream>
 #include <vector>
@@ -31,6 +33,11 @@ struct TrainOptions : StepOptions {
   /// Per-rank timeline of a window of steps (off by default; HPF_TRACE switches it on in
   /// programs that do not set it).
   trace::TraceOptions trace{};
+  /// Checkpoints to write and to resume from (none by default).
+  CheckpointOptions checkpoint{};
+  /// Called on every rank after each optimizer step with the number of steps taken so far (for
+  /// logging, a custom stop, or a test that kills the job at a known step).
+  std::function<void(std::size_t global_step)> after_step;
 };
 
 /// `options` with the trace settings of the environment (hpf::trace::TraceOptions::

@@ -31,6 +31,7 @@ class Trainer {
   Trainer(const TrainOptions& options, const data::Dataset& train, const data::Dataset* test = nullptr)
       : options_(with_environment_trace(options)), engine_({options.data_shards}, options, train, test) {
     options_.trace.check();
+    options_.checkpoint.check();
     if (options_.trace.enabled()) trace::check_writable(options_.trace.path);
   }
 

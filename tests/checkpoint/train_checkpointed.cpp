@@ -1,0 +1,88 @@
+// A small convolutional network (with BatchNorm buffers) trained with checkpoints, for the
+// resume tests (tests/checkpoint/test_resume.sh). Every layout trains the same 2 data shards with
+// the ordered reduction, so all of them give the same bits:
+//   --layout trainer            one process (hpf::Trainer with data_shards 2)
+//   --layout fit --stages S     hpf::fit with S stages (world size 2 S)
+// --kill-at G makes the last rank SIGKILL itself after step G: a crash, not a polite stop.
+#include <hpf/comm/environment.hpp>
+#include <hpf/data/synthetic.hpp>
+#include <hpf/train/fit.hpp>
+#include <hpf/train/trainer.hpp>
+#include <hpf/zoo/models.hpp>
+
+#include <csignal>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+
+namespace {
+
+using Model = hpf::Sequential<hpf::Input<1, 8, 8>, hpf::Conv2D<4, 3, hpf::Pad<1>>, hpf::BatchNorm, hpf::ReLU, hpf::Flatten,
+                              hpf::Dense<16>, hpf::ReLU, hpf::Dense<10>, hpf::SoftmaxCrossEntropy>;
+using OtherModel = hpf::Sequential<hpf::Input<1, 8, 8>, hpf::Conv2D<4, 3, hpf::Pad<1>>, hpf::BatchNorm, hpf::ReLU, hpf::Flatten,
+                                   hpf::Dense<12>, hpf::ReLU, hpf::Dense<10>, hpf::SoftmaxCrossEntropy>;
+
+hpf::data::TrainTest data(const hpf::data::Shard& shard) {
+  return {hpf::data::synthetic_dataset(96, 1, 8, 8, 10, 5, shard), hpf::data::synthetic_dataset(40, 1, 8, 8, 10, 6, shard)};
+}
+
+template <class M>
+void train(const hpf::comm::Communicator& world, const hpf::TrainOptions& o, const std::string& layout, int stages) {
+  if (layout == "trainer") {
+    if (world.size() != 1) throw hpf::comm::UsageError("--layout trainer runs on one process");
+    const hpf::data::TrainTest d = data({});
+    hpf::Trainer<M> trainer(o, d.train, &d.test);
+    trainer.fit();
+  } else if (stages == 1) {
+    hpf::fit<M, hpf::DataParallel>(world, o, data);
+  } else if (stages == 2) {
+    hpf::fit<M, hpf::Pipeline<hpf::Balanced<2>>>(world, o, data);
+  } else if (stages == 3) {
+    hpf::fit<M, hpf::Pipeline<hpf::Balanced<3>>>(world, o, data);
+  } else {
+    throw hpf::comm::UsageError("--stages must be 1, 2 or 3");
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return hpf::comm::run_main(argc, argv, [argc, argv](const hpf::comm::Communicator& world) {
+    hpf::TrainOptions o;
+    o.batch = 8;
+    o.micro_batches = 2;
+    o.epochs = 2;
+    o.data_shards = 2;
+    o.reduction = hpf::GradientReduction::ordered;
+    o.progress = hpf::ProgressMode::none;
+    o.checkpoint.keep = 0;
+    std::string layout = "fit", model = "a";
+    int stages = 1;
+    std::size_t kill_at = 0;
+    for (int k = 1; k < argc; ++k) {
+      const std::string flag = argv[k];
+      auto value = [&]() -> std::string {
+        if (k + 1 >= argc) throw hpf::comm::UsageError(flag + " needs a value");
+        return argv[++k];
+      };
+      if (flag == "--layout") layout = value();
+      else if (flag == "--stages") stages = std::stoi(value());
+      else if (flag == "--dir") o.checkpoint.directory = value();
+      else if (flag == "--every") o.checkpoint.every_steps = std::stoul(value());
+      else if (flag == "--keep") o.checkpoint.keep = std::stoul(value());
+      else if (flag == "--epochs") o.epochs = std::stoul(value());
+      else if (flag == "--kill-at") kill_at = std::stoul(value());
+      else if (flag == "--resume") o.checkpoint.resume = true;
+      else if (flag == "--resume-from") o.checkpoint.resume_from = value();
+      else if (flag == "--model") model = value();
+      else if (flag == "--adam") o.optimizer = hpf::AdamOptions{.learning_rate = 0.01, .weight_decay = 1e-4};
+      else throw hpf::comm::UsageError("unknown option " + flag);
+    }
+    const bool victim = world.rank() + 1 == world.size();
+    o.after_step = [kill_at, victim](std::size_t step) {
+      if (step == kill_at && victim) std::raise(SIGKILL);
+    };
+    if (model == "a") train<Model>(world, o, layout, stages);
+    else train<OtherModel>(world, o, layout, stages);
+  });
+}
