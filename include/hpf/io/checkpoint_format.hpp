@@ -94,6 +94,21 @@ inline std::map<std::string, std::string> string_map(const JsonValue& object, co
   }
   return out;
 }
+/// `text` with control characters (a NUL from JSON "\u0000" among them) as \xNN, for messages.
+inline std::string printable(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    if (static_cast<unsigned char>(c) < 0x20) {
+      const char* hex = "0123456789abcdef";
+      out += "\\x";
+      out += hex[(c >> 4) & 0xF];
+      out += hex[c & 0xF];
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
 /// A small JSON file, whole (index and state files are kilobytes; refuses anything over 64 MiB).
 inline JsonValue read_json_file(const std::filesystem::path& file) {
   std::error_code ec;
@@ -159,8 +174,10 @@ inline CheckpointIndex read_checkpoint_index(const std::filesystem::path& direct
   index.weight_map = detail::string_map(root, "weight_map", file);
   index.optimizer_map = detail::string_map(root, "optimizer_map", file);
   for (const auto& [name, entry] : detail::member(root, "files", Kind::object, file).members) {
-    if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..") {
-      throw FormatError(file, "names a file '" + name + "' outside the checkpoint directory");
+    // A NUL (JSON "\u0000") would cut the path short: "..\u0000x" opens the parent directory.
+    if (name.empty() || name.find('/') != std::string::npos || name.find('\0') != std::string::npos || name == "." ||
+        name == "..") {
+      throw FormatError(file, "names a file '" + detail::printable(name) + "' outside the checkpoint directory");
     }
     const std::uint64_t crc = detail::unsigned_member(entry, "crc32", file);
     if (crc > 0xffffffffu) throw FormatError(file, "file '" + name + "' has a crc32 above 32 bits");
