@@ -1,18 +1,27 @@
 // SPDX-License-Identifier: MIT
 // libFuzzer target for hpf::io::detail::JsonParser (include/hpf/io/detail/json.hpp), the JSON
-// reader of safetensors headers and checkpoint index files.
+// reader of safetensors headers and checkpoints, and for the checkpoint files read with it
+// (io/checkpoint_format.hpp): the index model.safetensors.index.json (read_checkpoint_index,
+// verify_checkpoint_files) and training_state.json (read_training_state).
 //
 // Documented outcomes: a JsonValue, or JsonError whose offset lies within the text. A parsed value
 // written back as JSON (strings through json_quote, numbers as written) parses to the same value,
-// and json_unsigned accepts exactly the plain digit strings below 2^64. Anything else (another
-// exception, a crash, a sanitizer report, a hang, a stack overflow) is a finding.
+// and json_unsigned accepts exactly the plain digit strings below 2^64. As checkpoint files: a
+// result or hpf::io::FormatError; an index that loads names only files inside the checkpoint
+// directory and maps tensors only to files it lists. Anything else (another exception, a crash, a
+// sanitizer report, a hang, a stack overflow) is a finding.
+#include <hpf/io/checkpoint_format.hpp>
 #include <hpf/io/detail/json.hpp>
 
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <string_view>
+
+#include <unistd.h>
 
 namespace {
 
@@ -73,6 +82,50 @@ void check_numbers(const JsonValue& v) {
   for (const auto& member : v.members) check_numbers(member.second);
 }
 
+const std::filesystem::path& scratch_directory() {
+  static const std::filesystem::path directory = [] {
+    auto d = std::filesystem::temp_directory_path() / ("hpf_fuzz_json_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(d);
+    return d;
+  }();
+  static const struct Remove {
+    ~Remove() {
+      std::error_code ec;
+      std::filesystem::remove_all(directory, ec);
+    }
+  } remove_at_exit;
+  return directory;
+}
+
+// The text as a checkpoint's index and training state, read as resuming reads them.
+void read_as_checkpoint(std::string_view text) {
+  const std::filesystem::path& directory = scratch_directory();
+  for (const char* name : {hpf::io::checkpoint_index_file, hpf::io::training_state_file}) {
+    std::ofstream out(directory / name, std::ios::binary | std::ios::trunc);
+    out.write(text.data(), static_cast<std::streamsize>(text.size()));
+    out.close();
+    if (!out) std::abort();  // the scratch directory, not the reader
+  }
+  try {
+    const hpf::io::CheckpointIndex index = hpf::io::read_checkpoint_index(directory);
+    for (const auto& [name, digest] : index.files) {
+      // Only plain names of files in the directory: the loader opens directory / name.
+      check(!name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos &&
+            name.find('\0') == std::string::npos);
+    }
+    for (const auto* map : {&index.weight_map, &index.optimizer_map}) {
+      for (const auto& [tensor, shard] : *map) check(index.files.count(shard) == 1);
+    }
+    check(index.files.count(hpf::io::training_state_file) == 1);
+    hpf::io::verify_checkpoint_files(directory, index);
+  } catch (const hpf::io::FormatError&) {
+  }
+  try {
+    hpf::io::read_training_state(directory);
+  } catch (const hpf::io::FormatError&) {
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -91,5 +144,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (const hpf::io::detail::JsonError&) {
     std::abort();  // what json_quote and the parser's own output make must parse
   }
+  if (value.kind == JsonValue::Kind::object) read_as_checkpoint(text);
   return 0;
 }

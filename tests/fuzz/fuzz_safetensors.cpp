@@ -1,22 +1,43 @@
 // SPDX-License-Identifier: MIT
-// libFuzzer target for hpf::io::Safetensors::parse (include/hpf/io/safetensors.hpp), the reader
-// behind Safetensors::load and load_network_tensors: each input is a whole file's bytes.
+// libFuzzer target for the safetensors readers: hpf::io::Safetensors::parse (include/hpf/io/
+// safetensors.hpp; behind Safetensors::load and load_network_tensors) and the checkpoint loader's
+// hpf::io::SafetensorsReader (io/safetensors_reader.hpp), which reads the same file tensor by
+// tensor. Each input is a whole file's bytes; the reader gets it as a scratch file.
 //
 // Documented outcomes: a Safetensors whose tensors can all be read (get_converted; FormatError
 // only for F16/BF16, which hpf does not convert; get<T> for the tensor's own type) and which
 // serializes to a file that parses back to the same names, dtypes, shapes, bytes and metadata; or
-// hpf::io::FormatError. Anything else (another exception, a crash, a sanitizer report, an
-// allocation over -malloc_limit_mb, a hang) is a finding.
+// hpf::io::FormatError. SafetensorsReader accepts exactly the files parse accepts and reads the
+// same tensors. Anything else (another exception, a crash, a sanitizer report, an allocation over
+// -malloc_limit_mb, a hang) is a finding.
 #include <hpf/io/safetensors.hpp>
+#include <hpf/io/safetensors_reader.hpp>
 
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 namespace {
+
+const std::filesystem::path& scratch_file() {
+  static const std::filesystem::path file =
+      std::filesystem::temp_directory_path() / ("hpf_fuzz_safetensors_" + std::to_string(::getpid()) + ".safetensors");
+  static const struct Remove {
+    ~Remove() {
+      std::error_code ec;
+      std::filesystem::remove(file, ec);
+    }
+  } remove_at_exit;
+  return file;
+}
 
 void check(bool condition) {
   if (!condition) std::abort();
@@ -43,16 +64,41 @@ void read_every_tensor(const hpf::io::Safetensors& file) {
   }
 }
 
+// The checkpoint loader's way: header checked against the file's length, tensors read one by one.
+void read_piecewise(const std::uint8_t* data, std::size_t size, const std::optional<hpf::io::Safetensors>& parsed) {
+  const std::filesystem::path& file = scratch_file();
+  {
+    std::ofstream out(file, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
+    out.close();
+    if (!out) std::abort();  // the scratch directory, not the reader
+  }
+  try {
+    hpf::io::SafetensorsReader reader(file);
+    check(parsed.has_value());
+    check(reader.names() == parsed->names() && reader.metadata() == parsed->metadata());
+    for (const std::string& name : reader.names()) {
+      const hpf::io::TensorData read = reader.read(name), &expected = parsed->at(name);
+      check(read.dtype == expected.dtype && read.shape == expected.shape && read.bytes == expected.bytes);
+      check(reader.describe(name).shape == expected.shape);
+    }
+  } catch (const hpf::io::FormatError&) {
+    check(!parsed.has_value());
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(data), size);
-  hpf::io::Safetensors file;
+  std::optional<hpf::io::Safetensors> parsed;
   try {
-    file = hpf::io::Safetensors::parse(bytes);
+    parsed = hpf::io::Safetensors::parse(bytes);
   } catch (const hpf::io::FormatError&) {
-    return 0;
   }
+  read_piecewise(data, size, parsed);
+  if (!parsed) return 0;
+  const hpf::io::Safetensors& file = *parsed;
   read_every_tensor(file);
   // What was loaded saves and loads back unchanged.
   const std::vector<std::byte> saved = file.serialize();

@@ -78,6 +78,19 @@ def seeds():
              "weight_map": {"a.weight": "stage-0.safetensors", "a.bias": "stage-0.safetensors",
                             "b.weight": "stage-1.safetensors"}}
     yield "json", "seed-index.json", json.dumps(index, indent=2).encode()
+    checkpoint_index = {
+        "metadata": {"format": "hpf-checkpoint", "format_version": 1, "total_size": 24, "model": "hpf::Sequential<...>"},
+        "weight_map": {"0.weight": "model-00001-of-00002.safetensors", "2.bias": "model-00002-of-00002.safetensors"},
+        "optimizer_map": {"0.weight.exp_avg": "optimizer-00001-of-00002.safetensors"},
+        "files": {"model-00001-of-00002.safetensors": {"bytes": 16, "crc32": 3632233996},
+                  "model-00002-of-00002.safetensors": {"bytes": 8, "crc32": 0},
+                  "optimizer-00001-of-00002.safetensors": {"bytes": 16, "crc32": 1},
+                  "training_state.json": {"bytes": 250, "crc32": 4294967295}}}
+    yield "json", "seed-checkpoint-index.json", json.dumps(checkpoint_index, indent=2).encode()
+    state = {"format": "hpf-checkpoint", "format_version": 1, "epoch": 2, "step": 5, "global_step": 37,
+             "samples": 4736, "optimizer": "adam(learning_rate=0.001)", "optimizer_steps": 37, "data_shards": 2,
+             "data_seed": 42, "stages": 2}
+    yield "json", "seed-training-state.json", json.dumps(state, indent=2).encode()
     yield "json", "seed-safetensors-header.json", b'{"__metadata__":{"format":"pt"},"w":{"dtype":"F32","shape":[2,3],' \
                                                   b'"data_offsets":[0,24]}}'
     yield "json", "seed-strings.json", '["plain", "esc \\" \\\\ \\/ \\b \\f \\n \\r \\t", "\\u00e9\\u20ac", ' \
