@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <string_view>
 
 namespace hpf {
 
@@ -57,6 +58,9 @@ struct Context {
   /// Host callback during backward: every gradient at flat offset >= the argument is final for
   /// this micro-batch. Gradient buckets start their allreduce from it. May be empty.
   std::function<void(std::size_t)> gradients_ready;
+  /// Host callback after each layer's forward with the layer's index, kind and output (e.g. to
+  /// find the first layer whose output is not finite). Empty in normal runs: costs one test.
+  std::function<void(std::size_t, std::string_view, ConstActivation<T, Space>)> after_forward;
 };
 
 /// Gradient scratch a layer implementation needs (0 for leaf layers, which define no scratch()).

@@ -318,8 +318,9 @@ class ChainImpl<type_list<Bound...>, T, Space, NameBase> {
     const auto& tapes = tape.children;
     for (std::size_t i = 0; i < count; ++i) {
       const trace::LayerSpan span(ops_[i]->name, NameBase + i);
-      ops_[i]->forward(children[i], ctx, input_of(i, x, tape, n), i + 1 == count ? y : stored_output(i, tape, n),
-                       tapes[i]);
+      const Activation<T, Space> out = i + 1 == count ? y : stored_output(i, tape, n);
+      ops_[i]->forward(children[i], ctx, input_of(i, x, tape, n), out, tapes[i]);
+      if (ctx.after_forward) ctx.after_forward(NameBase + i, ops_[i]->name, out);
     }
   }
 

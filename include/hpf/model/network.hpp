@@ -7,6 +7,7 @@
 #include <hpf/layers/parameters.hpp>
 #include <hpf/layers/loss.hpp>
 #include <hpf/meta/type_list.hpp>
+#include <hpf/tensor/finite.hpp>
 #include <hpf/tensor/random.hpp>
 #include <hpf/tensor/views.hpp>
 
@@ -16,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -164,6 +166,26 @@ class Network {
     tape.batch = n;
     Context<T, Space> ctx = context(tape, mode);
     layers_.forward(ctx, input(tape, n), output(tape), tape.layers);
+  }
+
+  /// A layer whose output held a value that is not finite: its index and kind.
+  struct NonFiniteLayer {
+    std::size_t layer = 0;
+    std::string kind;
+  };
+  /// Runs forward again on the tape's first n inputs (in training mode: BatchNorm statistics
+  /// move) and returns the first layer whose output holds a NaN or infinity, if any. For a
+  /// diagnosis on the way to stopping, not for training.
+  std::optional<NonFiniteLayer> first_non_finite_layer(Tape& tape, std::size_t n) {
+    check_batch(tape, n);
+    tape.batch = n;
+    Context<T, Space> ctx = context(tape, Mode::train);
+    std::optional<NonFiniteLayer> found;
+    ctx.after_forward = [&found](std::size_t layer, std::string_view kind, ConstActivation<T, Space> out) {
+      if (!found && count_non_finite(out) > 0) found = NonFiniteLayer{layer, std::string(kind)};
+    };
+    layers_.forward(ctx, input(tape, n), output(tape), tape.layers);
+    return found;
   }
 
   /// Back-propagates the tape's last forward, adding parameter gradients into gradients().

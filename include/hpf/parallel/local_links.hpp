@@ -13,6 +13,7 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -108,7 +109,8 @@ class LocalLinks {
     }
   }
   /// Sum of the step's loss over shards, given each shard's sum.
-  double total_loss(std::span<const double> per_shard, bool /*holds_loss*/) const {
+  double total_loss(std::span<const double> per_shard, bool /*holds_loss*/, bool gradients_finite = true) const {
+    if (!gradients_finite) return NAN;
     double total = 0;
     for (double l : per_shard) total += l;
     return total;

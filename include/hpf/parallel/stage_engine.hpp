@@ -2,6 +2,7 @@
 #ifndef HPF_PARALLEL_STAGE_ENGINE_HPP
 #define HPF_PARALLEL_STAGE_ENGINE_HPP
 
+#include <hpf/comm/error.hpp>
 #include <hpf/parallel/batch_loader.hpp>
 #include <hpf/data/dataset.hpp>
 #include <hpf/data/sampler.hpp>
@@ -11,6 +12,7 @@
 #include <hpf/parallel/partition.hpp>
 #include <hpf/parallel/schedule.hpp>
 #include <hpf/parallel/step_options.hpp>
+#include <hpf/tensor/finite.hpp>
 #include <hpf/tensor/shape.hpp>
 #include <hpf/trace/region.hpp>
 #include <hpf/trace/span.hpp>
@@ -33,6 +35,15 @@ namespace hpf {
 struct StepResult {
   double loss_sum = 0;
   std::size_t samples = 0;
+  /// The step changed nothing: its loss or gradients were not finite (NonFinitePolicy::skip).
+  bool skipped = false;
+};
+
+/// A step's loss or gradients were not finite, under NonFinitePolicy::stop. Raised alike on
+/// every rank (every rank sees the same loss), so all of them stop cleanly.
+class NonFiniteError : public comm::UsageError {
+ public:
+  using comm::UsageError::UsageError;
 };
 
 /// An evaluation pass over a data set: mean loss per sample and, for a classifier, the fraction
@@ -106,6 +117,10 @@ class StageEngine {
     trace::Region region("hpf::StageEngine::step");
     const trace::Span span(trace::Track::compute, "step", stage_tags());
     const std::size_t global = sampler_.batch_size(step);
+    if (options_.non_finite == NonFinitePolicy::skip) {
+      ensure_capacity(buffers_before_, net_.buffers().extent(0), "hpf::StageEngine::buffers_before");
+      Kokkos::deep_copy(buffers_before_, net_.buffers());
+    }
     const T scale = T(1) / static_cast<T>(global);
     {
       const trace::Span zeroing(trace::Track::compute, "zero grad", stage_tags());
@@ -124,12 +139,20 @@ class StageEngine {
       trace::wait(slot.activation_sent, "send activation", stage_tags());
       trace::wait(slot.gradient_sent, "send gradient", stage_tags());
     }
+    // The loss is the same on every rank, and NaN on every rank when any rank's gradients are not
+    // finite: all ranks decide alike whether to update.
+    const double loss = links_.total_loss(shard_losses_, last, count_non_finite(net_.gradients()) == 0);
+    if (loss - loss != 0.0) {
+      if (options_.non_finite == NonFinitePolicy::stop) stop_on_non_finite(epoch, step);
+      Kokkos::deep_copy(net_.buffers(), buffers_before_);  // the step's BatchNorm statistics go too
+      return {loss, global, true};
+    }
     {
       const trace::Span updating(trace::Track::compute, "optimizer", stage_tags());
       optimizer_.step(net_.parameters(), net_.gradients());
     }
     links_.share_buffers();
-    return {links_.total_loss(shard_losses_, last), global};
+    return {loss, global};
   }
 
   /// The test set's evaluation (NaNs without one).
@@ -271,6 +294,48 @@ class StageEngine {
     return loss_sum;
   }
 
+  /// Finds where the values first went bad on this rank, agrees on the first finding in rank
+  /// order (replica 0's stages first) and throws NonFiniteError with it on every rank.
+  [[noreturn]] void stop_on_non_finite(std::size_t epoch, std::size_t step) {
+    std::string finding;
+    for (const TensorInfo& info : net_.tensors()) {
+      if (info.kind == TensorKind::parameter &&
+          count_non_finite(net_.parameters().data() + info.offset, info.size, net_.space()) > 0) {
+        finding = "parameter '" + info.name + "' holds non-finite values (an earlier update diverged: a smaller learning rate may help)";
+        break;
+      }
+    }
+    for (Slot& slot : slots_) {
+      const std::size_t n = slot.tape.batch;
+      if (!finding.empty() || n == 0) continue;
+      if (count_non_finite(net_.input(slot.tape, n)) > 0) {
+        finding = first ? "the training data hold non-finite values" : "its input from the previous stage is not finite";
+      } else if (const auto layer = net_.first_non_finite_layer(slot.tape, n)) {
+        finding = "layer " + std::to_string(layer->layer) + " (" + layer->kind + ") produced non-finite values from finite inputs";
+      }
+    }
+    if (finding.empty() && count_non_finite(net_.gradients()) > 0) {
+      const auto& tensors = net_.tensors();
+      for (auto info = tensors.rbegin(); info != tensors.rend(); ++info) {  // backward's order
+        if (info->kind == TensorKind::parameter &&
+            count_non_finite(net_.gradients().data() + info->offset, info->size, net_.space()) > 0) {
+          finding = "the gradient of '" + info->name + "' is the first to be non-finite in backward";
+          break;
+        }
+      }
+    }
+    if (!finding.empty()) finding = "on stage " + std::to_string(links_.stage()) + ", " + finding;
+    std::string first_finding;
+    for (const std::string& part : links_.gather_on_first(finding)) {
+      if (first_finding.empty()) first_finding = part;
+    }
+    first_finding = links_.share_from_first(first_finding);
+    if (first_finding.empty()) first_finding = "every layer's output is finite: the loss of the targets is not (check the targets)";
+    throw NonFiniteError("hpf: the loss or its gradients are not finite at epoch " + std::to_string(epoch) + ", step " +
+                         std::to_string(step) + ": " + first_finding +
+                         "; StepOptions::non_finite = NonFinitePolicy::skip skips such steps instead");
+  }
+
   trace::Tags stage_tags() const { return {.stage = static_cast<std::int32_t>(links_.stage())}; }
   trace::Tags micro_batch_tags(std::uint32_t m) const {
     return {.stage = static_cast<std::int32_t>(links_.stage()), .micro_batch = static_cast<std::int32_t>(m)};
@@ -366,6 +431,7 @@ class StageEngine {
   std::vector<Slot> slots_;
   std::vector<double> shard_losses_;
   typename network_type::Tape eval_tapes_[2];
+  Buffer<T, Space> buffers_before_;  ///< the buffers at the start of a step (NonFinitePolicy::skip)
   BatchLoader<T, Space> loader_;
 };
 

@@ -14,6 +14,12 @@
 
 namespace hpf {
 
+/// What a step whose loss or gradients are not finite (NaN, infinite) does.
+enum class NonFinitePolicy {
+  stop,  ///< stop training with an error naming the step and where the values first went bad
+  skip,  ///< leave parameters, optimizer state and buffers as they were before the step
+};
+
 /// \brief What one training step does, whoever runs it (one process or a grid of them).
 struct StepOptions {
   /// Global mini-batch: the samples of one optimizer step over all replicas together.
@@ -35,6 +41,8 @@ struct StepOptions {
   std::uint64_t data_seed = 0;
   /// Samples per forward pass when evaluating.
   std::size_t eval_batch = 250;
+  /// A step with a non-finite loss or gradient stops the run (default) or is skipped.
+  NonFinitePolicy non_finite = NonFinitePolicy::stop;
 };
 
 /// \brief Throws std::invalid_argument naming the first option that cannot work with `replicas`

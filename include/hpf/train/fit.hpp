@@ -69,6 +69,7 @@ comm::Facts run_facts(const TrainOptions& o, std::size_t stages) {
           {"optimizer", describe(o.optimizer)},
           {"evaluate", text(o.evaluate)},
           {"eval_batch", text(o.eval_batch)},
+          {"non_finite", o.non_finite == NonFinitePolicy::stop ? "stop" : "skip"},
           {"checkpoint", o.checkpoint.directory.string() + " every " + text(o.checkpoint.every_steps) + " steps / " +
                              text(o.checkpoint.every_seconds) + " s, at end " + text(o.checkpoint.at_end) + ", keep " +
                              text(o.checkpoint.keep) + ", resume " + text(o.checkpoint.resume) + " " +

@@ -47,11 +47,15 @@ TrainReport run_epochs(Engine& engine, const TrainOptions& options, bool print =
     for (std::size_t s = first; s < steps; ++s) {
       timeline.at_step(epoch * steps + s);
       const StepResult result = engine.step(epoch, s);
-      loss_sum += result.loss_sum;
-      r.samples += result.samples;
+      if (result.skipped) {
+        ++r.skipped_steps;
+      } else {
+        loss_sum += result.loss_sum;
+        r.samples += result.samples;
+      }
       report.step_losses.push_back(result.samples ? result.loss_sum / static_cast<double>(result.samples) : NAN);
       r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
-      progress.step(s + 1, loss_sum / static_cast<double>(r.samples), static_cast<double>(r.samples) / r.seconds);
+      if (r.samples) progress.step(s + 1, loss_sum / static_cast<double>(r.samples), static_cast<double>(r.samples) / r.seconds);
       ++now.global_step;
       now.samples += result.samples;
       now.optimizer_steps = engine.optimizer().steps();

@@ -36,6 +36,7 @@ struct EpochReport {
   double images_per_second = 0;
   double test_loss = NAN;      ///< mean loss per test sample; NaN if not evaluated
   double test_accuracy = NAN;  ///< fraction in [0, 1]; NaN if not evaluated or not a classifier
+  std::size_t skipped_steps = 0;  ///< steps skipped for a non-finite loss (NonFinitePolicy::skip)
 };
 
 /// \brief Prints per-epoch progress: a redrawn line on a terminal, plain lines otherwise.
@@ -80,7 +81,9 @@ class ProgressReporter {
       std::snprintf(text, sizeof text, "epoch %zu/%zu: loss %.4f, %.0f images/s, %.1f s, test accuracy %.2f%%",
                     r.epoch + 1, epochs_, r.loss, r.images_per_second, r.seconds, 100.0 * r.test_accuracy);
     }
-    out_ << text << '\n' << std::flush;
+    out_ << text;
+    if (r.skipped_steps) out_ << " (" << r.skipped_steps << " steps skipped: loss or gradients not finite)";
+    out_ << '\n' << std::flush;
   }
 
   ProgressMode mode() const { return mode_; }
