@@ -4,8 +4,11 @@
 
 #include <hpf/comm/error.hpp>
 #include <hpf/comm/mpi.hpp>
+#include <hpf/comm/watchdog.hpp>
 
 #include <memory>
+#include <utility>
+#include <vector>
 
 namespace hpf::comm {
 
@@ -24,6 +27,13 @@ class Communicator {
   MPI_Comm get() const noexcept { return *comm_; }
   int rank() const noexcept { return rank_; }
   int size() const noexcept { return size_; }
+  /// The rank in MPI_COMM_WORLD of this communicator's rank `rank` (`rank` itself when it is out
+  /// of range or its process is not in MPI_COMM_WORLD). Names peers in messages (hpf::comm::WaitFor).
+  int world_rank_of(int rank) const noexcept {
+    if (!world_ranks_ || rank < 0 || static_cast<std::size_t>(rank) >= world_ranks_->size()) return rank;
+    const int world = (*world_ranks_)[static_cast<std::size_t>(rank)];
+    return world == MPI_UNDEFINED ? rank : world;
+  }
 
   /// Processes with the same colour form a new communicator, ordered by key. Collective.
   Communicator split(int color, int key) const {
@@ -34,7 +44,12 @@ class Communicator {
     return result;
   }
 
-  void barrier() const { check(MPI_Barrier(get()), "MPI_Barrier"); }
+  /// Waits until every rank of the communicator has called it (at most hpf::comm::wait_limit()).
+  void barrier() const {
+    MPI_Request request = MPI_REQUEST_NULL;
+    check(MPI_Ibarrier(get(), &request), "MPI_Ibarrier");
+    watched_wait(request, {.operation = "MPI_Ibarrier", .kind = "barrier", .group = size_});
+  }
 
  private:
   struct adopt_tag {};
@@ -49,11 +64,23 @@ class Communicator {
     check(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
     check(MPI_Comm_rank(comm, &rank_), "MPI_Comm_rank");
     check(MPI_Comm_size(comm, &size_), "MPI_Comm_size");
+    // Once per communicator, so that messages can name peers by world rank without MPI calls.
+    MPI_Group group = MPI_GROUP_NULL, world = MPI_GROUP_NULL;
+    check(MPI_Comm_group(comm, &group), "MPI_Comm_group");
+    check(MPI_Comm_group(MPI_COMM_WORLD, &world), "MPI_Comm_group");
+    std::vector<int> ranks(static_cast<std::size_t>(size_)), world_ranks(ranks.size());
+    for (int r = 0; r < size_; ++r) ranks[static_cast<std::size_t>(r)] = r;
+    const int translated = MPI_Group_translate_ranks(group, size_, ranks.data(), world, world_ranks.data());
+    MPI_Group_free(&group);
+    MPI_Group_free(&world);
+    check(translated, "MPI_Group_translate_ranks");
+    world_ranks_ = std::make_shared<const std::vector<int>>(std::move(world_ranks));
   }
 
   std::shared_ptr<MPI_Comm> comm_;
   int rank_ = 0;
   int size_ = 1;
+  std::shared_ptr<const std::vector<int>> world_ranks_;
 };
 
 }  // namespace hpf::comm

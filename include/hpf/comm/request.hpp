@@ -4,6 +4,7 @@
 
 #include <hpf/comm/error.hpp>
 #include <hpf/comm/mpi.hpp>
+#include <hpf/comm/watchdog.hpp>
 #include <hpf/trace/span.hpp>
 
 #include <exception>
@@ -15,20 +16,27 @@ namespace hpf::comm {
 
 /// \brief A non-blocking operation in flight. Owns what must outlive it (a host staging buffer)
 /// and what must follow it (copying received data from the staging buffer to the device).
+/// It says what it is for (WaitFor: the peer, the pipeline stage and micro-batch, the gradient
+/// bucket), and waiting on it lasts at most hpf::comm::wait_limit(): a rank that waits longer
+/// says what for and ends the job (hpf/comm/watchdog.hpp).
 /// Move-only; waits on destruction unless an exception is unwinding (then the job aborts anyway
 /// and waiting could hang).
 class Request {
  public:
   Request() = default;
+  Request(MPI_Request request, const WaitFor& waiting_for, std::shared_ptr<void> keep_alive = {},
+          std::function<void()> on_complete = {})
+      : request_(request), waiting_for_(waiting_for), keep_alive_(std::move(keep_alive)),
+        on_complete_(std::move(on_complete)) {}
   Request(MPI_Request request, const char* operation, std::shared_ptr<void> keep_alive = {},
           std::function<void()> on_complete = {})
-      : request_(request), operation_(operation), keep_alive_(std::move(keep_alive)), on_complete_(std::move(on_complete)) {}
+      : Request(request, WaitFor{.operation = operation}, std::move(keep_alive), std::move(on_complete)) {}
   Request(Request&& other) noexcept { *this = std::move(other); }
   Request& operator=(Request&& other) noexcept {
     if (this != &other) {
       finish_quietly();
       request_ = std::exchange(other.request_, MPI_REQUEST_NULL);
-      operation_ = other.operation_;
+      waiting_for_ = other.waiting_for_;
       keep_alive_ = std::move(other.keep_alive_);
       on_complete_ = std::move(other.on_complete_);
       span_ = std::move(other.span_);
@@ -49,6 +57,9 @@ class Request {
     }
   }
 
+  /// What completing this request waits for (hpf::comm::describe says it in words).
+  const WaitFor& waiting_for() const noexcept { return waiting_for_; }
+
   /// True when nothing is in flight any more.
   bool done() const noexcept { return request_ == MPI_REQUEST_NULL; }
 
@@ -56,14 +67,15 @@ class Request {
   bool test() {
     if (done()) return true;
     int flag = 0;
-    check(MPI_Test(&request_, &flag, MPI_STATUS_IGNORE), operation_);
+    check(MPI_Test(&request_, &flag, MPI_STATUS_IGNORE), waiting_for_.operation);
     if (flag) complete();
     return flag != 0;
   }
 
+  /// Waits until complete, at most wait_limit() seconds: then the job ends (watched_wait).
   void wait() {
     if (done()) return;
-    check(MPI_Wait(&request_, MPI_STATUS_IGNORE), operation_);
+    watched_wait(request_, waiting_for_);
     complete();
   }
 
@@ -83,7 +95,7 @@ class Request {
   }
 
   MPI_Request request_ = MPI_REQUEST_NULL;
-  const char* operation_ = "";
+  WaitFor waiting_for_;
   std::shared_ptr<void> keep_alive_;
   std::function<void()> on_complete_;
   trace::Pending span_;

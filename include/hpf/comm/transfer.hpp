@@ -6,12 +6,14 @@
 #include <hpf/comm/error.hpp>
 #include <hpf/comm/mpi.hpp>
 #include <hpf/comm/request.hpp>
+#include <hpf/comm/watchdog.hpp>
 #include <hpf/config.hpp>
 #include <hpf/trace/region.hpp>
 
 #include <Kokkos_Core.hpp>
 
 #include <climits>
+#include <cstdint>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -49,81 +51,117 @@ auto flat(const View& v) {
   return Kokkos::View<typename View::value_type*, typename View::memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
       v.data(), v.size());
 }
+/// `w` completed with what the transfer itself knows: the MPI call, the kind of wait, the peer
+/// (as a world rank), tag, bytes, group size. A caller's own fields (what, stage, micro-batch,
+/// bucket, members) are kept.
+inline WaitFor point_to_point(WaitFor w, const char* operation, const char* kind, const Communicator& comm, int peer,
+                              int tag, std::int64_t bytes) {
+  w.operation = operation;
+  if (!w.kind) w.kind = kind;
+  w.peer = comm.world_rank_of(peer);
+  w.tag = tag;
+  w.bytes = bytes;
+  return w;
+}
+inline WaitFor collective(WaitFor w, const char* operation, const char* kind, const Communicator& comm,
+                          std::int64_t bytes) {
+  w.operation = operation;
+  if (!w.kind) w.kind = kind;
+  w.group = comm.size();
+  if (w.bytes < 0) w.bytes = bytes;
+  return w;
+}
+template <class View>
+std::int64_t bytes_of(const View& v) {
+  return static_cast<std::int64_t>(v.size() * sizeof(typename View::value_type));
+}
 }  // namespace detail
+
+// Every wait below lasts at most wait_limit() seconds, then ends the job saying what it waited
+// for (hpf/comm/watchdog.hpp); `what` adds to that description (what travels, the pipeline stage
+// and micro-batch, the gradient bucket) and is plain data, so passing it costs no allocation.
+// Blocking collectives are the non-blocking MPI-3 ones plus that wait: exact for data movement
+// and integer or min/max reductions; a floating-point sum may add in another order than the
+// blocking call would.
 
 /// Starts sending a contiguous view to `dest`. The view must stay unchanged until the request
 /// completes (unless staged, then only until this call returns).
 template <class View>
-Request isend(const Communicator& comm, const View& v, int dest, int tag) {
+Request isend(const Communicator& comm, const View& v, int dest, int tag, const WaitFor& what = {}) {
   trace::Region region("hpf::comm::isend");
   const int count = detail::count_of(v, "isend");
   using T = typename View::value_type;
   typename View::execution_space().fence();  // kernels that produced v are done
   MPI_Request request = MPI_REQUEST_NULL;
+  const WaitFor w = detail::point_to_point(what, "MPI_Isend", "send", comm, dest, tag, detail::bytes_of(v));
   if constexpr (detail::direct_v<View>) {
     check(MPI_Isend(v.data(), count, datatype<T>(), dest, tag, comm.get(), &request), "MPI_Isend");
-    return Request(request, "MPI_Isend");
+    return Request(request, w);
   } else {
     auto staging = std::make_shared<decltype(detail::host_staging(v))>(detail::host_staging(v));
     Kokkos::deep_copy(*staging, detail::flat(v));
     check(MPI_Isend(staging->data(), count, datatype<T>(), dest, tag, comm.get(), &request), "MPI_Isend");
-    return Request(request, "MPI_Isend", staging);
+    return Request(request, w, staging);
   }
 }
 
 /// Starts receiving into a contiguous view from `source`; the data is there once the request
 /// completes.
 template <class View>
-Request irecv(const Communicator& comm, const View& v, int source, int tag) {
+Request irecv(const Communicator& comm, const View& v, int source, int tag, const WaitFor& what = {}) {
   trace::Region region("hpf::comm::irecv");
   const int count = detail::count_of(v, "irecv");
   using T = typename View::value_type;
   MPI_Request request = MPI_REQUEST_NULL;
+  const WaitFor w = detail::point_to_point(what, "MPI_Irecv", "receive", comm, source, tag, detail::bytes_of(v));
   if constexpr (detail::direct_v<View>) {
     check(MPI_Irecv(v.data(), count, datatype<T>(), source, tag, comm.get(), &request), "MPI_Irecv");
-    return Request(request, "MPI_Irecv");
+    return Request(request, w);
   } else {
     auto staging = std::make_shared<decltype(detail::host_staging(v))>(detail::host_staging(v));
     check(MPI_Irecv(staging->data(), count, datatype<T>(), source, tag, comm.get(), &request), "MPI_Irecv");
     const auto target = detail::flat(v);
-    return Request(request, "MPI_Irecv", staging, [staging, target] { Kokkos::deep_copy(target, *staging); });
+    return Request(request, w, staging, [staging, target] { Kokkos::deep_copy(target, *staging); });
   }
 }
 
+/// Sends a contiguous view to `dest` and waits until its buffer may be reused.
 template <class View>
-void send(const Communicator& comm, const View& v, int dest, int tag) {
-  isend(comm, v, dest, tag).wait();
+void send(const Communicator& comm, const View& v, int dest, int tag, const WaitFor& what = {}) {
+  isend(comm, v, dest, tag, what).wait();
 }
+/// Receives a contiguous view from `source`.
 template <class View>
-void recv(const Communicator& comm, const View& v, int source, int tag) {
-  irecv(comm, v, source, tag).wait();
+void recv(const Communicator& comm, const View& v, int source, int tag, const WaitFor& what = {}) {
+  irecv(comm, v, source, tag, what).wait();
 }
 
 /// Starts an in-place reduction of a contiguous view over all ranks of `comm`.
 template <class View>
-Request iallreduce(const Communicator& comm, const View& v, MPI_Op op = MPI_SUM) {
+Request iallreduce(const Communicator& comm, const View& v, MPI_Op op = MPI_SUM, const WaitFor& what = {}) {
   trace::Region region("hpf::comm::iallreduce");
   const int count = detail::count_of(v, "iallreduce");
   using T = typename View::value_type;
   typename View::execution_space().fence();
   MPI_Request request = MPI_REQUEST_NULL;
+  const WaitFor w = detail::collective(what, "MPI_Iallreduce", "allreduce", comm, detail::bytes_of(v));
   if constexpr (detail::direct_v<View>) {
     check(MPI_Iallreduce(MPI_IN_PLACE, v.data(), count, datatype<T>(), op, comm.get(), &request), "MPI_Iallreduce");
-    return Request(request, "MPI_Iallreduce");
+    return Request(request, w);
   } else {
     auto staging = std::make_shared<decltype(detail::host_staging(v))>(detail::host_staging(v));
     const auto target = detail::flat(v);
     Kokkos::deep_copy(*staging, target);
     check(MPI_Iallreduce(MPI_IN_PLACE, staging->data(), count, datatype<T>(), op, comm.get(), &request),
           "MPI_Iallreduce");
-    return Request(request, "MPI_Iallreduce", staging, [staging, target] { Kokkos::deep_copy(target, *staging); });
+    return Request(request, w, staging, [staging, target] { Kokkos::deep_copy(target, *staging); });
   }
 }
 
 /// Starts gathering every rank's contiguous `part` into `all` (comm.size() times its size, in
 /// rank order).
 template <class PartView, class AllView>
-Request iallgather(const Communicator& comm, const PartView& part, const AllView& all) {
+Request iallgather(const Communicator& comm, const PartView& part, const AllView& all, const WaitFor& what = {}) {
   trace::Region region("hpf::comm::iallgather");
   const int count = detail::count_of(part, "iallgather");
   if (all.size() != part.size() * static_cast<std::size_t>(comm.size())) {
@@ -135,10 +173,11 @@ Request iallgather(const Communicator& comm, const PartView& part, const AllView
                 "hpf::comm::iallgather: part and result must hold the same scalar type");
   typename PartView::execution_space().fence();
   MPI_Request request = MPI_REQUEST_NULL;
+  const WaitFor w = detail::collective(what, "MPI_Iallgather", "allgather", comm, detail::bytes_of(part));
   if constexpr (detail::direct_v<PartView> && detail::direct_v<AllView>) {
     check(MPI_Iallgather(part.data(), count, datatype<T>(), all.data(), count, datatype<T>(), comm.get(), &request),
           "MPI_Iallgather");
-    return Request(request, "MPI_Iallgather");
+    return Request(request, w);
   } else {
     struct Staging {
       decltype(detail::host_staging(part)) send;
@@ -150,39 +189,45 @@ Request iallgather(const Communicator& comm, const PartView& part, const AllView
                          comm.get(), &request),
           "MPI_Iallgather");
     const auto target = detail::flat(all);
-    return Request(request, "MPI_Iallgather", staging, [staging, target] { Kokkos::deep_copy(target, staging->receive); });
+    return Request(request, w, staging, [staging, target] { Kokkos::deep_copy(target, staging->receive); });
   }
 }
 
 /// In-place reduction of a contiguous view over all ranks of `comm`.
 template <class View>
-void allreduce(const Communicator& comm, const View& v, MPI_Op op = MPI_SUM) {
-  iallreduce(comm, v, op).wait();
+void allreduce(const Communicator& comm, const View& v, MPI_Op op = MPI_SUM, const WaitFor& what = {}) {
+  iallreduce(comm, v, op, what).wait();
 }
 
 /// Reduction of one host scalar over all ranks of `comm`.
 template <class T>
-T allreduce_value(const Communicator& comm, T value, MPI_Op op = MPI_SUM) {
+T allreduce_value(const Communicator& comm, T value, MPI_Op op = MPI_SUM, const WaitFor& what = {}) {
   trace::Region region("hpf::comm::allreduce");
   T result{};
-  check(MPI_Allreduce(&value, &result, 1, datatype<T>(), op, comm.get()), "MPI_Allreduce");
+  MPI_Request request = MPI_REQUEST_NULL;
+  check(MPI_Iallreduce(&value, &result, 1, datatype<T>(), op, comm.get(), &request), "MPI_Iallreduce");
+  watched_wait(request, detail::collective(what, "MPI_Iallreduce", "allreduce", comm, sizeof(T)));
   return result;
 }
 
 /// Copies `root`'s contiguous view into the same view on every rank of `comm`.
 template <class View>
-void broadcast(const Communicator& comm, const View& v, int root) {
+void broadcast(const Communicator& comm, const View& v, int root, const WaitFor& what = {}) {
   trace::Region region("hpf::comm::broadcast");
   const int count = detail::count_of(v, "broadcast");
   using T = typename View::value_type;
   typename View::execution_space().fence();
+  const WaitFor w = detail::collective(what, "MPI_Ibcast", "broadcast", comm, detail::bytes_of(v));
+  MPI_Request request = MPI_REQUEST_NULL;
   if constexpr (detail::direct_v<View>) {
-    check(MPI_Bcast(v.data(), count, datatype<T>(), root, comm.get()), "MPI_Bcast");
+    check(MPI_Ibcast(v.data(), count, datatype<T>(), root, comm.get(), &request), "MPI_Ibcast");
+    watched_wait(request, w);
   } else {
     auto staging = detail::host_staging(v);
     const auto target = detail::flat(v);
     if (comm.rank() == root) Kokkos::deep_copy(staging, target);
-    check(MPI_Bcast(staging.data(), count, datatype<T>(), root, comm.get()), "MPI_Bcast");
+    check(MPI_Ibcast(staging.data(), count, datatype<T>(), root, comm.get(), &request), "MPI_Ibcast");
+    watched_wait(request, w);
     Kokkos::deep_copy(target, staging);
   }
 }
@@ -190,10 +235,12 @@ void broadcast(const Communicator& comm, const View& v, int root) {
 /// Every rank's host scalar, in rank order, on every rank of `comm`. Lets a caller add them in
 /// an order of its choosing (an allreduce adds in the MPI library's order).
 template <class T>
-std::vector<T> allgather_value(const Communicator& comm, T value) {
+std::vector<T> allgather_value(const Communicator& comm, T value, const WaitFor& what = {}) {
   trace::Region region("hpf::comm::allgather");
   std::vector<T> all(static_cast<std::size_t>(comm.size()));
-  check(MPI_Allgather(&value, 1, datatype<T>(), all.data(), 1, datatype<T>(), comm.get()), "MPI_Allgather");
+  MPI_Request request = MPI_REQUEST_NULL;
+  check(MPI_Iallgather(&value, 1, datatype<T>(), all.data(), 1, datatype<T>(), comm.get(), &request), "MPI_Iallgather");
+  watched_wait(request, detail::collective(what, "MPI_Iallgather", "allgather", comm, sizeof(T)));
   return all;
 }
 
