@@ -5,6 +5,7 @@
 #include <hpf/comm/communicator.hpp>
 #include <hpf/comm/request.hpp>
 #include <hpf/comm/transfer.hpp>
+#include <hpf/comm/watchdog.hpp>
 #include <hpf/tensor/ordered_sum.hpp>
 #include <hpf/parallel/gradient_reduction.hpp>
 #include <hpf/tensor/views.hpp>
@@ -34,10 +35,12 @@ namespace hpf {
 template <class T, class Space>
 class GradientBuckets {
  public:
+  /// `stage` (the pipeline stage these gradients belong to, -1 if none) only names the buckets
+  /// when a wait for one times out (hpf::comm::WaitFor).
   GradientBuckets(comm::Communicator replicas, Buffer<T, Space> gradients, std::size_t bucket_bytes,
-                  GradientReduction reduction)
+                  GradientReduction reduction, int stage = -1)
       : replicas_(std::move(replicas)), gradients_(gradients),
-        reduction_(resolve(reduction, static_cast<std::size_t>(replicas_.size()))) {
+        reduction_(resolve(reduction, static_cast<std::size_t>(replicas_.size()))), stage_(stage) {
     if (reduction_ == GradientReduction::ordered && static_cast<std::size_t>(replicas_.size()) > ordered_sum_max_parts) {
       throw comm::UsageError("hpf: ordered gradient reduction supports up to " + std::to_string(ordered_sum_max_parts) +
                              " replicas; use GradientReduction::allreduce");
@@ -73,7 +76,8 @@ class GradientBuckets {
     }
   }
 
-  /// Starts what is left and waits for every bucket: afterwards gradients hold the sum over replicas.
+  /// Starts what is left and waits for every bucket (each at most hpf::comm::wait_limit()):
+  /// afterwards gradients hold the sum over replicas.
   void finish() {
     if (replicas_.size() == 1) return;
     trace::Region region("hpf::GradientBuckets::finish");
@@ -93,6 +97,13 @@ class GradientBuckets {
   /// Buckets started so far in this step (all of them after finish()).
   std::size_t started() const { return started_; }
   GradientReduction reduction() const { return reduction_; }
+  /// What waiting for bucket b waits for: "allreduce of gradient bucket 4 (1.2 MiB) of stage 1
+  /// among 2 replicas" (allgather with the ordered reduction).
+  comm::WaitFor waiting_for(std::size_t b) const {
+    return {.kind = reduction_ == GradientReduction::ordered ? "allgather" : "allreduce", .what = "gradient",
+            .group = replicas_.size(), .members = "replicas", .stage = stage_, .bucket = static_cast<int>(b),
+            .bytes = static_cast<std::int64_t>((ends_[b] - begins_[b]) * sizeof(T))};
+  }
 
  private:
   auto bucket_view(std::size_t b) const { return Kokkos::subview(gradients_, Kokkos::make_pair(begins_[b], ends_[b])); }
@@ -102,10 +113,10 @@ class GradientBuckets {
   void start(std::size_t b) {
     trace::Pending span = trace::Pending::open(trace::Track::collective, "allreduce", tags(b));
     if (reduction_ == GradientReduction::ordered) {
-      requests_[b] = comm::iallgather(replicas_, bucket_view(b), gathered_[b]);
+      requests_[b] = comm::iallgather(replicas_, bucket_view(b), gathered_[b], waiting_for(b));
       summed_[b] = false;
     } else {
-      requests_[b] = comm::iallreduce(replicas_, bucket_view(b));
+      requests_[b] = comm::iallreduce(replicas_, bucket_view(b), MPI_SUM, waiting_for(b));
     }
     requests_[b].trace_until_complete(std::move(span));
   }
@@ -122,6 +133,7 @@ class GradientBuckets {
   comm::Communicator replicas_;
   Buffer<T, Space> gradients_;
   GradientReduction reduction_;
+  int stage_;
   std::vector<Buffer<T, Space>> gathered_;  // ordered: every replica's copy of each bucket
   std::vector<bool> summed_;
   std::vector<std::size_t> begins_, ends_;

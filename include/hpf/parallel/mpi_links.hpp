@@ -6,6 +6,7 @@
 #include <hpf/comm/gather_text.hpp>
 #include <hpf/comm/request.hpp>
 #include <hpf/comm/transfer.hpp>
+#include <hpf/comm/watchdog.hpp>
 #include <hpf/data/shard.hpp>
 #include <hpf/parallel/gradient_buckets.hpp>
 #include <hpf/parallel/grid.hpp>
@@ -25,6 +26,22 @@
 
 namespace hpf {
 
+namespace detail {
+/// What a pipeline transfer of stage `stage` with `tag` carries, for hpf::comm::WaitFor. The
+/// tags are StageEngine's: 2m for the activation of micro-batch m, 2m + 1 for its gradient (m
+/// modulo 8192), 1 << 14 for evaluation activations.
+inline comm::WaitFor pipeline_transfer(std::size_t stage, int tag) {
+  comm::WaitFor w{.stage = static_cast<int>(stage)};
+  if (tag == 1 << 14) {
+    w.what = "evaluation activation";
+  } else {
+    w.what = tag % 2 == 0 ? "activation" : "gradient";
+    w.micro_batch = tag / 2;
+  }
+  return w;
+}
+}  // namespace detail
+
 /// \brief What a StageEngine of one rank in a ProcessGrid talks through: its neighbouring
 /// stages (activations and their gradients) and the replicas of its stage (parameter
 /// gradients, buffers). LocalLinks is the one-process counterpart of every member.
@@ -32,6 +49,8 @@ namespace hpf {
 /// - buffers (BatchNorm running statistics): replica 0's, broadcast after every step, as
 ///   PyTorch's DistributedDataParallel does, so every replica holds the same model;
 /// - the step's loss: every replica's sum, added in replica order.
+/// Every wait lasts at most hpf::comm::wait_limit() and then ends the job, saying which stage,
+/// micro-batch, bucket or collective it waited for (hpf/comm/watchdog.hpp).
 template <class T, class Space>
 class MpiLinks {
  public:
@@ -41,7 +60,7 @@ class MpiLinks {
 
   MpiLinks(const ProcessGrid& grid, Buffer<T, Space> gradients, Buffer<T, Space> buffers, const StepOptions& options)
       : grid_(grid), buffers_(buffers), shard_{grid.replica()},
-        buckets_(grid.stage_group(), gradients, options.bucket_bytes, options.reduction) {}
+        buckets_(grid.stage_group(), gradients, options.bucket_bytes, options.reduction, static_cast<int>(grid.stage())) {}
 
   std::size_t stages() const { return grid_.stages(); }
   std::size_t stage() const { return grid_.stage(); }
@@ -52,19 +71,19 @@ class MpiLinks {
 
   template <class View>
   void receive_from_previous(const View& v, int tag) const {
-    comm::recv(grid_.pipeline(), v, static_cast<int>(grid_.stage()) - 1, tag);
+    comm::recv(grid_.pipeline(), v, static_cast<int>(grid_.stage()) - 1, tag, detail::pipeline_transfer(grid_.stage(), tag));
   }
   template <class View>
   void receive_from_next(const View& v, int tag) const {
-    comm::recv(grid_.pipeline(), v, static_cast<int>(grid_.stage()) + 1, tag);
+    comm::recv(grid_.pipeline(), v, static_cast<int>(grid_.stage()) + 1, tag, detail::pipeline_transfer(grid_.stage(), tag));
   }
   template <class View>
   request send_to_next(const View& v, int tag) const {
-    return comm::isend(grid_.pipeline(), v, static_cast<int>(grid_.stage()) + 1, tag);
+    return comm::isend(grid_.pipeline(), v, static_cast<int>(grid_.stage()) + 1, tag, detail::pipeline_transfer(grid_.stage(), tag));
   }
   template <class View>
   request send_to_previous(const View& v, int tag) const {
-    return comm::isend(grid_.pipeline(), v, static_cast<int>(grid_.stage()) - 1, tag);
+    return comm::isend(grid_.pipeline(), v, static_cast<int>(grid_.stage()) - 1, tag, detail::pipeline_transfer(grid_.stage(), tag));
   }
 
   // The timeline's collective parts (hpf::Timeline).
@@ -87,12 +106,13 @@ class MpiLinks {
     if (grid_.replicas() == 1 || buffers_.extent(0) == 0) return;
     trace::Blocking span(trace::Track::collective, "broadcast buffers",
                          {.stage = static_cast<std::int32_t>(grid_.stage()), .bytes = static_cast<std::int64_t>(buffers_.size() * sizeof(T))});
-    comm::broadcast(grid_.stage_group(), buffers_, 0);
+    comm::broadcast(grid_.stage_group(), buffers_, 0,
+                    {.what = "buffers", .members = "replicas", .stage = static_cast<int>(grid_.stage())});
   }
   /// The step's loss summed over replicas (only the last stage holds one), on every rank.
   double total_loss(std::span<const double> per_shard, bool holds_loss) const {
     trace::Blocking span(trace::Track::collective, "allgather loss", {.stage = static_cast<std::int32_t>(grid_.stage())});
-    const auto all = comm::allgather_value(grid_.world(), holds_loss ? per_shard[0] : 0.0);
+    const auto all = comm::allgather_value(grid_.world(), holds_loss ? per_shard[0] : 0.0, {.what = "the loss"});
     double total = 0;
     for (std::size_t r = 0; r < grid_.replicas(); ++r) total += all[static_cast<std::size_t>(grid_.rank_of(r, grid_.stages() - 1))];
     return total;
@@ -100,7 +120,8 @@ class MpiLinks {
   /// Totals of an evaluation (summed loss, correct samples) over replicas, on every rank.
   std::pair<double, std::size_t> total_evaluation(double loss, std::size_t correct, bool holds_result) const {
     const double total_loss = this->total_loss({&loss, 1}, holds_result);
-    const auto all = comm::allreduce_value(grid_.world(), static_cast<unsigned long long>(holds_result ? correct : 0));
+    const auto all = comm::allreduce_value(grid_.world(), static_cast<unsigned long long>(holds_result ? correct : 0),
+                                           MPI_SUM, {.what = "the evaluation's correct samples"});
     return {total_loss, static_cast<std::size_t>(all)};
   }
 
