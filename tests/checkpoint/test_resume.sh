@@ -4,7 +4,8 @@
 #    under 1, 2, 4 and 6 ranks, with SGD and Adam;
 #  - a checkpoint written by 2 stages x 2 replicas resumes under 3 stages x 2 and under one
 #    process, bitwise equal;
-#  - resume skips a damaged newest checkpoint and a half-written one (a crash during a save);
+#  - a kill during a save leaves the previous checkpoint, and resume reaches the same bits; resume
+#    skips a damaged newest checkpoint and a half-written one;
 #  - a corrupt, truncated, foreign-model or newer-format checkpoint is an error naming it, on
 #    every rank, exit code 2.
 # usage: test_resume.sh DRIVER PYTHON LAUNCHER [LAUNCHER FLAGS...]
@@ -108,6 +109,26 @@ if grep -q "skipping a damaged checkpoint: .*step-00000016/training_state.json: 
 else
   cat "$work/out"
   fail "resume past damaged checkpoints"
+fi
+
+# A real crash in the middle of a save (rank 0 killed after the stage files of step 10 are
+# written, before the index): step 5 stays the newest checkpoint and resume reaches the same bits.
+crashed=$work/crashed
+HPF_FAULT_KILL_IN_CHECKPOINT=10 run 4 --stages 2 --dir "$crashed" --every 5
+code=$?
+if [ $code != 0 ] && [ -d "$crashed/.step-00000010.partial" ] && [ ! -d "$crashed/step-00000010" ]; then
+  run 4 --stages 2 --dir "$crashed" --every 5 --resume
+  if grep -q "resumed from .*step-00000005" "$work/out"; then
+    echo "ok: killed while saving step 10 (exit code $code): resumed from step 5"
+    same "$reference" "$crashed/step-00000024" "resume after a crash during a save"
+  else
+    cat "$work/out"
+    fail "resume after a crash during a save"
+  fi
+else
+  cat "$work/out"
+  ls -a "$crashed"
+  fail "a crash during a save: exit code $code, expected non-zero with only a partial step 10"
 fi
 
 bad=$work/bad

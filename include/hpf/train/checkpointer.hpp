@@ -14,8 +14,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstddef>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -107,6 +109,7 @@ class Checkpointer {
     });
     const std::string written = links.agree([&] { return links.writes_stage() ? write_stage(partial) : std::string(); });
     const std::vector<std::string> parts = links.gather_on_first(written);
+    if (links.first_process()) crash_here_for_tests(state.global_step);
     links.agree([&] {
       if (links.first_process()) publish(parts, state, partial, final_dir);
     });
@@ -142,6 +145,14 @@ class Checkpointer {
  private:
   using clock = std::chrono::steady_clock;
   using HostValues = Kokkos::View<T*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+
+  /// Fault injection for tests of crash safety: with HPF_FAULT_KILL_IN_CHECKPOINT=<step>, rank 0
+  /// kills itself (SIGKILL) while saving that step's checkpoint, after the stage files are written
+  /// and before the index: the moment a crash must not damage the last good checkpoint.
+  static void crash_here_for_tests(std::size_t step) {
+    const char* at = std::getenv("HPF_FAULT_KILL_IN_CHECKPOINT");
+    if (at && *at && std::strtoull(at, nullptr, 10) == step) std::raise(SIGKILL);
+  }
 
   void say(const std::string& line) const {
     if (log_ && engine_.links().first_process()) *log_ << line << std::endl;
