@@ -22,8 +22,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SECTION = "fuzzing"
 TARGETS = {
     "idx": "`hpf::data::read_idx`, `read_idx_header` (raw and gzip; whole, strided, header only)",
-    "safetensors": "`hpf::io::Safetensors::parse` (what `load` reads), every tensor read, save/load round trip",
-    "json": "`hpf::io::detail::JsonParser` (safetensors headers, index files), write/parse round trip",
+    "safetensors": "`hpf::io::Safetensors::parse` (what `load` reads) and the checkpoint loader's "
+                   "`SafetensorsReader` (must agree); every tensor read; save/load round trip",
+    "json": "`hpf::io::detail::JsonParser` (write/parse round trip); objects also as a checkpoint index "
+            "(`read_checkpoint_index`, `verify_checkpoint_files`) and `read_training_state`",
 }
 
 
