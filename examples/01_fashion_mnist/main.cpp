@@ -3,6 +3,7 @@
 //   mpiexec -n 4 hpf_fashion_mnist --model cnn --stages 2     # 2 stages x 2 replicas (hybrid)
 //   mpiexec -n 2 hpf_fashion_mnist --model mlp --stages 1     # data parallel
 //   hpf_fashion_mnist --model cnn                             # one process
+//   mpiexec -n 4 hpf_fashion_mnist --checkpoint-dir ckpt --checkpoint-every 200 --resume yes
 //
 // Replicas = processes / stages. Rank 0 prints the model's compile-time summary, progress and
 // the test accuracy after every epoch.
@@ -77,6 +78,10 @@ int main(int argc, char** argv) {
     s.train.network.seed = args.get<std::uint64_t>("seed", 0, "seed of the initial weights and of the data order");
     s.data_dir = args.get<std::string>("data-dir", "", "directory of the IDX files (default: $HPF_FASHION_MNIST_DIR or Debian's)");
     s.min_accuracy = args.get<double>("expect-accuracy", 0.0, "exit with an error unless the final test accuracy reaches this (0-1)");
+    s.train.checkpoint.directory = args.get<std::string>("checkpoint-dir", "", "save checkpoints here (at the end, and as below)");
+    s.train.checkpoint.every_steps = args.get<std::size_t>("checkpoint-every", 0, "also save every this many steps (0: only at the end)");
+    s.train.checkpoint.every_seconds = args.get<double>("checkpoint-seconds", 0, "also save when this many seconds have passed");
+    s.train.checkpoint.resume = args.get<std::string>("resume", "no", "yes: resume from the newest intact checkpoint in --checkpoint-dir") == "yes";
     if (!args.finish(world.rank() == 0)) return;
     if (schedule != "1f1b" && schedule != "gpipe") throw hpf::comm::UsageError("--schedule must be 1f1b or gpipe");
     s.train.schedule = schedule == "gpipe" ? hpf::Schedule::gpipe : hpf::Schedule::one_f_one_b;
