@@ -146,8 +146,9 @@ class WaitLimit {
 };
 
 /// \brief Ends the job because this rank waited `seconds` for `w`: one line on stderr,
-/// "hpf: rank R timed out after T s waiting for <describe(w)> (aborting the job)", then
-/// MPI_Abort(MPI_COMM_WORLD, wait_timeout_exit_code).
+/// "hpf: rank R timed out after T s waiting for <describe(w)> (aborting the job)", then, a
+/// quarter of a second later (for the launcher to forward it), MPI_Abort(MPI_COMM_WORLD,
+/// wait_timeout_exit_code).
 [[noreturn]] inline void abort_wait(const WaitFor& w, double seconds) {
   char limit[32];
   std::snprintf(limit, sizeof limit, "%g", seconds);
@@ -156,6 +157,9 @@ class WaitLimit {
                            " s waiting for " + describe(w) + " (aborting the job)\n";
   std::fwrite(line.data(), 1, line.size(), stderr);
   std::fflush(stderr);
+  // The launcher forwards the line from a pipe; MPICH's Hydra loses what it has not forwarded yet
+  // when the abort reaches it first (seen in about 1 run of 3 without this pause).
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));
   MPI_Abort(MPI_COMM_WORLD, wait_timeout_exit_code);
   std::_Exit(wait_timeout_exit_code);  // MPI_Abort does not return; this is for the compiler
 }
