@@ -20,7 +20,7 @@ declare -A allowed=(
   [io]="meta tensor layers model"
   [zoo]="meta tensor layers model"
   [parallel]="meta tensor trace layers model optim comm data/dataset.hpp data/sampler.hpp data/shard.hpp"
-  [train]="meta tensor trace layers model optim comm data parallel io"
+  [train]="meta tensor trace layers model optim comm data parallel io config.hpp"
 )
 
 # check FOLDER FILE...: prints each include of FILE that FOLDER may not use; fails if any.

@@ -5,6 +5,7 @@
 #include <hpf/comm/agreement.hpp>
 #include <hpf/comm/communicator.hpp>
 #include <hpf/comm/error.hpp>
+#include <hpf/config.hpp>
 #include <hpf/data/shard.hpp>
 #include <hpf/data/train_test.hpp>
 #include <hpf/meta/hash.hpp>
@@ -50,7 +51,8 @@ void with_index(std::size_t index, F&& f) {
 template <class Model, class Strategy, class T, class Space>
 comm::Facts run_facts(const TrainOptions& o, std::size_t stages) {
   auto text = [](auto v) { return std::to_string(v); };
-  return {{"model", std::string(type_name<Model>())},
+  return {{"hpf version", HPF_VERSION_STRING},
+          {"model", std::string(type_name<Model>())},
           {"strategy", std::string(type_name<Strategy>())},
           {"scalar type", std::string(type_name<T>())},
           {"execution space", std::string(type_name<Space>())},
