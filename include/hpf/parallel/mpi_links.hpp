@@ -2,6 +2,7 @@
 #ifndef HPF_PARALLEL_MPI_LINKS_HPP
 #define HPF_PARALLEL_MPI_LINKS_HPP
 
+#include <hpf/comm/agreement.hpp>
 #include <hpf/comm/clock_offset.hpp>
 #include <hpf/comm/gather_text.hpp>
 #include <hpf/comm/request.hpp>
@@ -16,6 +17,7 @@
 #include <hpf/trace/clock.hpp>
 #include <hpf/trace/span.hpp>
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -94,6 +96,16 @@ class MpiLinks {
   }
   std::vector<std::string> gather_on_first(const std::string& part) const { return comm::gather_text(grid_.world(), part); }
 
+  // A checkpoint's parts (hpf::Checkpointer): each stage's first replica writes the stage; a
+  // failure anywhere fails every rank (comm::agree).
+  bool first_process() const { return grid_.world().rank() == 0; }
+  bool writes_stage() const { return grid_.replica() == 0; }
+  template <class F>
+  auto agree(F&& f) const {
+    return comm::agree(grid_.world(), std::forward<F>(f));
+  }
+  std::string share_from_first(std::string text) const { return comm::broadcast_text(grid_.world(), std::move(text), 0); }
+
   void begin_step() { buckets_.begin_step(); }
   /// Starts the buckets backward has finished (overlapping the rest of backward).
   std::function<void(std::size_t)> gradients_ready() {
@@ -109,12 +121,17 @@ class MpiLinks {
     comm::broadcast(grid_.stage_group(), buffers_, 0,
                     {.what = "buffers", .members = "replicas", .stage = static_cast<int>(grid_.stage())});
   }
-  /// The step's loss summed over replicas (only the last stage holds one), on every rank.
-  double total_loss(std::span<const double> per_shard, bool holds_loss) const {
+  /// The step's loss on every rank: the last stages' sums added in replica order; NaN when any
+  /// rank's gradients are not finite (`gradients_finite` false), so every rank sees it alike.
+  double total_loss(std::span<const double> per_shard, bool holds_loss, bool gradients_finite = true) const {
     trace::Blocking span(trace::Track::collective, "allgather loss", {.stage = static_cast<std::int32_t>(grid_.stage())});
-    const auto all = comm::allgather_value(grid_.world(), holds_loss ? per_shard[0] : 0.0, {.what = "the loss"});
+    const double mine = !gradients_finite ? NAN : holds_loss ? per_shard[0] : 0.0;
+    const auto all = comm::allgather_value(grid_.world(), mine, {.what = "the loss"});
     double total = 0;
     for (std::size_t r = 0; r < grid_.replicas(); ++r) total += all[static_cast<std::size_t>(grid_.rank_of(r, grid_.stages() - 1))];
+    for (const double v : all) {
+      if (v - v != 0.0) return NAN;
+    }
     return total;
   }
   /// Totals of an evaluation (summed loss, correct samples) over replicas, on every rank.
