@@ -131,6 +131,17 @@ else
   fail "a crash during a save: exit code $code, expected non-zero with only a partial step 10"
 fi
 
+# By time (rank 0's clock decides for all: here every step) and keeping the newest 2.
+timed=$work/timed
+run 4 --stages 2 --dir "$timed" --every-seconds 0.000001 --keep 2
+kept=$(cd "$timed" && echo step-*)
+if [ "$kept" = "step-00000023 step-00000024" ]; then
+  echo "ok: a checkpoint every 1 us, keeping 2: $kept"
+else
+  cat "$work/out"
+  fail "checkpoints by time, keeping 2: found '$kept'"
+fi
+
 bad=$work/bad
 cp -r "$saved" "$bad-corrupt"
 printf '\x7f' | dd of="$bad-corrupt/model-00002-of-00002.safetensors" bs=1 seek=200 conv=notrunc status=none

@@ -101,6 +101,7 @@ int main(int argc, char** argv) {
       else if (flag == "--dir") o.checkpoint.directory = value();
       else if (flag == "--every") o.checkpoint.every_steps = std::stoul(value());
       else if (flag == "--keep") o.checkpoint.keep = std::stoul(value());
+      else if (flag == "--every-seconds") o.checkpoint.every_seconds = std::stod(value());
       else if (flag == "--epochs") o.epochs = std::stoul(value());
       else if (flag == "--kill-at") kill_at = std::stoul(value());
       else if (flag == "--resume") o.checkpoint.resume = true;
