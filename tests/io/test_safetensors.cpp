@@ -26,7 +26,7 @@ using hpf::io::Safetensors;
 
 std::vector<std::byte> bytes_of(const std::string& s) {
   std::vector<std::byte> out(s.size());
-  std::memcpy(out.data(), s.data(), s.size());
+  if (!s.empty()) std::memcpy(out.data(), s.data(), s.size());  // memcpy from/to null is UB even for 0 bytes
   return out;
 }
 
