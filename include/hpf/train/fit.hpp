@@ -5,10 +5,10 @@
 #include <hpf/comm/agreement.hpp>
 #include <hpf/comm/communicator.hpp>
 #include <hpf/comm/error.hpp>
+#include <hpf/comm/watchdog.hpp>
 #include <hpf/config.hpp>
 #include <hpf/data/shard.hpp>
 #include <hpf/data/train_test.hpp>
-#include <hpf/meta/hash.hpp>
 #include <hpf/meta/type_name.hpp>
 #include <hpf/parallel/grid.hpp>
 #include <hpf/parallel/mpi_links.hpp>
@@ -22,9 +22,11 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -72,6 +74,7 @@ comm::Facts run_facts(const TrainOptions& o, std::size_t stages) {
           {"evaluate", text(o.evaluate)},
           {"eval_batch", text(o.eval_batch)},
           {"non_finite", o.non_finite == NonFinitePolicy::stop ? "stop" : "skip"},
+          {"wait limit (s)", text(o.wait_limit >= 0 ? o.wait_limit : comm::wait_limit())},
           {"checkpoint", o.checkpoint.directory.string() + " every " + text(o.checkpoint.every_steps) + " steps / " +
                              text(o.checkpoint.every_seconds) + " s, at end " + text(o.checkpoint.at_end) + ", keep " +
                              text(o.checkpoint.keep) + ", resume " + text(o.checkpoint.resume) + " " +
@@ -126,9 +129,12 @@ TrainReport fit(const comm::Communicator& world, const TrainOptions& given, cons
     TrainOptions o = with_environment_trace(given);
     o.trace.check();
     o.checkpoint.check();
+    if (!std::isfinite(o.wait_limit)) throw std::invalid_argument("hpf::fit: wait_limit must be a finite number of seconds");
     if (o.trace.enabled() && world.rank() == 0) trace::check_writable(o.trace.path);
     return o;
   });
+  std::optional<comm::WaitLimit> wait_limit;
+  if (options.wait_limit >= 0) wait_limit.emplace(options.wait_limit);
   // Before anything that depends on them (the grid's check of the world size): ranks started
   // with different stage counts or options fail alike instead of some waiting in a split.
   comm::require_same_facts(world, detail::run_facts<Model, Strategy, T, Space>(options, stages), "hpf::fit");

@@ -33,6 +33,9 @@ struct TrainOptions : StepOptions {
   /// Per-rank timeline of a window of steps (off by default; HPF_TRACE switches it on in
   /// programs that do not set it).
   trace::TraceOptions trace{};
+  /// Seconds hpf::fit lets a rank wait for one communication before it ends the job naming what
+  /// it waited for (0: forever); negative: HPF_WAIT_TIMEOUT, else 600 s (hpf/comm/watchdog.hpp).
+  double wait_limit = -1;
   /// Checkpoints to write and to resume from (none by default).
   CheckpointOptions checkpoint{};
   /// Called on every rank after each optimizer step with the number of steps taken so far (for
