@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# The unit and MPI tests built with AddressSanitizer + UndefinedBehaviorSanitizer (g++, -O1 -g,
+# CMakePresets.json's "asan-ubsan" preset, in build-asan) and run so that any finding fails: an
+# ASan error, a leak, or undefined behaviour in any process, MPI ranks included. .ci/run calls it.
+#
+#   scripts/test_sanitizers.sh
+#
+# Left out, and why: the PyTorch reference tests (label reference: they check numerics, not memory,
+# and take most of the time), the compile-fail, compile-budget, header, consumer and README tests
+# (they check compilers and the build system, not running code), the examples and benchmarks (not
+# built here) and the accuracy runs. Open MPI's own allocations that outlive MPI_Finalize are
+# suppressed by tests/sanitizers/lsan.supp, which names MPI-stack libraries only.
+#
+# Every test's whole output goes to the JUnit report, and every sanitizer report in it counts as a
+# finding, so a report from a test that is expected to fail (a rank aborting on purpose) fails the
+# run too; the tests with reports are named at the end. (Not log_path: with ASan and UBSan together,
+# g++'s UBSan ignores it and writes to stderr.) Ranks inherit the sanitizer variables from mpiexec
+# (one machine: Open MPI and MPICH start local ranks with the launcher's environment).
+# Prints "== skipped tests: N" (scripts/lib/ctest.sh) and
+#   == sanitizers: build B s, tests T s, tests run R, failed F, findings N
+# and writes those numbers to <build>/sanitizer-summary.txt (benchmarks/run_sanitizers.py
+# publishes them in benchmarks/RESULTS.md).
+# Environment: HPF_BUILD_DIR (default build-asan), HPF_JOBS (default: all cores), HPF_CMAKE_ARGS.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${HPF_BUILD_DIR:-$root/build-asan}
+jobs=${HPF_JOBS:-$(nproc)}
+# shellcheck source=lib/debian.sh
+source "$root/scripts/lib/debian.sh"
+# shellcheck source=lib/ctest.sh
+source "$root/scripts/lib/ctest.sh"
+hpf_install_packages "${HPF_PACKAGES_TEST[@]}"
+
+echo "== configuring and building the tests with ASan + UBSan in $build"
+started=$(date +%s)
+cd "$root"
+# shellcheck disable=SC2086
+cmake --preset asan-ubsan -B "$build" ${HPF_CMAKE_ARGS:-}
+cmake --build "$build" -j "$jobs"
+built=$(date +%s)
+
+# halt_on_error and -fno-sanitize-recover=all: the first finding ends the process with an error.
+# fast_unwind_on_malloc=0: see tests/sanitizers/lsan.supp.
+export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:detect_stack_use_after_return=1:strict_string_checks=1:check_initialization_order=1:fast_unwind_on_malloc=0"
+export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
+export LSAN_OPTIONS="suppressions=$root/tests/sanitizers/lsan.supp:print_suppressions=0"
+
+echo "== testing (unit and MPI tests under ASan + UBSan)"
+status=0
+hpf_ctest "$build" --output-on-failure -j "$jobs" -L "unit|mpi" \
+          -LE "compile|consumer|accuracy|readme|reference|example|bench" -E '^hpf\.example\.disabled$' \
+          --test-output-size-passed 8000000 --test-output-size-failed 8000000 || status=$?
+tested=$(date +%s)
+
+# Tests whose output holds a sanitizer report (passed or failed).
+junit=$build/Testing/hpf-ctest-junit.xml
+[ -f "$junit" ] || { echo "test_sanitizers.sh: ctest wrote no $junit" >&2; exit 1; }
+mapfile -t reports < <(awk '
+  match($0, /<testcase name="[^"]*"/) { name = substr($0, RSTART + 16, RLENGTH - 17) }
+  /ERROR: (Address|Leak|UndefinedBehavior)Sanitizer|runtime error:/ && !(name in seen) { seen[name] = 1; print name }
+' "$junit")
+for name in "${reports[@]}"; do echo "== sanitizer report in $name (its output is above or in $junit)"; done
+run=$(sed -n 's/^[[:space:]]*tests="\([0-9]*\)".*/\1/p' "$junit" | head -n 1)
+failed=$(sed -n 's/^[[:space:]]*failures="\([0-9]*\)".*/\1/p' "$junit" | head -n 1)
+summary="build_s=$(( built - started )) test_s=$(( tested - built )) tests=${run:-0} failed=${failed:-0} findings=${#reports[@]}"
+echo "$summary" > "$build/sanitizer-summary.txt"
+echo "== sanitizers: build $(( built - started )) s, tests $(( tested - built )) s, tests run ${run:-?}," \
+     "failed ${failed:-?}, findings ${#reports[@]}"
+if [ "${#reports[@]}" -gt 0 ]; then
+  echo "== FAILED: sanitizer reports in ${#reports[@]} test(s): ${reports[*]}" >&2
+  status=1
+fi
+exit "$status"
