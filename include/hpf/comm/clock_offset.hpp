@@ -19,8 +19,8 @@ namespace hpf::comm {
 /// wait lasts at most wait_limit() (hpf/comm/watchdog.hpp).
 inline trace::ClockSample measure_clock_offset(const Communicator& comm, int rounds = 16) {
   constexpr int tag = 0x7ace;
-  // Non-blocking calls plus a watched wait; the first 50 us of a watched wait poll without
-  // pausing, so a round trip within a node is timed as tightly as with the blocking calls.
+  // Non-blocking calls plus a watched wait; the first millisecond of a watched wait polls without
+  // sleeping, so a round trip within a node is timed as tightly as with the blocking calls.
   auto finish = [&](const char* operation, const char* kind, int peer, int code, MPI_Request& request) {
     check(code, operation);
     watched_wait(request, {.operation = operation, .kind = kind, .what = "clock offset ping-pong",
