@@ -5,11 +5,14 @@ UndefinedBehaviorSanitizer) and writes the "sanitizers" section of benchmarks/RE
 time of the build and of the tests, tests run, passed and failed, sanitizer findings, and the
 slowest tests with their times under the sanitizers.
 
-    /usr/bin/python3 benchmarks/run_sanitizers.py [--slowest 15]
+    /usr/bin/python3 benchmarks/run_sanitizers.py [--slowest 15] [--no-run]
+
+--no-run: publish the last run's numbers (<build>/sanitizer-summary.txt and its JUnit report).
 
 Exit status: that of scripts/test_sanitizers.sh (1 on a failed test or any finding).
 """
 import argparse
+import datetime
 import os
 import re
 import subprocess
@@ -26,21 +29,27 @@ SECTION = "sanitizers"
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--slowest", type=int, default=15, help="how many of the slowest tests to list")
+    parser.add_argument("--no-run", action="store_true", help="publish the last run instead of running")
     h.add_results_options(parser, os.path.join(ROOT, "benchmarks", "RESULTS.md"))
     args = parser.parse_args(argv)
 
     build = os.environ.get("HPF_BUILD_DIR", os.path.join(ROOT, "build-asan"))
     summary_file = os.path.join(build, "sanitizer-summary.txt")
-    if os.path.exists(summary_file):
-        os.remove(summary_file)
-    load_before = h.load_average()
-    cmd = [os.path.join(ROOT, "scripts", "test_sanitizers.sh")]
-    h.log("running: " + h.command_text(cmd))
-    status = subprocess.run(cmd, stdout=sys.stderr).returncode
-    load_after = h.load_average()
+    status = 0
+    if args.no_run:
+        load_before = load_after = None
+    else:
+        if os.path.exists(summary_file):
+            os.remove(summary_file)
+        load_before = h.load_average()
+        cmd = [os.path.join(ROOT, "scripts", "test_sanitizers.sh")]
+        h.log("running: " + h.command_text(cmd))
+        status = subprocess.run(cmd, stdout=sys.stderr).returncode
+        load_after = h.load_average()
     if not os.path.exists(summary_file):
-        h.log(f"scripts/test_sanitizers.sh wrote no {summary_file} (exit status {status}): nothing to publish")
+        h.log(f"no {summary_file} (scripts/test_sanitizers.sh exit status {status}): nothing to publish")
         return status or 1
+    written = datetime.datetime.fromtimestamp(os.path.getmtime(summary_file)).strftime("%Y-%m-%d %H:%M")
     with open(summary_file) as f:
         summary = dict(re.findall(r"(\w+)=(\d+)", f.read()))
 
@@ -49,29 +58,31 @@ def main(argv):
         cases.append((case.get("name"), float(case.get("time") or 0), case.get("status")))
     passed = sum(1 for _, _, s in cases if s == "run")
     failed_names = [n for n, _, s in cases if s == "fail"]
-    mpi = sum(1 for n, _, _ in cases if re.search(r"\.np\d+$|mpi|fail_on_one_rank|usage_error|mismatch|wait_forever", n))
     serial_s = sum(t for _, t, _ in cases)
 
-    totals = [[f"{summary['build_s']} s", f"{summary['test_s']} s", f"{serial_s:.0f} s", str(len(cases)),
+    totals = [[f"{summary['build_s']} s ({summary.get('build_steps', '?')} steps)", f"{summary['test_s']} s", f"{serial_s:.0f} s", str(len(cases)),
                str(passed), str(len(failed_names)), summary["findings"]]]
     slowest = sorted(cases, key=lambda c: -c[1])[:args.slowest]
     text = "\n".join([
         "## Unit and MPI tests under AddressSanitizer + UndefinedBehaviorSanitizer",
         "",
-        f"Written by `benchmarks/run_sanitizers.py` on {h.today()} (hpf {h.git_revision(ROOT)}), "
-        f"{h.machine_description()}; load average {load_before} before, {load_after} after. "
+        f"Written by `benchmarks/run_sanitizers.py` on {h.today()} (hpf {h.git_revision(ROOT)}) from the run of "
+        f"{written}, {h.machine_description()}" +
+        (f"; load average {load_before} before, {load_after} after. " if load_before else ". ") +
         "`scripts/test_sanitizers.sh` configures CMakePresets.json's `asan-ubsan` preset (g++ 12, `-O1 -g "
         "-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all`, Kokkos Serial, Open MPI), "
-        "builds the tests from scratch or incrementally as the build directory stands, and runs "
-        "`ctest -L 'unit|mpi' -LE 'compile|consumer|accuracy|readme|reference|example|bench'` with `-j` = cores; "
-        "every sanitizer report of any process (ranks included) is written to a log and counted as a finding, "
-        "Open MPI's own never-freed allocations are suppressed by `tests/sanitizers/lsan.supp` (MPI libraries only). "
+        "builds what is out of date in `build-asan` (*steps*: the build steps ninja ran) and runs "
+        "`ctest -L 'unit|mpi' -LE 'compile|consumer|accuracy|readme|reference|example|bench'` with `-j` = cores. "
+        "Every test's whole output is kept, and a sanitizer report in any of it (any process, ranks and tests "
+        "expected to fail included) counts as a finding; Open MPI's own never-freed allocations are suppressed by "
+        "`tests/sanitizers/lsan.supp`, which names MPI libraries only. "
         "*Test wall*: the ctest run; *sum*: the tests' own times added up.",
         "",
         h.markdown_table(["build wall", "test wall", "sum of test times", "tests", "passed", "failed", "findings"],
                          totals, align="rrrrrrr"),
         "",
-        f"{mpi} of the {len(cases)} tests start MPI ranks. The {len(slowest)} slowest tests under the sanitizers:",
+        f"{summary.get('mpi_tests', '?')} of the {len(cases)} tests are MPI tests (label mpi). "
+        f"The {len(slowest)} slowest tests under the sanitizers:",
         "",
         h.markdown_table(["test", "s"], [[n, f"{t:.1f}"] for n, t, _ in slowest]),
     ] + (["", "Failed: " + ", ".join(failed_names) + "."] if failed_names else []))

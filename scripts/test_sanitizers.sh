@@ -17,7 +17,7 @@
 # g++'s UBSan ignores it and writes to stderr.) Ranks inherit the sanitizer variables from mpiexec
 # (one machine: Open MPI and MPICH start local ranks with the launcher's environment).
 # Prints "== skipped tests: N" (scripts/lib/ctest.sh) and
-#   == sanitizers: build B s, tests T s, tests run R, failed F, findings N
+#   == sanitizers: build B s (S steps), tests T s, tests run R, failed F, findings N
 # and writes those numbers to <build>/sanitizer-summary.txt (benchmarks/run_sanitizers.py
 # publishes them in benchmarks/RESULTS.md).
 # Environment: HPF_BUILD_DIR (default build-asan), HPF_JOBS (default: all cores), HPF_CMAKE_ARGS.
@@ -36,8 +36,9 @@ started=$(date +%s)
 cd "$root"
 # shellcheck disable=SC2086
 cmake --preset asan-ubsan -B "$build" ${HPF_CMAKE_ARGS:-}
-cmake --build "$build" -j "$jobs"
+cmake --build "$build" -j "$jobs" | tee "$build/sanitizer-build.log"
 built=$(date +%s)
+steps=$(sed -n 's/^\[[0-9]*\/\([0-9]*\)\].*/\1/p' "$build/sanitizer-build.log" | tail -n 1)
 
 # halt_on_error and -fno-sanitize-recover=all: the first finding ends the process with an error.
 # fast_unwind_on_malloc=0: see tests/sanitizers/lsan.supp.
@@ -46,9 +47,9 @@ export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 export LSAN_OPTIONS="suppressions=$root/tests/sanitizers/lsan.supp:print_suppressions=0"
 
 echo "== testing (unit and MPI tests under ASan + UBSan)"
+excluded=(-LE "compile|consumer|accuracy|readme|reference|example|bench" -E '^hpf\.example\.disabled$')
 status=0
-hpf_ctest "$build" --output-on-failure -j "$jobs" -L "unit|mpi" \
-          -LE "compile|consumer|accuracy|readme|reference|example|bench" -E '^hpf\.example\.disabled$' \
+hpf_ctest "$build" --output-on-failure -j "$jobs" -L "unit|mpi" "${excluded[@]}" \
           --test-output-size-passed 8000000 --test-output-size-failed 8000000 || status=$?
 tested=$(date +%s)
 
@@ -62,9 +63,11 @@ mapfile -t reports < <(awk '
 for name in "${reports[@]}"; do echo "== sanitizer report in $name (its output is above or in $junit)"; done
 run=$(sed -n 's/^[[:space:]]*tests="\([0-9]*\)".*/\1/p' "$junit" | head -n 1)
 failed=$(sed -n 's/^[[:space:]]*failures="\([0-9]*\)".*/\1/p' "$junit" | head -n 1)
-summary="build_s=$(( built - started )) test_s=$(( tested - built )) tests=${run:-0} failed=${failed:-0} findings=${#reports[@]}"
+mpi_tests=$(ctest --test-dir "$build" -N -L mpi "${excluded[@]}" | grep -cE '^ *Test +#' || true)
+summary="build_s=$(( built - started )) build_steps=${steps:-0} test_s=$(( tested - built )) tests=${run:-0}"
+summary+=" mpi_tests=$mpi_tests failed=${failed:-0} findings=${#reports[@]}"
 echo "$summary" > "$build/sanitizer-summary.txt"
-echo "== sanitizers: build $(( built - started )) s, tests $(( tested - built )) s, tests run ${run:-?}," \
+echo "== sanitizers: build $(( built - started )) s (${steps:-0} steps), tests $(( tested - built )) s, tests run ${run:-?}," \
      "failed ${failed:-?}, findings ${#reports[@]}"
 if [ "${#reports[@]}" -gt 0 ]; then
   echo "== FAILED: sanitizer reports in ${#reports[@]} test(s): ${reports[*]}" >&2
