@@ -116,8 +116,7 @@ inline void require_same_facts(const Communicator& comm, const Facts& facts, con
   const auto low = allreduce_value(comm, hash, MPI_MIN);
   const auto high = allreduce_value(comm, hash, MPI_MAX);
   if (low == high) return;
-  unsigned long long first_hash = hash;
-  check(MPI_Bcast(&first_hash, 1, MPI_UNSIGNED_LONG_LONG, 0, comm.get()), "MPI_Bcast (require_same_facts)");
+  const unsigned long long first_hash = allreduce_value(comm, comm.rank() == 0 ? hash : ULLONG_MAX, MPI_MIN);  // rank 0's
   const int other = allreduce_value(comm, hash != first_hash ? comm.rank() : INT_MAX, MPI_MIN);
   const Facts first = detail::facts_from_text(broadcast_text(comm, text, 0));
   const Facts theirs = detail::facts_from_text(broadcast_text(comm, text, other));

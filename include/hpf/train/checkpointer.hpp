@@ -100,7 +100,10 @@ class Checkpointer {
     char name[40];
     std::snprintf(name, sizeof name, "step-%08zu", state.global_step);
     const fs::path final_dir = options_.directory / name;
-    const fs::path partial = options_.directory / ("." + std::string(name) + ".partial");
+    std::string hidden = ".";  // appended piece by piece: GCC 12 warns, wrongly, about "." + std::string
+    hidden += name;
+    hidden += ".partial";
+    const fs::path partial = options_.directory / hidden;
     links.agree([&] {
       if (!links.first_process()) return;
       fs::create_directories(options_.directory);
