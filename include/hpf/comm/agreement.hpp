@@ -109,16 +109,18 @@ inline std::string describe_difference(const Facts& first, int first_rank, const
 /// \brief Throws UsageError on every rank unless all ranks passed the same `facts` (the
 /// program's types and options). The message names each fact that differs and its value on rank
 /// 0 and on the lowest rank that disagrees with it, the same message everywhere. Costs two
-/// 64-bit allreduces when the facts agree. Collective.
+/// 64-bit allreduces of a hash when the facts agree. Collective.
 inline void require_same_facts(const Communicator& comm, const Facts& facts, const std::string& who) {
   const std::string text = detail::facts_text(facts);
-  const unsigned long long hash = fnv1a(text);
+  // Compared as signed integers: only equality matters, and MPICH 4.0.2's MPI_MIN on
+  // MPI_UNSIGNED_LONG_LONG was seen to compare as signed.
+  const auto hash = static_cast<std::int64_t>(fnv1a(text));
   const auto low = allreduce_value(comm, hash, MPI_MIN);
   const auto high = allreduce_value(comm, hash, MPI_MAX);
   if (low == high) return;
-  const unsigned long long first_hash = allreduce_value(comm, comm.rank() == 0 ? hash : ULLONG_MAX, MPI_MIN);  // rank 0's
-  const int other = allreduce_value(comm, hash != first_hash ? comm.rank() : INT_MAX, MPI_MIN);
-  const Facts first = detail::facts_from_text(broadcast_text(comm, text, 0));
+  const std::string first_text = broadcast_text(comm, text, 0);
+  const int other = allreduce_value(comm, text != first_text ? comm.rank() : INT_MAX, MPI_MIN);
+  const Facts first = detail::facts_from_text(first_text);
   const Facts theirs = detail::facts_from_text(broadcast_text(comm, text, other));
   throw UsageError(who + ": the ranks were started differently (" + detail::describe_difference(first, 0, theirs, other) +
                    "); start the same program with the same options on every rank");

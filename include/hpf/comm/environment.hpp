@@ -9,11 +9,13 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <chrono>
 #include <cstdio>
 #include <exception>
 #include <iostream>
 #include <optional>
 #include <string>
+#include <thread>
 
 namespace hpf::comm {
 
@@ -84,6 +86,8 @@ int run_main(int argc, char** argv, Body&& body) {
   } catch (...) {
     report("unknown exception (aborting all ranks)");
   }
+  // A moment for the launcher to forward the line: MPICH's Hydra was seen to lose it otherwise.
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));
   MPI_Abort(MPI_COMM_WORLD, 1);
   return 1;
 }
