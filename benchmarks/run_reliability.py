@@ -42,6 +42,8 @@ def main(argv):
             failed.append(name)
         rows.append([f"`{name}`", count, "passed" if ok else "**failed**", f"{float(seconds):.1f}"])
     text = "\n".join([
+        "## Reliability: bad input, mismatched ranks, faults, damaged checkpoints",
+        "",
         f"Bad input, mismatched ranks, faults and damaged checkpoints (`ctest -L reliability`, "
         f"{h.today()}, {h.git_revision(ROOT)}): **{len(rows)} tests, {cases} checked cases, "
         f"{len(rows) - len(failed)} tests passed**. Each expects the message it names on every rank, the exit "
