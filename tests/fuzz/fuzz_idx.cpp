@@ -9,6 +9,8 @@
 #include <hpf/data/error.hpp>
 #include <hpf/data/idx.hpp>
 
+#include <fuzz/scratch.hpp>
+
 #include <zlib.h>
 
 #include <cstddef>
@@ -20,27 +22,16 @@
 #include <string>
 #include <vector>
 
-#include <unistd.h>
 
 namespace {
 
 const std::filesystem::path& scratch_file() {
-  static const std::filesystem::path file =
-      std::filesystem::temp_directory_path() / ("hpf_fuzz_idx_" + std::to_string(::getpid()) + ".idx");
-  static const struct Remove {
-    ~Remove() {
-      std::error_code ec;
-      std::filesystem::remove(file, ec);
-    }
-  } remove_at_exit;
+  static const std::filesystem::path file = hpf_fuzz::scratch_path("hpf_fuzz_idx", ".idx");
   return file;
 }
 
 void write_file(const std::filesystem::path& file, const std::uint8_t* data, std::size_t size) {
-  std::ofstream out(file, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
-  out.close();
-  if (!out) std::abort();  // the scratch directory, not the reader
+  hpf_fuzz::write_scratch(file, data, size);
 }
 
 // gzip (RFC 1952) of the bytes, as gzip(1) writes it.

@@ -10,6 +10,7 @@
 // result or hpf::io::FormatError; an index that loads names only files inside the checkpoint
 // directory and maps tensors only to files it lists. Anything else (another exception, a crash, a
 // sanitizer report, a hang, a stack overflow) is a finding.
+#include <fuzz/scratch.hpp>
 #include <hpf/io/checkpoint_format.hpp>
 #include <hpf/io/detail/json.hpp>
 
@@ -21,7 +22,6 @@
 #include <string>
 #include <string_view>
 
-#include <unistd.h>
 
 namespace {
 
@@ -84,16 +84,10 @@ void check_numbers(const JsonValue& v) {
 
 const std::filesystem::path& scratch_directory() {
   static const std::filesystem::path directory = [] {
-    auto d = std::filesystem::temp_directory_path() / ("hpf_fuzz_json_" + std::to_string(::getpid()));
+    auto d = hpf_fuzz::scratch_path("hpf_fuzz_json", "");
     std::filesystem::create_directories(d);
     return d;
   }();
-  static const struct Remove {
-    ~Remove() {
-      std::error_code ec;
-      std::filesystem::remove_all(directory, ec);
-    }
-  } remove_at_exit;
   return directory;
 }
 
@@ -101,10 +95,7 @@ const std::filesystem::path& scratch_directory() {
 void read_as_checkpoint(std::string_view text) {
   const std::filesystem::path& directory = scratch_directory();
   for (const char* name : {hpf::io::checkpoint_index_file, hpf::io::training_state_file}) {
-    std::ofstream out(directory / name, std::ios::binary | std::ios::trunc);
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    out.close();
-    if (!out) std::abort();  // the scratch directory, not the reader
+    hpf_fuzz::write_scratch(directory / name, text.data(), text.size());
   }
   try {
     const hpf::io::CheckpointIndex index = hpf::io::read_checkpoint_index(directory);

@@ -10,6 +10,7 @@
 // hpf::io::FormatError. SafetensorsReader accepts exactly the files parse accepts and reads the
 // same tensors. Anything else (another exception, a crash, a sanitizer report, an allocation over
 // -malloc_limit_mb, a hang) is a finding.
+#include <fuzz/scratch.hpp>
 #include <hpf/io/safetensors.hpp>
 #include <hpf/io/safetensors_reader.hpp>
 
@@ -23,19 +24,11 @@
 #include <string>
 #include <vector>
 
-#include <unistd.h>
 
 namespace {
 
 const std::filesystem::path& scratch_file() {
-  static const std::filesystem::path file =
-      std::filesystem::temp_directory_path() / ("hpf_fuzz_safetensors_" + std::to_string(::getpid()) + ".safetensors");
-  static const struct Remove {
-    ~Remove() {
-      std::error_code ec;
-      std::filesystem::remove(file, ec);
-    }
-  } remove_at_exit;
+  static const std::filesystem::path file = hpf_fuzz::scratch_path("hpf_fuzz_safetensors", ".safetensors");
   return file;
 }
 
@@ -67,12 +60,7 @@ void read_every_tensor(const hpf::io::Safetensors& file) {
 // The checkpoint loader's way: header checked against the file's length, tensors read one by one.
 void read_piecewise(const std::uint8_t* data, std::size_t size, const std::optional<hpf::io::Safetensors>& parsed) {
   const std::filesystem::path& file = scratch_file();
-  {
-    std::ofstream out(file, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
-    out.close();
-    if (!out) std::abort();  // the scratch directory, not the reader
-  }
+  hpf_fuzz::write_scratch(file, data, size);
   try {
     hpf::io::SafetensorsReader reader(file);
     check(parsed.has_value());
