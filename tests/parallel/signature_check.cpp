@@ -1,7 +1,7 @@
 // Started twice in one MPMD job (`mpiexec -n 1 A : -n 1 B`) with a different model
-// (HPF_SIGNATURE_MODEL), stage count (--stages 1|2|3) or learning rate (--learning-rate X): fit
-// must refuse to train, on every rank, naming what differs, instead of hanging or exchanging
-// mismatched tensors.
+// (HPF_SIGNATURE_MODEL), stage count (--stages 1|2|3), batch (--batch N) or learning rate
+// (--learning-rate X): fit must refuse to train, on every rank, naming what differs, instead of
+// hanging or exchanging mismatched tensors.
 #include <hpf/comm/environment.hpp>
 #include <hpf/data/synthetic.hpp>
 #include <hpf/train/fit.hpp>
@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
     for (int k = 1; k + 1 < argc; k += 2) {
       const std::string flag = argv[k];
       if (flag == "--stages") stages = std::atoi(argv[k + 1]);
+      if (flag == "--batch") o.batch = static_cast<std::size_t>(std::atoi(argv[k + 1]));
       if (flag == "--learning-rate") o.optimizer = hpf::SgdOptions{.learning_rate = std::atof(argv[k + 1]), .momentum = 0.9};
     }
     const auto source = [](const hpf::data::Shard& shard) {
