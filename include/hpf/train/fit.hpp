@@ -124,7 +124,8 @@ TrainReport fit(const comm::Communicator& world, const TrainOptions& given, cons
   static_assert(Strategy::stage_spaces::size == 0 || Strategy::stage_spaces::size == stages,
                 "hpf::Pipeline: name one execution space per stage, or none");
 
-  // HPF_TRACE* may be malformed on some ranks only: read inside one agreement.
+  // The options, with HPF_TRACE* (which may be malformed on some ranks only), checked inside one
+  // agreement: a problem on any rank stops every rank.
   const TrainOptions options = comm::agree(world, [&] {
     TrainOptions o = with_environment_trace(given);
     o.trace.check();
