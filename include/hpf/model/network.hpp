@@ -241,11 +241,7 @@ class Network {
 
   /// Host copy of one tensor's values (or of its gradient).
   std::vector<T> read(const TensorInfo& info, bool gradient = false) const {
-    std::vector<T> out(info.size);
-    const auto& storage = info.kind == TensorKind::buffer ? buffers_ : (gradient ? gradients_ : parameters_);
-    Kokkos::View<T*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> host(out.data(), info.size);
-    Kokkos::deep_copy(host, Kokkos::subview(storage, Kokkos::make_pair(info.offset, info.offset + info.size)));
-    return out;
+    return read_range(info.kind == TensorKind::buffer ? buffers_ : (gradient ? gradients_ : parameters_), info.offset, info.size);
   }
   /// Overwrites one tensor's values from host memory.
   void write(const TensorInfo& info, const std::vector<T>& values) {
@@ -253,9 +249,7 @@ class Network {
       throw std::invalid_argument("hpf::Network::write: tensor '" + info.name + "' has " +
                                   std::to_string(info.size) + " elements, got " + std::to_string(values.size()));
     }
-    const auto& storage = info.kind == TensorKind::buffer ? buffers_ : parameters_;
-    Kokkos::View<const T*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> host(values.data(), info.size);
-    Kokkos::deep_copy(Kokkos::subview(storage, Kokkos::make_pair(info.offset, info.offset + info.size)), host);
+    write_range(info.kind == TensorKind::buffer ? buffers_ : parameters_, info.offset, values);
   }
 
   const layers_type& layers() const { return layers_; }

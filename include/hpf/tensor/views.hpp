@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace hpf {
 
@@ -70,6 +71,23 @@ unmanaged_like_t<typename ActivationView::value_type**, ActivationView> as_matri
 template <class View>
 bool is_empty(const View& v) {
   return v.data() == nullptr;
+}
+
+/// Host copy of `size` elements of a flat buffer from `offset` on (any memory space).
+template <class FlatView>
+std::vector<typename FlatView::non_const_value_type> read_range(const FlatView& buffer, std::size_t offset, std::size_t size) {
+  using T = typename FlatView::non_const_value_type;
+  std::vector<T> out(size);
+  Kokkos::deep_copy(Kokkos::View<T*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(out.data(), size),
+                    Kokkos::subview(buffer, Kokkos::make_pair(offset, offset + size)));
+  return out;
+}
+/// Overwrites `values.size()` elements of a flat buffer from `offset` on with host values.
+template <class FlatView>
+void write_range(const FlatView& buffer, std::size_t offset, const std::vector<typename FlatView::non_const_value_type>& values) {
+  using T = typename FlatView::non_const_value_type;
+  Kokkos::deep_copy(Kokkos::subview(buffer, Kokkos::make_pair(offset, offset + values.size())),
+                    Kokkos::View<const T*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(values.data(), values.size()));
 }
 
 /// Grows a flat buffer to hold at least `elements` (never shrinks; contents are not kept).

@@ -147,7 +147,6 @@ class Checkpointer {
 
  private:
   using clock = std::chrono::steady_clock;
-  using HostValues = Kokkos::View<T*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 
   /// Fault injection for tests of crash safety: with HPF_FAULT_KILL_IN_CHECKPOINT=<step>, rank 0
   /// kills itself (SIGKILL) while saving that step's checkpoint, after the stage files are written
@@ -300,18 +299,6 @@ class Checkpointer {
       }
     }
     engine_.optimizer().set_steps(state.optimizer_steps);
-  }
-
-  template <class Buffer>
-  static std::vector<T> read_range(const Buffer& storage, std::size_t offset, std::size_t size) {
-    std::vector<T> out(size);
-    Kokkos::deep_copy(HostValues(out.data(), size), Kokkos::subview(storage, Kokkos::make_pair(offset, offset + size)));
-    return out;
-  }
-  template <class Buffer>
-  static void write_range(const Buffer& storage, std::size_t offset, const std::vector<T>& values) {
-    Kokkos::deep_copy(Kokkos::subview(storage, Kokkos::make_pair(offset, offset + values.size())),
-                      HostValues(const_cast<T*>(values.data()), values.size()));
   }
 
   Engine& engine_;
