@@ -4,13 +4,15 @@
 # build-essential, cmake, ninja, git, python3 and sudo) and none of the host's caches:
 #   root   in one fresh root, as root
 #   user   in another, as an unprivileged user who has sudo
+# KIND:train runs only the README's first (train) command there: the install through sudo and the
+# main job, without the test suite a second time (CI runs it so, to keep within its time).
 # The train command must exit 0 and print the final test accuracy; the test command must pass.
 # The checkout is at the same path in both roots, and their compilers share one ccache made empty
 # by this step, so the second root's build is a cache hit instead of a second 6-minute compile
 # (ccache is the one thing here a new machine lacks; it caches compiles, never packages).
 # Each root is removed, with its mounts and any process left in it, on every exit, failed or not.
 #
-#   scripts/ci/fresh_root.sh [root] [user]      (default: both; needs root and network to Debian)
+#   scripts/ci/fresh_root.sh [root[:train]] [user[:train]]   (default: root user; needs root and network to Debian)
 #
 # Environment: HPF_FRESH_MIRROR (Debian mirror, default http://deb.debian.org/debian),
 # HPF_FRESH_DIR (where the roots go, default /var/tmp), HPF_FRESH_TIMEOUT (seconds per command,
@@ -22,7 +24,7 @@ limit=${HPF_FRESH_TIMEOUT:-2400}
 runs=("$@")
 [ ${#runs[@]} -gt 0 ] || runs=(root user)
 for run in "${runs[@]}"; do
-  case "$run" in root|user) ;; *) echo "usage: $0 [root] [user]" >&2; exit 2 ;; esac
+  case "$run" in root|user|root:train|user:train) ;; *) echo "usage: $0 [root[:train]] [user[:train]]" >&2; exit 2 ;; esac
 done
 [ "$(id -u)" -eq 0 ] || { echo "fresh_root.sh: needs root (debootstrap, chroot, mounts)" >&2; exit 1; }
 mapfile -t commands < <("$repo/scripts/ci/readme_commands.sh" "$repo/README.md")
@@ -99,7 +101,9 @@ unmount_all
 # commands there as KIND (root or user).
 summary=()
 run_commands() {
-  local kind=$1 dir="$work/$1" home user user_spec=() command status output t0 skips
+  local kind=${1%:train} dir="$work/${1%:train}" home user user_spec=() command status output t0 skips
+  local selected=("${commands[@]}")
+  [ "$1" = "$kind" ] || selected=("${commands[0]}")
   local checkout=/opt/hpf
   step "copying the pristine root for the $kind run"
   cp -a "$work/pristine" "$dir"
@@ -115,7 +119,7 @@ run_commands() {
   git clone --quiet "$repo" "$dir$checkout"
   chroot "$dir" chown -R "$user:$user" "$checkout"
   mount_root "$dir"
-  for command in "${commands[@]}"; do
+  for command in "${selected[@]}"; do
     step "as $kind in a fresh root: $command"
     t0=$(date +%s)
     output="$work/$kind-$(echo "$command" | tr -c 'a-zA-Z0-9' '_').log"
