@@ -9,12 +9,13 @@
 //
 // One StageEngine per rank (what hpf::fit builds: ProcessGrid, the partition, this rank's data
 // shard), driven step by step so that warm-up and timed blocks can be told apart: fit() only
-// reports whole epochs. The partition is one stage (data parallelism), Balanced<2>, or with --cut
-// one of a few compiled Cuts<L> (to measure stage balance around Balanced<2>'s choice). images/s (global samples) is the best of `repeats` blocks of
-// `steps` steps after `warmup` steps; every block starts at a barrier and every step ends in the
-// engine's loss allgather, so rank 0's clock times the whole job. Rank 0 prints one
-// `RESULT key=value ...` line; `rank_*` values list every rank in rank order (rank r is stage
-// r % S of replica r / S).
+// reports whole epochs. The partition is one stage (data parallelism), Balanced<2>, Balanced<4>, or
+// with --cut one of a few compiled Cuts<L> (to measure stage balance around Balanced<2>'s choice).
+// images/s (global samples) is the best of `repeats` blocks of `steps` steps after `warmup` steps
+// (block_images_per_s and block_ms_per_step list every block); every block starts at a barrier and
+// every step ends in the engine's loss allgather, so rank 0's clock times the whole job. Rank 0
+// prints one `RESULT key=value ...` line; `rank_*` values list every rank in rank order (rank r is
+// stage r % S of replica r / S).
 //
 // Memory per rank: peak RSS (ru_maxrss, the whole process), the RSS before the engine is built
 // (data in RAM) and the peak from there on (clear_refs 5 resets VmHWM), and from Kokkos' allocation
@@ -56,6 +57,7 @@
 #include <sstream>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -160,13 +162,14 @@ struct Settings {
 };
 
 const char* const usage_text =
-    "usage: mpiexec -n P hpf_bench_parallel_throughput [--model mlp|cnn|resnet20|resnet56] [--stages 1|2]\n"
+    "usage: mpiexec -n P hpf_bench_parallel_throughput [--model mlp|cnn|resnet20|resnet56] [--stages 1|2|4]\n"
     "         [--batch B] [--micro-batches M] [--schedule gpipe|1f1b] [--reduction automatic|ordered|allreduce]\n"
     "         [--bucket-bytes N] [--cut LEAF] [--steps N] [--warmup W] [--repeats R] [--stage-times] [--seed S]\n"
     "  P processes form P / stages replicas; --batch is the global mini-batch (default: mlp 128, cnn and\n"
     "  resnets 64 per replica), split into M micro-batches per replica (pipelined over the stages, accumulated on one).\n"
     "  --stages 2 places the cut with hpf::Balanced<2>, or with --cut at a compiled leaf (hpf::Cuts<LEAF>):\n"
     "  resnet20 21 28 (after 3 or 4 blocks), resnet56 64 70 76 82 (after 10 to 13 blocks).\n"
+    "  --stages 4 places three cuts with hpf::Balanced<4>.\n"
     "  Defaults: 1f1b, hpf's gradient reduction and buckets; steps/warm-up per block mlp 100/20,\n"
     "  cnn 20/5, resnet20 5/2, resnet56 3/1; 3 blocks.\n"
     "  --stage-times  one more block with region callbacks: per-rank busy time per step\n";
@@ -209,7 +212,7 @@ Settings parse(int argc, char** argv) {
                                            : hpf::GradientReduction::automatic;
     } else if (flag == "--stages") {
       s.stages = to_size(flag, value);
-      if (s.stages != 1 && s.stages != 2) fail("--stages must be 1 or 2");
+      if (s.stages != 1 && s.stages != 2 && s.stages != 4) fail("--stages must be 1, 2 or 4");
     } else if (flag == "--micro-batches") {
       s.micro_batches = to_size(flag, value);
     } else if (flag == "--batch") {
@@ -323,14 +326,18 @@ void run_stage(const hpf::comm::Communicator& world, const hpf::ProcessGrid& gri
   const bool tool_left = Kokkos::Profiling::profileLibraryLoaded();  // must be false while timing
   if (warmup > 1) train_steps(warmup - 1);
   double best_rate = 0, last_loss = first_loss;
-  std::ostringstream blocks;
+  std::ostringstream blocks, block_ms;
+  block_ms.setf(std::ios::fixed);
+  block_ms.precision(3);
   for (std::size_t r = 0; r < repeats; ++r) {
     world.barrier();
     const auto start = Clock::now();
     last_loss = train_steps(steps);
-    const double rate = static_cast<double>(steps * o.batch) / seconds_since(start);
+    const double seconds = seconds_since(start);
+    const double rate = static_cast<double>(steps * o.batch) / seconds;
     best_rate = std::max(best_rate, rate);
     blocks << (r ? "," : "") << static_cast<long long>(rate + 0.5);
+    block_ms << (r ? "," : "") << 1e3 * seconds / static_cast<double>(steps);
   }
   double busy_ms = -1, profiled_step_ms = -1;
   if (s.stage_times) {
@@ -352,7 +359,7 @@ void run_stage(const hpf::comm::Communicator& world, const hpf::ProcessGrid& gri
   const std::string rank_tape = gather(world, views::mib(views::now[views::tape]));
   const std::string rank_state = gather(world, views::mib(views::now[views::state]));
   const std::string rank_workspace = gather(world, views::mib(views::now[views::workspace]));
-  const std::string rank_views_peak = gather(world, views::mib(views::peak_total));
+  const std::string rank_views_peak = gather(world, views::mib(views::peak_total), 4);  // to ~100 bytes
   const std::string rank_slots = gather(world, static_cast<double>(engine.slots()), 0);
   const std::string rank_busy = gather(world, busy_ms, 2);
   const std::string rank_stage_gflop = gather(world, stage_gflop, 5);
@@ -371,7 +378,7 @@ void run_stage(const hpf::comm::Communicator& world, const hpf::ProcessGrid& gri
       "rank_workspace_mib=%s rank_views_peak_mib=%s rank_slots=%s rank_busy_ms=%s profiled_step_ms=%.3f "
       "cut=%s rank_stage_gflop_per_sample=%s rank_stage_train_mflop_per_sample=%s rank_first_leaf=%s model_leaves=%zu "
       "tool_loaded_while_timing=%s blas=%s blas_threads=%d kokkos_space=%s loss_first=%.5f loss_last=%.5f "
-      "block_images_per_s=%s\n",
+      "block_images_per_s=%s block_ms_per_step=%s\n",
       s.model.c_str(), world.size(), stages, grid.replicas(), o.batch, local, o.micro_batches,
       (local + o.micro_batches - 1) / o.micro_batches, hpf::to_string(o.schedule),
       hpf::to_string(hpf::resolve(o.reduction, grid.replicas())), o.bucket_bytes, steps, warmup, repeats, best_rate,
@@ -380,8 +387,15 @@ void run_stage(const hpf::comm::Communicator& world, const hpf::ProcessGrid& gri
       rank_state.c_str(), rank_workspace.c_str(), rank_views_peak.c_str(), rank_slots.c_str(), rank_busy.c_str(),
       profiled_step_ms, stages == 1 ? "none" : s.cut ? "explicit" : "balanced", rank_stage_gflop.c_str(), rank_stage_flops.c_str(), rank_first_leaf.c_str(),
       static_cast<std::size_t>(Model::leaves), tool.c_str(), blas_token().c_str(), blas_threads(),
-      Kokkos::DefaultExecutionSpace::name(), first_loss, last_loss, blocks.str().c_str());
+      Kokkos::DefaultExecutionSpace::name(), first_loss, last_loss, blocks.str().c_str(), block_ms.str().c_str());
   std::fflush(stdout);
+}
+
+/// This rank's stage: one run_stage per stage index (stage types differ).
+template <class Model, class Partition, std::size_t... StageIndex>
+void run_stages(const hpf::comm::Communicator& world, const hpf::ProcessGrid& grid, const Settings& s,
+                const hpf::TrainOptions& o, std::index_sequence<StageIndex...>) {
+  ((grid.stage() == StageIndex ? (run_stage<Model, Partition, StageIndex>(world, grid, s, o), true) : false) || ...);
 }
 
 template <class Model, class Partition>
@@ -390,20 +404,19 @@ void run(const hpf::comm::Communicator& world, const Settings& s) {
   hpf::ProcessGrid grid(world, stages);
   const hpf::TrainOptions o = options_for(s, grid.replicas());
   check(o, stages, grid.replicas());
-  if (grid.stage() == 0) {
-    run_stage<Model, Partition, 0>(world, grid, s, o);
-  } else if constexpr (stages > 1) {
-    run_stage<Model, Partition, 1>(world, grid, s, o);
-  }
+  run_stages<Model, Partition>(world, grid, s, o, std::make_index_sequence<stages>{});
 }
 
 /// Two stages at Balanced<2>, or at one of the compiled cut leaves: partitions are types, so only
-/// these few (ResNet block boundaries around the balanced one) exist in this executable.
+/// these few (ResNet block boundaries around the balanced one) exist in this executable. Four
+/// stages at Balanced<4>.
 template <class Model, std::size_t... Leaves>
 void run_model(const hpf::comm::Communicator& world, const Settings& s) {
+  if (s.cut && s.stages != 2) throw hpf::comm::UsageError("--cut needs --stages 2");
   if (s.stages == 1) {
-    if (s.cut) throw hpf::comm::UsageError("--cut needs --stages 2");
     run<Model, hpf::DataParallel::partition>(world, s);
+  } else if (s.stages == 4) {
+    run<Model, hpf::Balanced<4>>(world, s);
   } else if (s.cut == 0) {
     run<Model, hpf::Balanced<2>>(world, s);
   } else if (!((s.cut == Leaves ? (run<Model, hpf::Cuts<Leaves>>(world, s), true) : false) || ...)) {
