@@ -47,6 +47,13 @@
 #include <hpf/optim/adam.hpp>
 #include <hpf/optim/optimizer.hpp>
 #include <hpf/optim/sgd.hpp>
+#include <hpf/oracle/calibrate.hpp>
+#include <hpf/oracle/memory.hpp>
+#include <hpf/oracle/model_facts.hpp>
+#include <hpf/oracle/model_view.hpp>
+#include <hpf/oracle/predict.hpp>
+#include <hpf/oracle/profile.hpp>
+#include <hpf/oracle/recommend.hpp>
 #include <hpf/parallel/batch_loader.hpp>
 #include <hpf/parallel/gradient_reduction.hpp>
 #include <hpf/parallel/local_links.hpp>

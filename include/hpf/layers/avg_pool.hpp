@@ -84,6 +84,7 @@ class AvgPoolImpl : public ParameterFreeLayer {
 };
 
 struct avg_pool_kernels {
+  static constexpr bool saves_indices = false;
   template <class T, class Space>
   using type = AvgPoolImpl<T, Space>;
 };

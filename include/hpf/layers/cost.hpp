@@ -24,6 +24,9 @@ struct LayerCost {
   /// Multiply-accumulates of the forward GEMM work per sample (convolutions and dense layers
   /// only): the count published figures use, training FLOPs being 6 x MACs.
   std::size_t macs = 0;
+  /// int32 indices per sample the layer keeps from forward to backward besides its activations
+  /// (max pooling's argmax).
+  std::size_t saved_indices = 0;
 
   constexpr LayerCost& operator+=(const LayerCost& o) noexcept {
     parameters += o.parameters;
@@ -32,12 +35,13 @@ struct LayerCost {
     backward_flops += o.backward_flops;
     activations += o.activations;
     macs += o.macs;
+    saved_indices += o.saved_indices;
     return *this;
   }
   friend constexpr LayerCost operator+(LayerCost a, const LayerCost& b) noexcept { return a += b; }
   friend constexpr LayerCost operator*(std::size_t n, LayerCost c) noexcept {
     return {n * c.parameters, n * c.buffers, n * c.forward_flops, n * c.backward_flops,
-            n * c.activations, n * c.macs};
+            n * c.activations, n * c.macs, n * c.saved_indices};
   }
   /// Forward + backward FLOPs for one training sample.
   constexpr std::size_t training_flops() const noexcept { return forward_flops + backward_flops; }

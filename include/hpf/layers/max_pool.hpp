@@ -150,6 +150,7 @@ class MaxPoolImpl {
 };
 
 struct max_pool_kernels {
+  static constexpr bool saves_indices = true;  // the argmax of every output, for backward
   template <class T, class Space>
   using type = MaxPoolImpl<T, Space>;
 };

@@ -90,6 +90,14 @@ constexpr std::uint64_t unit_cost_of() {
     return Bound::cost.training_flops();
   }
 }
+template <class Layer, class Bound>
+constexpr LayerCost unit_facts_of() {
+  if constexpr (repeat_traits<Layer>::is_repeat) {
+    return Bound::block::cost;
+  } else {
+    return Bound::cost;
+  }
+}
 template <class Layer>
 constexpr bool is_repeat_of() {
   return repeat_traits<Layer>::is_repeat;
@@ -109,6 +117,11 @@ struct layer_arrays<type_list<Layers...>, type_list<Bound...>> {
   static constexpr std::array<std::size_t, sizeof...(Layers)> leaves{{Bound::leaves...}};
   static constexpr std::array<std::size_t, sizeof...(Layers)> unit_leaves{{unit_leaves_of<Layers, Bound>()...}};
   static constexpr std::array<std::uint64_t, sizeof...(Layers)> unit_cost{{unit_cost_of<Layers, Bound>()...}};
+  static constexpr std::array<LayerCost, sizeof...(Layers)> unit_facts{{unit_facts_of<Layers, Bound>()...}};
+  static constexpr std::array<std::size_t, sizeof...(Layers)> input_elements{{Bound::input_shape::size...}};
+  static constexpr std::array<std::size_t, sizeof...(Layers)> output_elements{{Bound::output_shape::size...}};
+  static constexpr std::array<bool, sizeof...(Layers)> runs_in_place{{hpf::runs_in_place<Bound>()...}};
+  static constexpr std::array<bool, sizeof...(Layers)> backward_reads_output{{hpf::backward_reads_output<Bound>()...}};
   static constexpr std::array<std::size_t, sizeof...(Layers)> copies{{copies_of<Layers>()...}};
   static constexpr std::array<bool, sizeof...(Layers)> repeats{{is_repeat_of<Layers>()...}};
 };
@@ -168,47 +181,55 @@ struct layer_positions {
   }();
 };
 
-/// Cuts of Balanced<S>: binary search for the smallest stage cost cap a greedy packing meets, then
-/// that packing, forced to make exactly S non-empty stages.
-template <class Model, std::size_t S>
-constexpr std::array<std::size_t, S - 1> balanced_cuts() {
-  constexpr auto& units = layer_positions<Model>::units;
+/// Cuts of `stages` stages over places with costs `cost[0..size)` (stage k may end after place k,
+/// at leaf `end[k]`): binary search for the smallest stage cost cap a greedy packing meets, then
+/// that packing, forced to make exactly `stages` non-empty stages. Writes stages - 1 leaf positions
+/// to `cuts`. One function for Balanced<S> at compile time and the oracle's run-time search.
+constexpr void balanced_cut_positions(const std::size_t* end, const std::uint64_t* cost, std::size_t size,
+                                      std::size_t stages, std::size_t* cuts) {
   auto stages_for = [&](std::uint64_t cap) {
-    std::size_t stages = 1;
+    std::size_t made = 1;
     std::uint64_t load = 0;
-    for (std::size_t k = 0; k < units.size; ++k) {
-      if (load > 0 && load + units.cost[k] > cap) {
-        ++stages;
+    for (std::size_t k = 0; k < size; ++k) {
+      if (load > 0 && load + cost[k] > cap) {
+        ++made;
         load = 0;
       }
-      load += units.cost[k];
+      load += cost[k];
     }
-    return stages;
+    return made;
   };
   std::uint64_t lo = 0, hi = 0;
-  for (std::size_t k = 0; k < units.size; ++k) {
-    lo = units.cost[k] > lo ? units.cost[k] : lo;
-    hi += units.cost[k];
+  for (std::size_t k = 0; k < size; ++k) {
+    lo = cost[k] > lo ? cost[k] : lo;
+    hi += cost[k];
   }
   while (lo < hi) {
     const std::uint64_t mid = lo + (hi - lo) / 2;
-    if (stages_for(mid) <= S) {
+    if (stages_for(mid) <= stages) {
       hi = mid;
     } else {
       lo = mid + 1;
     }
   }
-  std::array<std::size_t, S - 1> cuts{};
   std::size_t made = 0;
   std::uint64_t load = 0;
-  for (std::size_t k = 0; k < units.size && made < S - 1; ++k) {
-    const std::size_t units_left = units.size - k, stages_left = S - made;  // including the current stage
-    if (load > 0 && (load + units.cost[k] > lo || units_left < stages_left)) {
-      cuts[made++] = units.end[k - 1];
+  for (std::size_t k = 0; k < size && made + 1 < stages; ++k) {
+    const std::size_t units_left = size - k, stages_left = stages - made;  // including the current stage
+    if (load > 0 && (load + cost[k] > lo || units_left < stages_left)) {
+      cuts[made++] = end[k - 1];
       load = 0;
     }
-    load += units.cost[k];
+    load += cost[k];
   }
+}
+
+/// Cuts of Balanced<S>.
+template <class Model, std::size_t S>
+constexpr std::array<std::size_t, S - 1> balanced_cuts() {
+  constexpr auto& units = layer_positions<Model>::units;
+  std::array<std::size_t, S - 1> cuts{};
+  if constexpr (S > 1) balanced_cut_positions(units.end.data(), units.cost.data(), units.size, S, cuts.data());
   return cuts;
 }
 

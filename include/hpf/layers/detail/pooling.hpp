@@ -41,7 +41,7 @@ struct bound_pool {
   using output_shape = std::conditional_t<accepted, Shape<In::channels, geometry.out_height, geometry.out_width>, InvalidShape>;
   static constexpr std::size_t outputs = In::channels * geometry.out_height * geometry.out_width;
   static constexpr LayerCost cost{.forward_flops = outputs * Kernel * Kernel, .backward_flops = In::size * Kernel * Kernel,
-                                  .activations = outputs};
+                                  .activations = outputs, .saved_indices = Impl::saves_indices ? outputs : 0};
   static constexpr bool backward_reads_output = false;
   static constexpr bool in_place = false;
   static constexpr std::size_t leaves = 1;

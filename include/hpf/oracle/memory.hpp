@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: MIT
+#ifndef HPF_ORACLE_MEMORY_HPP
+#define HPF_ORACLE_MEMORY_HPP
+
+#include <hpf/oracle/model_facts.hpp>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace hpf::oracle {
+
+/// \brief Bytes one rank of a stage holds at its peak, by what holds them: the views the engine
+/// allocates (hpf::StageEngine, Network, the optimizer, GradientBuckets), not the process around
+/// them (libraries, MPI, the data set).
+struct MemoryBreakdown {
+  std::size_t parameters = 0;
+  std::size_t gradients = 0;
+  std::size_t buffers = 0;          ///< BatchNorm running statistics
+  std::size_t optimizer_state = 0;  ///< momentum; Adam's two moments
+  /// Every micro-batch slot's tape: its input, the outputs the layers keep for backward, the
+  /// labels; the schedule keeps M slots (GPipe) or at most S - s (1F1B).
+  std::size_t activations = 0;
+  std::size_t boundary_gradients = 0;  ///< per slot: gradients received from / sent to neighbours
+  std::size_t gradient_buckets = 0;    ///< the ordered reduction gathers every replica's buckets
+  std::size_t workspace = 0;           ///< the layers' shared scratch (im2col columns, vendor kernels)
+  std::size_t scratch = 0;             ///< gradient buffers of composites during backward
+
+  constexpr std::size_t total() const noexcept {
+    return parameters + gradients + buffers + optimizer_state + activations + boundary_gradients + gradient_buckets +
+           workspace + scratch;
+  }
+};
+
+/// \brief What besides the stage's facts decides its memory.
+struct MemoryInputs {
+  std::size_t scalar_bytes = sizeof(float);
+  std::size_t slots = 1;     ///< tapes the schedule keeps (slots_needed)
+  std::size_t capacity = 1;  ///< samples per micro-batch (the largest one)
+  bool first = true, last = true;
+  bool classifier = true;            ///< the last stage keeps int32 labels per sample
+  std::size_t optimizer_values = 1;  ///< per parameter: SGD with momentum 1, without 0, Adam 2
+  std::size_t replicas = 1;
+  bool ordered_reduction = true;  ///< replicas > 1 reduce by gathering (GradientReduction::ordered)
+  /// Measured by calibration for the stage's layers at `capacity` (elements); without it the
+  /// model counts the composites' gradient buffers it knows from the facts and no workspace.
+  std::size_t workspace_elements = 0;
+  std::size_t child_scratch_elements = 0;
+};
+
+/// Peak bytes of one rank of stage `stage` (the allocation hpf makes for it, exactly as the engine
+/// makes it: the equations are in docs/oracle.md).
+constexpr MemoryBreakdown stage_memory(const StageFacts& stage, const MemoryInputs& in) {
+  const std::size_t d = in.scalar_bytes, c = in.capacity;
+  MemoryBreakdown m;
+  m.parameters = stage.cost.parameters * d;
+  m.gradients = stage.cost.parameters * d;
+  m.buffers = stage.cost.buffers * d;
+  m.optimizer_state = in.optimizer_values * stage.cost.parameters * d;
+  const std::size_t labels = in.last && in.classifier ? sizeof(std::int32_t) : 0;
+  m.activations = in.slots * c *
+                  ((stage.input_elements + stage.cost.activations) * d + stage.cost.saved_indices * sizeof(std::int32_t) + labels);
+  m.boundary_gradients =
+      in.slots * c * ((in.last ? 0 : stage.output_elements) + (in.first ? 0 : stage.input_elements)) * d;
+  if (in.replicas > 1 && in.ordered_reduction) m.gradient_buckets = in.replicas * stage.cost.parameters * d;
+  m.workspace = in.workspace_elements * d;
+  const std::size_t repeat_buffers = stage.most_repeat_copies > 1 ? 2 * stage.repeat_shape_elements * c : 0;
+  m.scratch = (2 * stage.largest_inner_output * c + repeat_buffers + in.child_scratch_elements) * d;
+  return m;
+}
+
+}  // namespace hpf::oracle
+
+#endif  // HPF_ORACLE_MEMORY_HPP

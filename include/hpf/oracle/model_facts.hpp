@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: MIT
+#ifndef HPF_ORACLE_MODEL_FACTS_HPP
+#define HPF_ORACLE_MODEL_FACTS_HPP
+
+#include <hpf/layers/cost.hpp>
+#include <hpf/parallel/partition.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace hpf::oracle {
+
+/// \brief One piece of a model between two places a stage may begin: a top-level layer, or one
+/// copy of a Repeat. Costs are per sample (parameters per copy). Layers without leaves (Identity)
+/// are units of their own with an empty leaf range.
+struct UnitFacts {
+  std::size_t layer = 0;  ///< index of the top-level layer
+  std::size_t copy = 0;   ///< copy of a Repeat (0 otherwise)
+  std::size_t first_leaf = 0, end_leaf = 0;
+  LayerCost cost{};
+  std::size_t input_elements = 0, output_elements = 0;  ///< per sample
+  bool runs_in_place = false;          ///< may write its output over its input
+  bool backward_reads_output = false;  ///< its backward reads its own output
+};
+
+/// \brief The facts of one stage [first_leaf, end_leaf) of a model, per sample: those of the
+/// stage's chain (hpf::Stage::cost), whose activations are what its tape holds.
+struct StageFacts {
+  std::size_t first_leaf = 0, end_leaf = 0;
+  LayerCost cost{};
+  std::size_t input_elements = 0;   ///< received from the previous stage (or loaded)
+  std::size_t output_elements = 0;  ///< sent to the next stage (the last stage: the loss layer's output)
+  /// Largest output of the stage's top-level layers but its last: the stage's chain keeps two
+  /// gradient buffers of that size during backward.
+  std::size_t largest_inner_output = 0;
+  /// Copies of one Repeat in this stage, at most (a Repeat piece of two or more copies keeps two
+  /// gradient buffers between its copies).
+  std::size_t most_repeat_copies = 0;
+  std::size_t repeat_shape_elements = 0;  ///< the shape of that Repeat, per sample
+};
+
+/// \brief Compile-time facts of Model as one array of units, the form the oracle's run-time
+/// search and the memory model read (a run-time loop over a table: no code per layer).
+template <class Model>
+struct model_facts {
+  using where = detail::layer_positions<Model>;
+  using arrays = typename where::arrays;
+  static constexpr std::size_t unit_count = [] {
+    std::size_t n = 0;
+    for (std::size_t u = 0; u < Model::size; ++u) n += where::first_leaf[u + 1] == where::first_leaf[u] ? 1 : where::copies[u];
+    return n;
+  }();
+  static constexpr std::array<UnitFacts, unit_count> units = [] {
+    std::array<UnitFacts, unit_count> r{};
+    std::size_t k = 0;
+    for (std::size_t u = 0; u < Model::size; ++u) {
+      const std::size_t first = where::first_leaf[u];
+      const std::size_t copies = first == where::first_leaf[u + 1] ? 1 : where::copies[u];
+      const std::size_t per_copy = copies > 1 ? where::unit_leaves[u] : where::first_leaf[u + 1] - first;
+      for (std::size_t c = 0; c < copies; ++c, ++k) {
+        r[k].layer = u;
+        r[k].copy = c;
+        r[k].first_leaf = first + c * per_copy;
+        r[k].end_leaf = first + (c + 1) * per_copy;
+        r[k].cost = arrays::unit_facts[u];
+        r[k].input_elements = arrays::input_elements[u];
+        r[k].output_elements = arrays::output_elements[u];
+        r[k].runs_in_place = arrays::runs_in_place[u];
+        r[k].backward_reads_output = arrays::backward_reads_output[u];
+      }
+    }
+    return r;
+  }();
+  static constexpr std::size_t leaves = Model::leaves;
+  static constexpr std::size_t input_elements = Model::input_shape::size;
+};
+
+/// True if unit `u` belongs to the stage [begin, end) (`last`: the model's last stage). A unit
+/// without leaves belongs to the stage its position starts, as the partition places it.
+constexpr bool in_stage(const UnitFacts& u, std::size_t begin, std::size_t end, bool last) {
+  if (u.first_leaf == u.end_leaf) return (begin <= u.first_leaf && u.first_leaf < end) || (last && u.first_leaf == end);
+  return begin <= u.first_leaf && u.end_leaf <= end;
+}
+
+/// The facts of the stage [begin, end) of a model with `units`. The stage is a chain of its
+/// top-level layers (a Repeat's copies in it are one child); a child but the first and the last
+/// runs in place when it can and its predecessor's backward does not read its output (Chain).
+constexpr StageFacts stage_facts(std::span<const UnitFacts> units, std::size_t begin, std::size_t end, bool last) {
+  StageFacts s{.first_leaf = begin, .end_leaf = end};
+  std::size_t children = 0, previous_layer = 0, copies = 0, in_place_saving = 0, newest_saving = 0;
+  bool previous_reads_output = false;
+  for (const UnitFacts& u : units) {
+    if (!in_stage(u, begin, end, last)) continue;
+    const bool new_child = children == 0 || u.layer != previous_layer;
+    if (children == 0) s.input_elements = u.input_elements;
+    if (new_child) {
+      if (children > 0) s.largest_inner_output = std::max(s.largest_inner_output, s.output_elements);
+      newest_saving = children > 0 && u.runs_in_place && !previous_reads_output ? u.cost.activations : 0;
+      in_place_saving += newest_saving;
+      previous_reads_output = u.backward_reads_output;
+      ++children;
+    }
+    copies = new_child ? 1 : copies + 1;
+    if (copies > s.most_repeat_copies) {
+      s.most_repeat_copies = copies;
+      s.repeat_shape_elements = u.output_elements;
+    }
+    previous_layer = u.layer;
+    s.cost += u.cost;
+    s.output_elements = u.output_elements;
+  }
+  s.cost.activations -= in_place_saving - newest_saving;  // the last child keeps its own output
+  return s;
+}
+
+/// Stage facts of a compiled partition of Model (Cuts<...> or Balanced<S>), at compile time.
+template <class Model, class Partition>
+inline constexpr auto stage_facts_v = [] {
+  constexpr auto& bounds = stage_bounds_v<Model, Partition>;
+  constexpr std::size_t stages = bounds.size() - 1;
+  std::array<StageFacts, stages> r{};
+  for (std::size_t s = 0; s < stages; ++s) {
+    r[s] = stage_facts(model_facts<Model>::units, bounds[s], bounds[s + 1], s + 1 == stages);
+  }
+  return r;
+}();
+
+/// Where the stages of Balanced<stages> begin, for a stage count known only at run time:
+/// {0, cuts..., leaves}. The same search as the compile-time partition (balanced_cut_positions).
+template <class Model>
+std::vector<std::size_t> balanced_bounds(std::size_t stages) {
+  constexpr auto& units = detail::layer_positions<Model>::units;
+  std::vector<std::size_t> bounds(stages + 1, 0);
+  if (stages > 1) detail::balanced_cut_positions(units.end.data(), units.cost.data(), units.size, stages, bounds.data() + 1);
+  bounds[stages] = Model::leaves;
+  return bounds;
+}
+
+/// Places a stage may begin at (for the run-time search: more stages than this cannot be).
+template <class Model>
+inline constexpr std::size_t cut_places_v = detail::layer_positions<Model>::units.size;
+
+}  // namespace hpf::oracle
+
+#endif  // HPF_ORACLE_MODEL_FACTS_HPP

@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: MIT
+#ifndef HPF_ORACLE_MODEL_VIEW_HPP
+#define HPF_ORACLE_MODEL_VIEW_HPP
+
+#include <hpf/layers/loss.hpp>
+#include <hpf/meta/type_list.hpp>
+#include <hpf/oracle/model_facts.hpp>
+#include <hpf/oracle/predict.hpp>
+#include <hpf/tensor/shape.hpp>
+
+#include <array>
+#include <string>
+#include <vector>
+
+namespace hpf::oracle {
+
+namespace detail {
+/// What calibration times a top-level layer as: its kind and sizes (a Repeat: its block) at its
+/// input shape. Layers with the same key cost the same, in this model or another.
+template <class Layer, class Bound>
+std::string layer_key() {
+  if constexpr (hpf::detail::repeat_traits<Layer>::is_repeat) {
+    return Bound::block::describe() + " @ " + shape_string<typename Bound::input_shape>();
+  } else {
+    return Bound::describe() + " @ " + shape_string<typename Bound::input_shape>();
+  }
+}
+template <class Layers, class BoundLayers>
+struct layer_keys;
+template <class... Layers, class... Bound>
+struct layer_keys<type_list<Layers...>, type_list<Bound...>> {
+  static std::vector<std::string> get() { return {layer_key<Layers, Bound>()...}; }
+};
+}  // namespace detail
+
+/// The calibration key of each top-level layer of Model.
+template <class Model>
+std::vector<std::string> layer_keys() {
+  return detail::layer_keys<typename Model::layers, typename Model::bound_layers>::get();
+}
+
+/// \brief Model as the oracle's run-time search reads it (facts from the type, nothing run).
+/// \param name how tables and errors name it
+/// \param optimizer_values values the optimizer keeps per parameter: 1 for SGD with momentum
+///        (hpf's default), 0 without momentum, 2 for Adam
+template <class Model>
+ModelView view_of(std::string name, std::size_t optimizer_values = 1) {
+  ModelView v;
+  v.name = std::move(name);
+  v.units = model_facts<Model>::units;
+  v.layer_keys = layer_keys<Model>();
+  v.leaves = Model::leaves;
+  v.cut_places = cut_places_v<Model>;
+  v.classifier = ClassificationLoss<at_t<typename Model::bound_layers, Model::size - 1>>;
+  v.optimizer_values = optimizer_values;
+  v.balanced_bounds = &balanced_bounds<Model>;
+  return v;
+}
+
+}  // namespace hpf::oracle
+
+#endif  // HPF_ORACLE_MODEL_VIEW_HPP

@@ -1,0 +1,293 @@
+// SPDX-License-Identifier: MIT
+#ifndef HPF_ORACLE_PREDICT_HPP
+#define HPF_ORACLE_PREDICT_HPP
+
+#include <hpf/oracle/memory.hpp>
+#include <hpf/oracle/model_facts.hpp>
+#include <hpf/oracle/profile.hpp>
+#include <hpf/parallel/gradient_reduction.hpp>
+#include <hpf/parallel/schedule.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace hpf::oracle {
+
+/// \brief A model as the oracle's run-time search reads it: the constexpr unit table, each
+/// top-level layer's calibration key, and what its optimizer keeps per parameter.
+struct ModelView {
+  std::string name;
+  std::span<const UnitFacts> units;
+  std::vector<std::string> layer_keys;  ///< per top-level layer: what calibration timed it as
+  std::size_t leaves = 0;
+  std::size_t cut_places = 0;  ///< most stages a partition can make
+  bool classifier = true;
+  std::size_t scalar_bytes = sizeof(float);
+  std::size_t optimizer_values = 1;  ///< SGD with momentum (the default)
+  std::vector<std::size_t> (*balanced_bounds)(std::size_t stages) = nullptr;
+};
+
+/// \brief One strategy: S stages at `bounds` (leaf positions {0, cuts..., leaves}), R replicas of
+/// them, a global batch split into M micro-batches per replica, a schedule; as hpf::fit runs it.
+struct Plan {
+  std::size_t stages = 1, replicas = 1, batch = 1, micro_batches = 1;
+  Schedule schedule = Schedule::one_f_one_b;
+  std::vector<std::size_t> bounds;
+  std::size_t bucket_bytes = std::size_t{4} << 20;
+  GradientReduction reduction = GradientReduction::automatic;
+
+  std::size_t ranks() const { return stages * replicas; }
+  std::string describe() const {
+    std::string s = stages == 1 ? "data parallel" : replicas == 1 ? "pipeline" : "hybrid";
+    s += " " + std::to_string(stages) + "x" + std::to_string(replicas) + ", M=" + std::to_string(micro_batches);
+    if (stages > 1) s += std::string(", ") + to_string(schedule);
+    return s;
+  }
+};
+
+/// \brief Predicted time of one training step, split as the issue of the oracle asks, and the
+/// peak memory of each stage's ranks.
+struct Prediction {
+  Plan plan;
+  double time_s = 0;
+  double compute_s = 0;    ///< the busiest stage's forward and backward (with batch loading)
+  double bubble_s = 0;     ///< idle time the schedule leaves on that stage, transfers taken as free
+  double transfer_s = 0;   ///< what stage-to-stage transfers add to the pipeline
+  double reduction_s = 0;  ///< gradient reduction among replicas not hidden behind backward
+  double other_s = 0;      ///< optimizer, loss allgather, buffer broadcast, fixed step cost
+  double imbalance = 1;    ///< the busiest stage's compute over the stages' mean (1: balanced)
+  std::vector<MemoryBreakdown> stage_memory;
+  std::size_t peak_memory_bytes = 0;
+  bool fits = true;  ///< peak memory within the budget asked for
+  std::string reason;
+};
+
+namespace detail {
+
+/// Times of one stage's micro-batch of `m` samples, from the calibrated units.
+struct StageTimes {
+  double forward = 0, backward = 0;
+  std::vector<double> backward_units;    ///< per unit, in forward order
+  std::vector<std::size_t> unit_params;  ///< parameters per unit, in forward order
+};
+
+inline StageTimes stage_times(const ModelView& model, const MachineProfile& profile, std::size_t begin, std::size_t end,
+                              bool last, double m) {
+  StageTimes t;
+  for (const UnitFacts& u : model.units) {
+    if (!in_stage(u, begin, end, last)) continue;
+    const std::string& key = model.layer_keys[u.layer];
+    const UnitTiming* timing = profile.unit(key);
+    if (!timing) {
+      throw ProfileError("hpf::oracle: the profile '" + profile.path + "' has no calibration of '" + key + "' (model " +
+                         model.name + "): run hpf-oracle calibrate for this model (or hpf::oracle::calibrate<Model>)");
+    }
+    t.forward += timing->forward(m);
+    t.backward_units.push_back(timing->backward(m));
+    t.unit_params.push_back(u.cost.parameters);
+    t.backward += t.backward_units.back();
+  }
+  return t;
+}
+
+/// Ranks sharing a host's cores: how much slower each computes than alone (1 when they fit).
+inline double sharing(const MachineProfile& profile, std::size_t ranks) {
+  const std::size_t hosts = std::max<std::size_t>(1, profile.hosts);
+  const std::size_t per_host = profile.cluster ? profile.cluster->ranks_per_node : (ranks + hosts - 1) / hosts;
+  const double demand = static_cast<double>(per_host * std::max<std::size_t>(1, profile.threads_per_rank));
+  return std::max(1.0, demand / static_cast<double>(std::max<std::size_t>(1, profile.cores)));
+}
+
+inline bool same_node(const MachineProfile& profile, std::size_t a, std::size_t b) {
+  return !profile.cluster || a / profile.cluster->ranks_per_node == b / profile.cluster->ranks_per_node;
+}
+
+/// One message of `bytes` from rank a to rank b of a `ranks`-process job.
+inline double transfer_seconds(const MachineProfile& profile, double bytes, std::size_t ranks, std::size_t a, std::size_t b) {
+  if (profile.cluster) {
+    const Regime& link = same_node(profile, a, b) ? profile.cluster->intra : profile.cluster->inter;
+    return link.alpha_s + link.beta_s_per_byte * bytes;
+  }
+  return profile.fit("p2p_latency").seconds(bytes, ranks);  // measured with as many ranks running
+}
+
+/// One gradient bucket of `bytes` reduced among `replicas` (stage `stage` of `stages`).
+inline double bucket_seconds(const MachineProfile& profile, double bytes, std::size_t replicas, std::size_t stages,
+                             GradientReduction reduction) {
+  if (replicas <= 1) return 0;
+  const std::size_t ranks = replicas * stages;
+  if (profile.cluster) {
+    const auto& c = *profile.cluster;
+    const bool spans_nodes = (replicas - 1) * stages >= c.ranks_per_node;
+    const Regime& link = spans_nodes ? c.inter : c.intra;
+    const double r = static_cast<double>(replicas);
+    if (reduction == GradientReduction::ordered) return (r - 1) * (link.alpha_s + bytes * link.beta_s_per_byte);  // gather
+    return 2 * (r - 1) * (link.alpha_s + bytes / r * link.beta_s_per_byte);                                      // ring
+  }
+  const CommFit& fit = profile.fit(reduction == GradientReduction::ordered ? "buckets_ordered" : "buckets_allreduce");
+  const CommFit& used = fit.empty() ? profile.fit("allreduce") : fit;
+  // Fits measured with `replicas` processes alone: more ranks on the host share the cores.
+  return used.seconds(bytes, replicas) * sharing(profile, ranks) / sharing(profile, replicas);
+}
+
+/// A small collective over all ranks (the loss allgather, the buffers' broadcast).
+inline double collective_seconds(const MachineProfile& profile, double bytes, std::size_t ranks) {
+  if (ranks <= 1) return 0;
+  if (profile.cluster) {
+    const auto& link = ranks > profile.cluster->ranks_per_node ? profile.cluster->inter : profile.cluster->intra;
+    return std::ceil(std::log2(static_cast<double>(ranks))) * (link.alpha_s + bytes * link.beta_s_per_byte);
+  }
+  return profile.fit("allreduce").seconds(bytes, ranks);
+}
+
+}  // namespace detail
+
+/// \brief Predicts one training step of `plan` for `model` on `profile`: every stage's program
+/// (the engine's own, stage_program) is played with calibrated compute and fitted transfers,
+/// then the bucketed gradient reduction behind the last backward, the loss allgather and the
+/// optimizer. Equations and what is not modelled: docs/oracle.md.
+inline Prediction predict(const ModelView& model, const Plan& plan, const MachineProfile& profile,
+                          double memory_budget_bytes = 0) {
+  Prediction out;
+  out.plan = plan;
+  const std::size_t S = plan.stages, R = plan.replicas, M = plan.micro_batches, P = plan.ranks();
+  const double local = static_cast<double>(plan.batch) / static_cast<double>(R);
+  const double m = local / static_cast<double>(M);
+  const std::size_t capacity = (plan.batch / R + M - 1) / M;
+  const double share = detail::sharing(profile, P);
+  const double speed = profile.cluster ? profile.cluster->compute_speed : 1.0;
+  const GradientReduction reduction = resolve(plan.reduction, R);
+
+  std::vector<StageFacts> facts(S);
+  std::vector<detail::StageTimes> times(S);
+  for (std::size_t s = 0; s < S; ++s) {
+    const bool last = s + 1 == S;
+    facts[s] = stage_facts(model.units, plan.bounds[s], plan.bounds[s + 1], last);
+    times[s] = detail::stage_times(model, profile, plan.bounds[s], plan.bounds[s + 1], last, m);
+    const double load = s == 0 ? profile.load_s_per_element * static_cast<double>(facts[s].input_elements) * m : 0;
+    times[s].forward = (times[s].forward + load) * share / speed;
+    times[s].backward *= share / speed;
+    for (double& b : times[s].backward_units) b *= share / speed;
+  }
+
+  // Play the programs: each stage runs its instructions in order; a receive waits for the message.
+  auto play = [&](bool with_transfers, std::vector<double>& last_backward_start) {
+    std::vector<std::vector<Instruction>> programs(S);
+    for (std::size_t s = 0; s < S; ++s) programs[s] = stage_program(plan.schedule, S, s, M);
+    const double never = -1;
+    std::vector<std::vector<double>> activation(S, std::vector<double>(M, never)), gradient(S, std::vector<double>(M, never));
+    std::vector<std::size_t> next(S, 0);
+    std::vector<double> clock(S, 0.0);
+    last_backward_start.assign(S, 0.0);
+    for (bool progress = true; progress;) {
+      progress = false;
+      for (std::size_t s = 0; s < S; ++s) {
+        for (; next[s] < programs[s].size(); ++next[s]) {
+          const Instruction in = programs[s][next[s]];
+          const std::size_t mb = in.micro_batch;
+          const double out_bytes = static_cast<double>(facts[s].output_elements * model.scalar_bytes) * m;
+          const double in_bytes = static_cast<double>(facts[s].input_elements * model.scalar_bytes) * m;
+          if (in.op == Op::recv_activation) {
+            if (activation[s][mb] < 0) break;
+            clock[s] = std::max(clock[s], activation[s][mb]);
+          } else if (in.op == Op::recv_gradient) {
+            if (gradient[s][mb] < 0) break;
+            clock[s] = std::max(clock[s], gradient[s][mb]);
+          } else if (in.op == Op::forward) {
+            clock[s] += times[s].forward;
+          } else if (in.op == Op::backward) {
+            last_backward_start[s] = clock[s];
+            clock[s] += times[s].backward;
+          } else if (in.op == Op::send_activation) {
+            activation[s + 1][mb] = clock[s] + (with_transfers ? detail::transfer_seconds(profile, out_bytes, P, s, s + 1) : 0);
+          } else {
+            gradient[s - 1][mb] = clock[s] + (with_transfers ? detail::transfer_seconds(profile, in_bytes, P, s, s - 1) : 0);
+          }
+          progress = true;
+        }
+      }
+    }
+    return clock;
+  };
+  std::vector<double> backward_start, ignored;
+  const std::vector<double> ends = play(true, backward_start);
+  const std::vector<double> ends_free = play(false, ignored);
+
+  // Per stage: buckets become ready as the last backward passes them (from the end of the
+  // gradient), each reduction starts when it is ready and the previous one is done.
+  double step_end = 0, busiest = 0, all_stages = 0, optimizer = 0;
+  for (std::size_t s = 0; s < S; ++s) {
+    double end = ends[s];
+    if (R > 1 && facts[s].cost.parameters > 0) {
+      const std::size_t per_bucket = std::max<std::size_t>(1, plan.bucket_bytes / model.scalar_bytes);
+      const std::size_t params = facts[s].cost.parameters;
+      double ready_clock = backward_start[s], reduced = 0;
+      std::size_t covered = params;  // gradients at offsets >= covered are final
+      std::size_t u = times[s].unit_params.size();
+      std::size_t bucket_begin = params > per_bucket ? (params - 1) / per_bucket * per_bucket : 0;
+      while (true) {
+        while (covered > bucket_begin && u > 0) {
+          --u;
+          ready_clock += times[s].backward_units[u];
+          covered -= times[s].unit_params[u];
+        }
+        const std::size_t bucket_end = std::min(params, bucket_begin + per_bucket);
+        const double bytes = static_cast<double>((bucket_end - bucket_begin) * model.scalar_bytes);
+        reduced = std::max(reduced, std::max(ready_clock, backward_start[s])) +
+                  detail::bucket_seconds(profile, bytes, R, S, reduction);
+        if (bucket_begin == 0) break;
+        bucket_begin -= per_bucket;
+      }
+      end = std::max(end, reduced);
+    }
+    step_end = std::max(step_end, end);
+    busiest = std::max(busiest, M * (times[s].forward + times[s].backward));
+    all_stages += M * (times[s].forward + times[s].backward);
+    optimizer = std::max(optimizer, profile.optimizer_s_per_parameter * static_cast<double>(facts[s].cost.parameters) * share / speed);
+  }
+  const double program_end = *std::max_element(ends.begin(), ends.end());
+  const double program_free_end = *std::max_element(ends_free.begin(), ends_free.end());
+  std::size_t buffers = 0;
+  for (const StageFacts& f : facts) buffers = std::max(buffers, f.cost.buffers);
+  const double collectives = detail::collective_seconds(profile, 8, P) +
+                             (R > 1 && buffers ? detail::collective_seconds(profile, static_cast<double>(buffers * model.scalar_bytes), R) : 0);
+  out.compute_s = busiest;
+  out.imbalance = all_stages > 0 ? busiest * static_cast<double>(S) / all_stages : 1;
+  out.bubble_s = std::max(0.0, program_free_end - busiest);
+  out.transfer_s = std::max(0.0, program_end - program_free_end);
+  out.reduction_s = std::max(0.0, step_end - program_end);
+  out.other_s = optimizer + collectives + profile.step_overhead_s;
+  out.time_s = step_end + out.other_s;
+
+  for (std::size_t s = 0; s < S; ++s) {
+    MemoryInputs in;
+    in.scalar_bytes = model.scalar_bytes;
+    in.slots = slots_needed(plan.schedule, S, s, M);
+    in.capacity = capacity;
+    in.first = s == 0;
+    in.last = s + 1 == S;
+    in.classifier = model.classifier;
+    in.optimizer_values = model.optimizer_values;
+    in.replicas = R;
+    in.ordered_reduction = reduction == GradientReduction::ordered;
+    for (const UnitFacts& u : model.units) {
+      if (!in_stage(u, plan.bounds[s], plan.bounds[s + 1], in.last)) continue;
+      if (const UnitTiming* t = profile.unit(model.layer_keys[u.layer])) {
+        in.workspace_elements = std::max(in.workspace_elements, static_cast<std::size_t>(t->workspace(static_cast<double>(capacity))));
+        in.child_scratch_elements = std::max(in.child_scratch_elements, static_cast<std::size_t>(t->scratch(static_cast<double>(capacity))));
+      }
+    }
+    out.stage_memory.push_back(stage_memory(facts[s], in));
+    out.peak_memory_bytes = std::max(out.peak_memory_bytes, out.stage_memory.back().total());
+  }
+  out.fits = memory_budget_bytes <= 0 || static_cast<double>(out.peak_memory_bytes) <= memory_budget_bytes;
+  return out;
+}
+
+}  // namespace hpf::oracle
+
+#endif  // HPF_ORACLE_PREDICT_HPP

@@ -1,0 +1,321 @@
+// SPDX-License-Identifier: MIT
+#ifndef HPF_ORACLE_PROFILE_HPP
+#define HPF_ORACLE_PROFILE_HPP
+
+#include <hpf/io/detail/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace hpf::oracle {
+
+/// A profile that cannot be read or lacks what a prediction needs; the message names the file
+/// and the field.
+class ProfileError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// t = alpha + beta * bytes over a range of message sizes (one fitted regime).
+struct Regime {
+  double min_bytes = 0, max_bytes = 0;
+  double alpha_s = 0, beta_s_per_byte = 0;
+};
+
+/// \brief Fitted times of one communication primitive by communicator size: the regimes
+/// benchmarks/comm/run_comm_benchmark.py writes into a machine profile.
+struct CommFit {
+  std::map<std::size_t, std::vector<Regime>> by_ranks;
+
+  bool empty() const { return by_ranks.empty(); }
+  /// Seconds for `bytes` among `ranks` processes: the fit of that communicator size, or of the
+  /// nearest measured one; the regime that holds `bytes`, or the nearest regime's line.
+  double seconds(double bytes, std::size_t ranks) const {
+    if (by_ranks.empty()) return 0;
+    auto it = by_ranks.lower_bound(ranks);
+    if (it == by_ranks.end()) it = std::prev(it);
+    const std::vector<Regime>& regimes = it->second;
+    const Regime* pick = &regimes.front();
+    for (const Regime& r : regimes) {
+      if (bytes >= r.min_bytes) pick = &r;
+    }
+    return pick->alpha_s + pick->beta_s_per_byte * bytes;
+  }
+};
+
+/// \brief Measured forward and backward seconds of one distinct unit (a layer kind at one input
+/// shape) at several micro-batch sizes, with the scratch its kernels asked for.
+struct UnitTiming {
+  std::vector<double> batch, forward_s, backward_s, workspace_elements, scratch_elements;
+
+  /// Piecewise-linear in the micro-batch size, extended along the last segment at either end
+  /// (time per call is nearly affine in the samples: a fixed cost plus a per-sample cost).
+  static double interpolate(const std::vector<double>& x, const std::vector<double>& y, double at) {
+    if (x.empty()) return 0;
+    if (x.size() == 1) return y[0] * at / x[0];
+    std::size_t k = 1;
+    while (k + 1 < x.size() && x[k] < at) ++k;
+    const double t = (at - x[k - 1]) / (x[k] - x[k - 1]);
+    return std::max(0.0, y[k - 1] + t * (y[k] - y[k - 1]));
+  }
+  double forward(double m) const { return interpolate(batch, forward_s, m); }
+  double backward(double m) const { return interpolate(batch, backward_s, m); }
+  double workspace(double m) const { return std::ceil(interpolate(batch, workspace_elements, m)); }
+  double scratch(double m) const { return std::ceil(interpolate(batch, scratch_elements, m)); }
+};
+
+/// \brief A cluster the oracle extrapolates to: nodes of `ranks_per_node` processes, alpha/beta
+/// within a node and between nodes (e.g. InfiniBand), every rank computing at the speed the
+/// compute profile measured times `compute_speed`.
+struct Cluster {
+  std::string name;
+  std::size_t nodes = 1, ranks_per_node = 1;
+  Regime intra, inter;
+  double compute_speed = 1.0;
+  double memory_bytes_per_rank = 0;  ///< 0: unknown
+};
+
+/// \brief What the oracle knows about a machine: its cores, the fitted communication primitives
+/// (from hpf_bench_comm) and the calibrated compute of units (from hpf-oracle calibrate).
+struct MachineProfile {
+  std::string label, path;
+  std::size_t cores = 1;             ///< per host: more ranks than this share them
+  std::size_t hosts = 1;             ///< hosts the profile's ranks were spread over
+  std::size_t threads_per_rank = 1;  ///< threads a rank ran with when calibrated
+  std::map<std::string, CommFit> comm;
+  std::map<std::string, UnitTiming> units;
+  double optimizer_s_per_parameter = 0;  ///< optimizer step and zeroing gradients
+  double load_s_per_element = 0;         ///< batch loading, per input element
+  double step_overhead_s = 0;            ///< fixed cost of one step on one process
+  std::optional<Cluster> cluster;
+
+  const CommFit& fit(const std::string& primitive) const {
+    static const CommFit none;
+    const auto it = comm.find(primitive);
+    return it == comm.end() ? none : it->second;
+  }
+  const UnitTiming* unit(const std::string& key) const {
+    const auto it = units.find(key);
+    return it == units.end() ? nullptr : &it->second;
+  }
+};
+
+namespace detail {
+using io::detail::JsonValue;
+
+inline const JsonValue* member(const JsonValue& object, const std::string& key) {
+  if (object.kind != JsonValue::Kind::object) return nullptr;
+  for (const auto& m : object.members) {
+    if (m.first == key) return &m.second;
+  }
+  return nullptr;
+}
+inline double number(const JsonValue& v, const std::string& where) {
+  if (v.kind != JsonValue::Kind::number) throw ProfileError(where + " is not a number");
+  return std::stod(v.text);
+}
+inline double number_at(const JsonValue& object, const std::string& key, const std::string& where, double fallback) {
+  const JsonValue* v = member(object, key);
+  return v ? number(*v, where + "." + key) : fallback;
+}
+inline std::vector<double> numbers(const JsonValue& object, const std::string& key, const std::string& where) {
+  const JsonValue* v = member(object, key);
+  if (!v || v->kind != JsonValue::Kind::array) throw ProfileError(where + "." + key + " is missing or not an array");
+  std::vector<double> out;
+  for (const auto& item : v->items) out.push_back(number(item, where + "." + key + "[]"));
+  return out;
+}
+inline Regime regime(const JsonValue& v, const std::string& where) {
+  return {number_at(v, "min_bytes", where, 0), number_at(v, "max_bytes", where, 1e30), number_at(v, "alpha_s", where, 0),
+          number_at(v, "beta_s_per_byte", where, 0)};
+}
+inline std::string read_text(const std::string& path, const char* what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ProfileError("hpf::oracle: cannot read the " + std::string(what) + " '" + path + "'");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+inline JsonValue parse(const std::string& text, const std::string& path) {
+  try {
+    return io::detail::JsonParser::parse(text);
+  } catch (const std::exception& e) {
+    throw ProfileError("hpf::oracle: '" + path + "' is not JSON: " + e.what());
+  }
+}
+}  // namespace detail
+
+/// Reads a machine profile (format "hpf-machine-profile"; its "compute" section is optional
+/// until a prediction needs it). Throws ProfileError naming the file and what is wrong.
+inline MachineProfile load_profile(const std::string& path) {
+  using detail::member;
+  const detail::JsonValue root = detail::parse(detail::read_text(path, "machine profile"), path);
+  const detail::JsonValue* format = member(root, "format");
+  if (!format || format->text != "hpf-machine-profile") {
+    throw ProfileError("hpf::oracle: '" + path + "' is not an hpf machine profile (\"format\": \"hpf-machine-profile\")");
+  }
+  MachineProfile p;
+  p.path = path;
+  if (const auto* label = member(root, "label")) p.label = label->text;
+  p.hosts = static_cast<std::size_t>(detail::number_at(root, "hosts", path, 1));
+  if (const auto* host = member(root, "host")) p.cores = static_cast<std::size_t>(detail::number_at(*host, "cores", path + ": host", 1));
+  if (const auto* comm = member(root, "comm")) {
+    for (const auto& [primitive, by_ranks] : comm->members) {
+      CommFit fit;
+      for (const auto& [ranks, regimes] : by_ranks.members) {
+        auto& list = fit.by_ranks[std::stoul(ranks)];
+        for (const auto& r : regimes.items) list.push_back(detail::regime(r, path + ": comm." + primitive + "." + ranks));
+      }
+      p.comm[primitive] = std::move(fit);
+    }
+  }
+  if (const auto* compute = member(root, "compute")) {
+    const std::string where = path + ": compute";
+    p.threads_per_rank = static_cast<std::size_t>(detail::number_at(*compute, "threads", where, 1));
+    p.optimizer_s_per_parameter = detail::number_at(*compute, "optimizer_s_per_parameter", where, 0);
+    p.load_s_per_element = detail::number_at(*compute, "load_s_per_element", where, 0);
+    p.step_overhead_s = detail::number_at(*compute, "step_overhead_s", where, 0);
+    if (const auto* units = member(*compute, "units")) {
+      for (const auto& [key, u] : units->members) {
+        const std::string at = where + ".units[" + key + "]";
+        UnitTiming t{detail::numbers(u, "batch", at), detail::numbers(u, "forward_s", at), detail::numbers(u, "backward_s", at),
+                     detail::numbers(u, "workspace_elements", at), detail::numbers(u, "scratch_elements", at)};
+        const std::size_t n = t.batch.size();
+        if (n == 0 || t.forward_s.size() != n || t.backward_s.size() != n || t.workspace_elements.size() != n ||
+            t.scratch_elements.size() != n || !std::is_sorted(t.batch.begin(), t.batch.end())) {
+          throw ProfileError("hpf::oracle: " + at + " needs arrays of one length over increasing batch sizes");
+        }
+        p.units[key] = std::move(t);
+      }
+    }
+  }
+  return p;
+}
+
+/// Reads a cluster profile (format "hpf-cluster-profile") on top of a machine profile whose
+/// compute calibration it scales: the machine's rates stand in for a node's cores.
+inline MachineProfile load_cluster(const std::string& path, MachineProfile machine) {
+  using detail::member;
+  const detail::JsonValue root = detail::parse(detail::read_text(path, "cluster profile"), path);
+  const detail::JsonValue* format = member(root, "format");
+  if (!format || format->text != "hpf-cluster-profile") {
+    throw ProfileError("hpf::oracle: '" + path + "' is not an hpf cluster profile (\"format\": \"hpf-cluster-profile\")");
+  }
+  Cluster c;
+  if (const auto* name = member(root, "name")) c.name = name->text;
+  c.nodes = static_cast<std::size_t>(detail::number_at(root, "nodes", path, 1));
+  c.ranks_per_node = static_cast<std::size_t>(detail::number_at(root, "ranks_per_node", path, 1));
+  c.compute_speed = detail::number_at(root, "compute_speed", path, 1.0);
+  c.memory_bytes_per_rank = detail::number_at(root, "memory_bytes_per_rank", path, 0);
+  const auto* intra = member(root, "intra_node");
+  const auto* inter = member(root, "inter_node");
+  if (!intra || !inter) throw ProfileError("hpf::oracle: '" + path + "' needs \"intra_node\" and \"inter_node\" alpha/beta");
+  c.intra = detail::regime(*intra, path + ": intra_node");
+  c.inter = detail::regime(*inter, path + ": inter_node");
+  if (c.nodes == 0 || c.ranks_per_node == 0 || c.compute_speed <= 0) {
+    throw ProfileError("hpf::oracle: '" + path + "': nodes, ranks_per_node and compute_speed must be positive");
+  }
+  machine.cluster = c;
+  machine.cores = c.ranks_per_node * std::max<std::size_t>(1, machine.threads_per_rank);
+  machine.label = c.name.empty() ? path : c.name;
+  return machine;
+}
+
+namespace detail {
+inline void write_json(std::string& out, const JsonValue& v, int indent) {
+  const std::string pad(static_cast<std::size_t>(indent + 1), ' '), end_pad(static_cast<std::size_t>(indent), ' ');
+  switch (v.kind) {
+    case JsonValue::Kind::null: out += "null"; break;
+    case JsonValue::Kind::boolean: out += v.boolean ? "true" : "false"; break;
+    case JsonValue::Kind::number: out += v.text; break;
+    case JsonValue::Kind::string: out += io::detail::json_quote(v.text); break;
+    case JsonValue::Kind::array:
+      out += "[";
+      for (std::size_t i = 0; i < v.items.size(); ++i) {
+        out += i ? ", " : "";
+        write_json(out, v.items[i], indent + 1);
+      }
+      out += "]";
+      break;
+    case JsonValue::Kind::object:
+      out += "{";
+      for (std::size_t i = 0; i < v.members.size(); ++i) {
+        out += (i ? ",\n" : "\n") + pad + io::detail::json_quote(v.members[i].first) + ": ";
+        write_json(out, v.members[i].second, indent + 1);
+      }
+      out += v.members.empty() ? "}" : "\n" + end_pad + "}";
+      break;
+  }
+}
+inline JsonValue json_number(double x) {
+  char text[40];
+  std::snprintf(text, sizeof text, "%.10g", x);
+  JsonValue v;
+  v.kind = JsonValue::Kind::number;
+  v.text = text;
+  return v;
+}
+inline JsonValue json_numbers(const std::vector<double>& xs) {
+  JsonValue v;
+  v.kind = JsonValue::Kind::array;
+  for (const double x : xs) v.items.push_back(json_number(x));
+  return v;
+}
+inline void set_member(JsonValue& object, const std::string& key, JsonValue value) {
+  for (auto& m : object.members) {
+    if (m.first == key) {
+      m.second = std::move(value);
+      return;
+    }
+  }
+  object.members.emplace_back(key, std::move(value));
+}
+}  // namespace detail
+
+/// Writes the compute calibration of `profile` into the machine profile file `path` (its
+/// "compute" section; units of other models already there stay), keeping every other section.
+inline void save_compute(const MachineProfile& profile, const std::string& path) {
+  using detail::JsonValue;
+  JsonValue root = detail::parse(detail::read_text(path, "machine profile"), path);
+  JsonValue compute;
+  compute.kind = JsonValue::Kind::object;
+  if (const JsonValue* old = detail::member(root, "compute")) compute = *old;
+  detail::set_member(compute, "threads", detail::json_number(static_cast<double>(profile.threads_per_rank)));
+  detail::set_member(compute, "optimizer_s_per_parameter", detail::json_number(profile.optimizer_s_per_parameter));
+  detail::set_member(compute, "load_s_per_element", detail::json_number(profile.load_s_per_element));
+  detail::set_member(compute, "step_overhead_s", detail::json_number(profile.step_overhead_s));
+  JsonValue units;
+  units.kind = JsonValue::Kind::object;
+  if (const JsonValue* old = detail::member(compute, "units")) units = *old;
+  for (const auto& [key, t] : profile.units) {
+    JsonValue u;
+    u.kind = JsonValue::Kind::object;
+    detail::set_member(u, "batch", detail::json_numbers(t.batch));
+    detail::set_member(u, "forward_s", detail::json_numbers(t.forward_s));
+    detail::set_member(u, "backward_s", detail::json_numbers(t.backward_s));
+    detail::set_member(u, "workspace_elements", detail::json_numbers(t.workspace_elements));
+    detail::set_member(u, "scratch_elements", detail::json_numbers(t.scratch_elements));
+    detail::set_member(units, key, std::move(u));
+  }
+  detail::set_member(compute, "units", std::move(units));
+  detail::set_member(root, "compute", std::move(compute));
+  std::string text;
+  detail::write_json(text, root, 0);
+  text += "\n";
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!(out << text)) throw ProfileError("hpf::oracle: cannot write the machine profile '" + path + "'");
+}
+
+}  // namespace hpf::oracle
+
+#endif  // HPF_ORACLE_PROFILE_HPP

@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: MIT
+#ifndef HPF_ORACLE_RECOMMEND_HPP
+#define HPF_ORACLE_RECOMMEND_HPP
+
+#include <hpf/oracle/model_view.hpp>
+#include <hpf/oracle/predict.hpp>
+#include <hpf/oracle/profile.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace hpf::oracle {
+
+/// \brief Which strategies the search tries.
+struct SearchOptions {
+  std::vector<std::size_t> micro_batches{1, 2, 4, 8, 16, 32};
+  double memory_budget_bytes = 0;  ///< per rank; 0: no limit (a cluster profile's memory if it names one)
+  std::size_t bucket_bytes = std::size_t{4} << 20;
+  std::size_t max_stages = 0;  ///< 0: as many as the model has places to cut
+};
+
+/// Every feasible strategy of `ranks` processes for a global `batch`: S stages dividing the
+/// ranks (Balanced<S> cuts), R = ranks / S replicas dividing the batch, M micro-batches per
+/// replica, both schedules when S > 1; predicted and ranked fastest first, those that fit the
+/// memory budget before those that do not, each with the reason it loses to the first.
+inline std::vector<Prediction> rank_strategies(const ModelView& model, std::size_t ranks, std::size_t batch,
+                                               const MachineProfile& profile, const SearchOptions& o = {}) {
+  const double budget = o.memory_budget_bytes > 0 ? o.memory_budget_bytes
+                        : profile.cluster        ? profile.cluster->memory_bytes_per_rank
+                                                 : 0;
+  std::vector<Prediction> all;
+  const std::size_t most_stages = o.max_stages ? std::min(o.max_stages, model.cut_places) : model.cut_places;
+  for (std::size_t S = 1; S <= std::min(ranks, most_stages); ++S) {
+    if (ranks % S) continue;
+    const std::size_t R = ranks / S;
+    if (batch % R) continue;
+    const std::vector<std::size_t> bounds = model.balanced_bounds(S);
+    for (const std::size_t M : o.micro_batches) {
+      if (M > batch / R) continue;
+      for (const Schedule schedule : {Schedule::one_f_one_b, Schedule::gpipe}) {
+        if (S == 1 && schedule == Schedule::gpipe) continue;  // one stage: the schedules are the same
+        Plan plan{.stages = S, .replicas = R, .batch = batch, .micro_batches = M, .schedule = schedule, .bounds = bounds,
+                  .bucket_bytes = o.bucket_bytes};
+        all.push_back(predict(model, plan, profile, budget));
+      }
+    }
+  }
+  std::stable_sort(all.begin(), all.end(), [](const Prediction& a, const Prediction& b) {
+    if (a.fits != b.fits) return a.fits;
+    return a.time_s < b.time_s;
+  });
+  if (all.empty()) return all;
+  const Prediction& best = all.front();
+  char text[256];
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    Prediction& p = all[i];
+    if (!p.fits) {
+      std::snprintf(text, sizeof text, "out of memory: %.1f MiB per rank over the budget of %.1f MiB",
+                    static_cast<double>(p.peak_memory_bytes) / (1 << 20), budget / (1 << 20));
+    } else if (i == 0) {
+      std::snprintf(text, sizeof text, "fastest that fits");
+    } else if (p.time_s <= best.time_s * 1.01) {
+      std::snprintf(text, sizeof text, "as fast as the first (within 1%%)");
+    } else {
+      // The term that grew most against the fastest one says why this one loses.
+      const double bubble = p.bubble_s - best.bubble_s, transfer = p.transfer_s - best.transfer_s;
+      const double reduce = p.reduction_s - best.reduction_s, compute = p.compute_s - best.compute_s;
+      const double most = std::max({bubble, transfer, reduce, compute});
+      const double slower = (p.time_s / best.time_s - 1) * 100;
+      if (most == bubble) {
+        std::snprintf(text, sizeof text, "bubble-bound: +%.0f%%, the pipeline idles %.1f ms", slower, p.bubble_s * 1e3);
+      } else if (most == transfer) {
+        std::snprintf(text, sizeof text, "transfer-bound: +%.0f%%, stage-to-stage transfers add %.1f ms", slower, p.transfer_s * 1e3);
+      } else if (most == reduce) {
+        std::snprintf(text, sizeof text, "communication-bound: +%.0f%%, gradient reduction exposes %.1f ms", slower, p.reduction_s * 1e3);
+      } else if (p.imbalance > 1.1) {
+        std::snprintf(text, sizeof text, "unbalanced stages: +%.0f%%, the busiest computes %.2fx the mean", slower, p.imbalance);
+      } else {
+        std::snprintf(text, sizeof text, "compute-bound: +%.0f%%, micro-batches of %zu run slower kernels", slower,
+                      p.plan.batch / (p.plan.replicas * p.plan.micro_batches));
+      }
+    }
+    p.reason = text;
+  }
+  return all;
+}
+
+/// \brief The oracle's choice for Model on `ranks` processes and a global `batch`: the fastest
+/// predicted strategy that fits the memory budget (the first of rank_strategies).
+/// Throws ProfileError when the profile lacks the model's calibration, std::invalid_argument
+/// when no strategy is feasible.
+template <class Model>
+Prediction recommend(const MachineProfile& profile, std::size_t ranks, std::size_t batch, const SearchOptions& o = {}) {
+  const std::vector<Prediction> ranked = rank_strategies(view_of<Model>("model"), ranks, batch, profile, o);
+  if (ranked.empty()) {
+    throw std::invalid_argument("hpf::oracle::recommend: no strategy splits a batch of " + std::to_string(batch) +
+                                " over " + std::to_string(ranks) + " ranks");
+  }
+  return ranked.front();
+}
+
+}  // namespace hpf::oracle
+
+#endif  // HPF_ORACLE_RECOMMEND_HPP

@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: MIT
+// The oracle's prediction against schedules worked out by hand, with a profile written here, and
+// the machine profile's file format.
+#include <hpf/hpf.hpp>
+#include <hpf/oracle/model_view.hpp>
+#include <hpf/oracle/predict.hpp>
+#include <hpf/oracle/recommend.hpp>
+
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace {
+
+using namespace hpf;
+using Tiny = Sequential<Input<1, 4, 4>, Conv2D<2, 3, Pad<1>>, ReLU, MaxPool<2>, Flatten, Dense<3>, SoftmaxCrossEntropy>;
+
+/// Every unit of Tiny takes 1 ms per sample forward and 2 ms backward; no communication cost.
+oracle::MachineProfile linear_profile() {
+  oracle::MachineProfile p;
+  p.label = "test";
+  p.cores = 64;
+  for (const std::string& key : oracle::layer_keys<Tiny>()) {
+    p.units[key] = {{1, 64}, {1e-3, 64e-3}, {2e-3, 128e-3}, {0, 0}, {0, 0}};
+  }
+  return p;
+}
+
+oracle::Plan plan(std::size_t stages, std::size_t replicas, std::size_t batch, std::size_t micro, Schedule schedule) {
+  return {.stages = stages, .replicas = replicas, .batch = batch, .micro_batches = micro, .schedule = schedule,
+          .bounds = oracle::balanced_bounds<Tiny>(stages)};
+}
+
+}  // namespace
+
+TEST_CASE("one process: the step is the sum of the units' forward and backward") {
+  const auto p = oracle::predict(oracle::view_of<Tiny>("tiny"), plan(1, 1, 8, 2, Schedule::one_f_one_b), linear_profile());
+  // 6 units x (1 + 2) ms x 4 samples x 2 micro-batches.
+  CHECK(p.time_s == doctest::Approx(0.144));
+  CHECK(p.compute_s == doctest::Approx(0.144));
+  CHECK(p.bubble_s == doctest::Approx(0).epsilon(1e-12));
+}
+
+TEST_CASE("two stages: the bubble is (S - 1) micro-batch forward and backward under both schedules") {
+  const auto view = oracle::view_of<Tiny>("tiny");
+  const auto bounds = oracle::balanced_bounds<Tiny>(2);
+  // Stage units: count them to know each stage's time per micro-batch.
+  std::size_t first_units = 0;
+  for (const auto& u : view.units) first_units += oracle::in_stage(u, bounds[0], bounds[1], false) ? 1 : 0;
+  const double m = 2;  // samples per micro-batch: 8 / 4
+  const double f0 = first_units * 1e-3 * m, b0 = first_units * 2e-3 * m;
+  const double f1 = (6 - first_units) * 1e-3 * m, b1 = (6 - first_units) * 2e-3 * m;
+  for (const Schedule schedule : {Schedule::gpipe, Schedule::one_f_one_b}) {
+    CAPTURE(to_string(schedule));
+    const auto p = oracle::predict(view, plan(2, 1, 8, 4, schedule), linear_profile());
+    const double busiest = 4 * std::max(f0 + b0, f1 + b1);
+    CHECK(p.compute_s == doctest::Approx(busiest));
+    // The busiest stage waits once for the other's forward and once for its backward.
+    const double other = f0 + b0 < f1 + b1 ? f0 + b0 : f1 + b1;
+    CHECK(p.time_s == doctest::Approx(busiest + other));
+    CHECK(p.bubble_s == doctest::Approx(other));
+    CHECK(p.transfer_s == doctest::Approx(0).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("transfers and the gradient reduction add what the fitted lines say") {
+  auto profile = linear_profile();
+  profile.comm["p2p_latency"].by_ranks[2] = {{0, 1e30, 1e-3, 0}};      // 1 ms per message
+  profile.comm["buckets_ordered"].by_ranks[2] = {{0, 1e30, 5e-3, 0}};  // 5 ms per bucket
+  const auto view = oracle::view_of<Tiny>("tiny");
+  const auto free = oracle::predict(view, plan(2, 1, 8, 1, Schedule::gpipe), linear_profile());
+  const auto paid = oracle::predict(view, plan(2, 1, 8, 1, Schedule::gpipe), profile);
+  // One micro-batch: its activation goes forward and its gradient back, both on the critical path.
+  CHECK(paid.time_s - free.time_s == doctest::Approx(2e-3));
+  CHECK(paid.transfer_s == doctest::Approx(2e-3));
+
+  // Data parallel: all 47 gradients fit one bucket, ready when backward ends: 5 ms exposed.
+  const auto replicated = oracle::predict(view, plan(1, 2, 8, 1, Schedule::one_f_one_b), profile);
+  CHECK(replicated.reduction_s == doctest::Approx(5e-3));
+  // Buckets of 8 parameters (6 buckets): the first ones reduce while backward goes on, so less
+  // than 6 x 5 ms is exposed, but at least the last bucket's 5 ms.
+  auto small = plan(1, 2, 8, 1, Schedule::one_f_one_b);
+  small.bucket_bytes = 8 * sizeof(float);
+  const auto bucketed = oracle::predict(view, small, profile);
+  CHECK(bucketed.reduction_s >= 5e-3 - 1e-12);
+  CHECK(bucketed.reduction_s < 30e-3);
+}
+
+TEST_CASE("ranking: every feasible strategy, fastest first, each with its reason; a budget moves the big ones last") {
+  const auto view = oracle::view_of<Tiny>("tiny");
+  const auto ranked = oracle::rank_strategies(view, 2, 8, linear_profile());
+  // Data parallel 1 x 2 with M = 1, 2, 4; pipelines 2 x 1 with M = 1, 2, 4, 8 under two schedules.
+  CHECK(ranked.size() == 3 + 8);
+  for (std::size_t i = 1; i < ranked.size(); ++i) CHECK(ranked[i - 1].time_s <= ranked[i].time_s);
+  CHECK(ranked.front().plan.stages == 1);  // free communication: replicas never idle
+  for (const auto& p : ranked) CHECK(!p.reason.empty());
+  // Tiny's convolution is most of its FLOPs but a sixth of its (made-up) time here: Balanced<2>
+  // gives the second stage five sixths of the work.
+  CHECK(ranked.back().reason.find("unbalanced stages") != std::string::npos);
+  CHECK(ranked[1].reason == "as fast as the first (within 1%)");
+
+  oracle::SearchOptions tight;
+  tight.memory_budget_bytes = static_cast<double>(ranked.front().peak_memory_bytes) - 1;
+  const auto budgeted = oracle::rank_strategies(view, 2, 8, linear_profile(), tight);
+  CHECK(budgeted.front().fits);
+  CHECK(budgeted.front().peak_memory_bytes < ranked.front().peak_memory_bytes);
+  CHECK(!budgeted.back().fits);
+  CHECK(budgeted.back().reason.find("out of memory") != std::string::npos);
+  CHECK(oracle::recommend<Tiny>(linear_profile(), 2, 8).plan.stages == ranked.front().plan.stages);
+}
+
+TEST_CASE("a missing calibration is an error naming the layer and what to run") {
+  oracle::MachineProfile empty;
+  empty.path = "empty.json";
+  CHECK_THROWS_WITH_AS(oracle::predict(oracle::view_of<Tiny>("tiny"), plan(1, 1, 8, 1, Schedule::gpipe), empty),
+                       doctest::Contains("has no calibration of 'Conv2D(1 -> 2, 3x3, pad 1) @ 1x4x4'"), oracle::ProfileError);
+}
+
+TEST_CASE("machine profile: compute written into a profile and read back; bad files are named") {
+  const auto dir = std::filesystem::temp_directory_path() / ("hpf-oracle-test-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "profile.json").string();
+  std::ofstream(path) << R"({"format": "hpf-machine-profile", "version": 1, "label": "t", "hosts": 1,
+    "host": {"cores": 2}, "comm": {"p2p_latency": {"2": [{"min_bytes": 4, "max_bytes": 64, "alpha_s": 1e-6,
+    "beta_s_per_byte": 1e-9}]}}})";
+  auto profile = oracle::load_profile(path);
+  CHECK(profile.cores == 2);
+  CHECK(profile.fit("p2p_latency").seconds(32, 2) == doctest::Approx(1e-6 + 32e-9));
+  CHECK(profile.units.empty());
+  const auto written = linear_profile();
+  profile.units = written.units;
+  profile.optimizer_s_per_parameter = 3e-9;
+  oracle::save_compute(profile, path);
+  const auto read = oracle::load_profile(path);
+  CHECK(read.units.size() == written.units.size());
+  CHECK(read.optimizer_s_per_parameter == doctest::Approx(3e-9));
+  CHECK(read.fit("p2p_latency").seconds(32, 2) == doctest::Approx(1e-6 + 32e-9));  // the rest is kept
+  const auto& unit = read.units.begin()->second;
+  CHECK(unit.forward(32) == doctest::Approx(32e-3));
+
+  std::ofstream(path) << R"({"format": "something else"})";
+  CHECK_THROWS_WITH_AS(oracle::load_profile(path), doctest::Contains("is not an hpf machine profile"), oracle::ProfileError);
+  std::ofstream(path) << R"({"format": "hpf-machine-profile", "compute": {"units": {"x": {"batch": [1, 2], "forward_s": [1]}}}})";
+  CHECK_THROWS_WITH_AS(oracle::load_profile(path), doctest::Contains("compute.units[x].backward_s is missing"), oracle::ProfileError);
+  CHECK_THROWS_WITH_AS(oracle::load_profile((dir / "absent.json").string()), doctest::Contains("cannot read"),
+                       oracle::ProfileError);
+  std::filesystem::remove_all(dir);
+}

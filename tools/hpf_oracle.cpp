@@ -1,0 +1,236 @@
+// SPDX-License-Identifier: MIT
+// hpf-oracle: predicted step time and per-rank memory of every parallel strategy of a model, the
+// ranked table and the recommendation, and the compute calibration the predictions read.
+//
+//   hpf-oracle calibrate --model resnet56 --profile benchmarks/comm/profiles/local.json
+//   hpf-oracle rank --model resnet56 --ranks 4 --batch 64 [--profile FILE] [--cluster FILE]
+//   hpf-oracle predict --model cnn --ranks 4 --batch 128 --stages 2 --micro-batches 4 --schedule gpipe
+//
+// Models: the zoo's (hpf::zoo). A user's model gets the same from hpf::oracle::calibrate<Model>
+// and hpf::oracle::rank_strategies(view_of<Model>(...), ...) in their own program.
+#include <hpf/oracle/calibrate.hpp>
+#include <hpf/oracle/recommend.hpp>
+#include <hpf/zoo/models.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace hpf::oracle;
+
+const char* const usage_text =
+    "usage: hpf-oracle calibrate --model NAME [--profile FILE] [--batches 1,2,4,...]\n"
+    "       hpf-oracle rank      --model NAME --ranks P --batch B [--profile FILE] [--cluster FILE]\n"
+    "                            [--memory-budget MIB] [--max-stages S] [--top N] [--json]\n"
+    "       hpf-oracle predict   --model NAME --ranks P --batch B --stages S --micro-batches M\n"
+    "                            [--schedule 1f1b|gpipe] [--profile FILE] [--cluster FILE] [--json]\n"
+    "  models: mlp cnn resnet20 resnet56 resnet164 resnet1001 (hpf::zoo)\n"
+    "  --profile: a machine profile (benchmarks/comm/run_comm_benchmark.py writes its communication\n"
+    "             part, calibrate adds the compute part); default $HPF_ORACLE_PROFILE, else the\n"
+    "             repository's benchmarks/comm/profiles/local.json\n"
+    "  --cluster: a cluster profile (nodes, ranks per node, intra- and inter-node alpha/beta) to\n"
+    "             extrapolate to; compute rates come from --profile\n";
+
+struct Args {
+  std::string command, model, profile, cluster, schedule = "1f1b";
+  std::size_t ranks = 0, batch = 0, stages = 0, micro_batches = 0, top = 0, max_stages = 0;
+  double memory_budget_mib = 0;
+  bool json = false;
+  std::vector<std::size_t> batches;
+};
+
+[[noreturn]] void fail(const std::string& what) {
+  std::fprintf(stderr, "hpf-oracle: %s\n%s", what.c_str(), usage_text);
+  std::exit(2);
+}
+
+std::size_t count(const std::string& flag, const std::string& value) {
+  std::size_t used = 0;
+  unsigned long long v = 0;
+  try {
+    v = std::stoull(value, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != value.size() || value.empty() || v == 0) fail(flag + " needs a positive integer, not '" + value + "'");
+  return static_cast<std::size_t>(v);
+}
+
+Args parse(int argc, char** argv) {
+  Args a;
+  if (argc < 2) fail("no command");
+  a.command = argv[1];
+  if (a.command == "--help" || a.command == "-h") {
+    std::fputs(usage_text, stdout);
+    std::exit(0);
+  }
+  if (a.command != "calibrate" && a.command != "rank" && a.command != "predict") fail("unknown command '" + a.command + "'");
+  for (int i = 2; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag.rfind("--kokkos-", 0) == 0) continue;
+    if (flag == "--json") {
+      a.json = true;
+      continue;
+    }
+    if (i + 1 >= argc) fail(flag + " needs a value");
+    const std::string value = argv[++i];
+    if (flag == "--model") a.model = value;
+    else if (flag == "--profile") a.profile = value;
+    else if (flag == "--cluster") a.cluster = value;
+    else if (flag == "--schedule") a.schedule = value;
+    else if (flag == "--ranks") a.ranks = count(flag, value);
+    else if (flag == "--batch") a.batch = count(flag, value);
+    else if (flag == "--stages") a.stages = count(flag, value);
+    else if (flag == "--micro-batches") a.micro_batches = count(flag, value);
+    else if (flag == "--top") a.top = count(flag, value);
+    else if (flag == "--max-stages") a.max_stages = count(flag, value);
+    else if (flag == "--memory-budget") a.memory_budget_mib = static_cast<double>(count(flag, value));
+    else if (flag == "--batches") {
+      std::stringstream list(value);
+      for (std::string item; std::getline(list, item, ',');) a.batches.push_back(count(flag, item));
+      if (a.batches.empty() || !std::is_sorted(a.batches.begin(), a.batches.end())) fail("--batches needs increasing sizes");
+    } else {
+      fail("unknown option '" + flag + "'");
+    }
+  }
+  if (a.model.empty()) fail("--model is required");
+  if (a.schedule != "1f1b" && a.schedule != "gpipe") fail("--schedule must be 1f1b or gpipe, not '" + a.schedule + "'");
+  if (a.command != "calibrate" && (a.ranks == 0 || a.batch == 0)) fail(a.command + " needs --ranks and --batch");
+  if (a.command == "predict" && (a.stages == 0 || a.micro_batches == 0)) fail("predict needs --stages and --micro-batches");
+  if (a.profile.empty()) {
+    const char* env = std::getenv("HPF_ORACLE_PROFILE");
+    a.profile = env && *env ? env : HPF_ORACLE_DEFAULT_PROFILE;
+  }
+  return a;
+}
+
+std::string json_of(const Prediction& p, const std::string& model) {
+  std::ostringstream o;
+  o.precision(9);
+  o << "{\"model\": \"" << model << "\", \"ranks\": " << p.plan.ranks() << ", \"stages\": " << p.plan.stages
+    << ", \"replicas\": " << p.plan.replicas << ", \"batch\": " << p.plan.batch << ", \"micro_batches\": " << p.plan.micro_batches
+    << ", \"schedule\": \"" << hpf::to_string(p.plan.schedule) << "\", \"bounds\": [";
+  for (std::size_t i = 0; i < p.plan.bounds.size(); ++i) o << (i ? ", " : "") << p.plan.bounds[i];
+  o << "], \"time_s\": " << p.time_s << ", \"compute_s\": " << p.compute_s << ", \"bubble_s\": " << p.bubble_s
+    << ", \"transfer_s\": " << p.transfer_s << ", \"reduction_s\": " << p.reduction_s << ", \"other_s\": " << p.other_s
+    << ", \"stage_memory_bytes\": [";
+  for (std::size_t i = 0; i < p.stage_memory.size(); ++i) o << (i ? ", " : "") << p.stage_memory[i].total();
+  o << "], \"peak_memory_bytes\": " << p.peak_memory_bytes << ", \"fits\": " << (p.fits ? "true" : "false")
+    << ", \"reason\": \"" << p.reason << "\"}";
+  return o.str();
+}
+
+void print_table(const std::vector<Prediction>& ranked, const Args& a, const MachineProfile& profile, double query_us) {
+  std::printf("hpf-oracle: %s on %zu ranks, global batch %zu, profile '%s'", a.model.c_str(), a.ranks, a.batch,
+              profile.label.c_str());
+  if (profile.cluster) {
+    std::printf(" (cluster: %zu nodes x %zu ranks)", profile.cluster->nodes, profile.cluster->ranks_per_node);
+  }
+  std::printf("\n%-4s %-30s %10s %9s %9s %9s %9s %9s %11s  %s\n", "#", "strategy", "step ms", "compute", "bubble",
+              "transfer", "reduce", "other", "peak MiB", "why");
+  const std::size_t shown = a.top ? std::min(a.top, ranked.size()) : ranked.size();
+  for (std::size_t i = 0; i < shown; ++i) {
+    const Prediction& p = ranked[i];
+    std::printf("%-4zu %-30s %10.2f %9.2f %9.2f %9.2f %9.2f %9.2f %11.1f  %s\n", i + 1, p.plan.describe().c_str(),
+                p.time_s * 1e3, p.compute_s * 1e3, p.bubble_s * 1e3, p.transfer_s * 1e3, p.reduction_s * 1e3,
+                p.other_s * 1e3, static_cast<double>(p.peak_memory_bytes) / (1 << 20), p.reason.c_str());
+  }
+  if (shown < ranked.size()) std::printf("(%zu more: --top to see them)\n", ranked.size() - shown);
+  std::printf("recommended: %s, %.2f ms per step (%.0f samples/s); %zu strategies ranked in %.0f us\n",
+              ranked.front().plan.describe().c_str(), ranked.front().time_s * 1e3,
+              static_cast<double>(a.batch) / ranked.front().time_s, ranked.size(), query_us);
+}
+
+template <class Model>
+int run(const Args& a) {
+  if (a.command == "calibrate") {
+    MachineProfile profile = load_profile(a.profile);
+    CalibrationOptions o;
+    if (!a.batches.empty()) o.batches = a.batches;
+    const auto start = std::chrono::steady_clock::now();
+    calibrate<Model>(profile, o, [](const std::string& key, const UnitTiming& t) {
+      std::printf("  %-70s fwd %8.3f ms  bwd %8.3f ms at %g samples\n", key.c_str(), t.forward_s.back() * 1e3,
+                  t.backward_s.back() * 1e3, t.batch.back());
+    });
+    save_compute(profile, a.profile);
+    std::printf("hpf-oracle: calibrated %s in %.1f s into %s\n", a.model.c_str(),
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), a.profile.c_str());
+    return 0;
+  }
+  MachineProfile profile = load_profile(a.profile);
+  if (!a.cluster.empty()) profile = load_cluster(a.cluster, profile);
+  const ModelView model = view_of<Model>(a.model);
+  if (a.command == "predict") {
+    if (a.ranks % a.stages) fail("--stages must divide --ranks");
+    if (a.stages > model.cut_places) fail("the model has only " + std::to_string(model.cut_places) + " places to cut");
+    const std::size_t replicas = a.ranks / a.stages;
+    if (a.batch % replicas || a.micro_batches > a.batch / replicas) fail("the batch does not split into the micro-batches");
+    const Plan plan{.stages = a.stages, .replicas = replicas, .batch = a.batch, .micro_batches = a.micro_batches,
+                    .schedule = a.schedule == "gpipe" ? hpf::Schedule::gpipe : hpf::Schedule::one_f_one_b,
+                    .bounds = model.balanced_bounds(a.stages)};
+    const Prediction p = predict(model, plan, profile, a.memory_budget_mib * (1 << 20));
+    if (a.json) {
+      std::printf("%s\n", json_of(p, a.model).c_str());
+    } else {
+      print_table({p}, a, profile, 0);
+      std::printf("per-rank memory of each stage, MiB: %12s %10s %8s %10s %12s %9s %8s %10s %8s %8s\n", "parameters",
+                  "gradients", "buffers", "optimizer", "activations", "boundary", "buckets", "workspace", "scratch",
+                  "total");
+      constexpr double mib = 1 << 20;
+      for (std::size_t s = 0; s < p.stage_memory.size(); ++s) {
+        const MemoryBreakdown& m = p.stage_memory[s];
+        std::printf("  stage %-28zu %12.2f %10.2f %8.2f %10.2f %12.2f %9.2f %8.2f %10.2f %8.2f %8.2f\n", s,
+                    m.parameters / mib, m.gradients / mib, m.buffers / mib, m.optimizer_state / mib, m.activations / mib,
+                    m.boundary_gradients / mib, m.gradient_buckets / mib, m.workspace / mib, m.scratch / mib,
+                    m.total() / mib);
+      }
+    }
+    return 0;
+  }
+  SearchOptions o;
+  o.memory_budget_bytes = a.memory_budget_mib * (1 << 20);
+  o.max_stages = a.max_stages;
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<Prediction> ranked = rank_strategies(model, a.ranks, a.batch, profile, o);
+  const double query_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+  if (ranked.empty()) {
+    std::fprintf(stderr, "hpf-oracle: no strategy splits a batch of %zu over %zu ranks\n", a.batch, a.ranks);
+    return 2;
+  }
+  if (a.json) {
+    std::printf("{\"query_us\": %.1f, \"recommended\": 0, \"strategies\": [\n", query_us);
+    for (std::size_t i = 0; i < ranked.size(); ++i) std::printf("  %s%s\n", json_of(ranked[i], a.model).c_str(), i + 1 < ranked.size() ? "," : "");
+    std::printf("]}\n");
+  } else {
+    print_table(ranked, a, profile, query_us);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Args a = parse(argc, argv);
+  const std::map<std::string, int (*)(const Args&)> models{
+      {"mlp", &run<hpf::zoo::Mlp>},           {"cnn", &run<hpf::zoo::Cnn>},
+      {"resnet20", &run<hpf::zoo::ResNet20>}, {"resnet56", &run<hpf::zoo::ResNet56>},
+      {"resnet164", &run<hpf::zoo::PreActResNet164>}, {"resnet1001", &run<hpf::zoo::PreActResNet1001>}};
+  const auto model = models.find(a.model);
+  if (model == models.end()) fail("unknown model '" + a.model + "'");
+  Kokkos::ScopeGuard kokkos(argc, argv);
+  try {
+    return model->second(a);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "hpf-oracle: %s\n", e.what());
+    return 1;
+  }
+}
