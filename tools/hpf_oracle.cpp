@@ -15,6 +15,11 @@
 #include <Kokkos_Core.hpp>
 
 #include <chrono>
+#include <csignal>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -73,7 +78,9 @@ Args parse(int argc, char** argv) {
     std::fputs(usage_text, stdout);
     std::exit(0);
   }
-  if (a.command != "calibrate" && a.command != "rank" && a.command != "predict") fail("unknown command '" + a.command + "'");
+  if (a.command != "calibrate" && a.command != "rank" && a.command != "predict" && a.command != "load") {
+    fail("unknown command '" + a.command + "'");
+  }
   for (int i = 2; i < argc; ++i) {
     const std::string flag = argv[i];
     if (flag.rfind("--kokkos-", 0) == 0) continue;
@@ -104,7 +111,7 @@ Args parse(int argc, char** argv) {
   }
   if (a.model.empty()) fail("--model is required");
   if (a.schedule != "1f1b" && a.schedule != "gpipe") fail("--schedule must be 1f1b or gpipe, not '" + a.schedule + "'");
-  if (a.command != "calibrate" && (a.ranks == 0 || a.batch == 0)) fail(a.command + " needs --ranks and --batch");
+  if (a.command != "calibrate" && a.command != "load" && (a.ranks == 0 || a.batch == 0)) fail(a.command + " needs --ranks and --batch");
   if (a.command == "predict" && (a.stages == 0 || a.micro_batches == 0)) fail("predict needs --stages and --micro-batches");
   if (a.profile.empty()) {
     const char* env = std::getenv("HPF_ORACLE_PROFILE");
@@ -150,8 +157,50 @@ void print_table(const std::vector<Prediction>& ranked, const Args& a, const Mac
               static_cast<double>(a.batch) / ranked.front().time_s, ranked.size(), query_us);
 }
 
+/// `hpf-oracle load`: trains the model's forward and backward on 32 samples until stopped, the
+/// work other cores do while calibrate measures a busy host.
+template <class Model>
+[[noreturn]] void load_forever() {
+  hpf::Network<Model, float, Kokkos::DefaultExecutionSpace> net;
+  auto tape = net.make_tape(32);
+  Kokkos::deep_copy(tape.input, 0.5f);
+  if constexpr (decltype(net)::classifier) Kokkos::deep_copy(tape.labels, 1);
+  for (;;) {
+    net.forward(tape, 32, hpf::Mode::train);
+    net.backward(tape, 1.0f / 32);
+    Kokkos::fence();
+  }
+}
+
+/// Starts `count` copies of this program running `load` for the model; stops them on destruction.
+class Load {
+ public:
+  Load(std::size_t count, const std::string& model) {
+    const std::string self = "/proc/self/exe";
+    for (std::size_t i = 0; i < count; ++i) {
+      const char* args[] = {"hpf-oracle", "load", "--model", model.c_str(), nullptr};
+      pid_t pid = 0;
+      if (posix_spawn(&pid, self.c_str(), nullptr, nullptr, const_cast<char* const*>(args), environ) != 0) {
+        throw std::runtime_error("cannot start the load processes for the busy calibration");
+      }
+      pids_.push_back(pid);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));  // past their start-up
+  }
+  ~Load() {
+    for (const pid_t pid : pids_) kill(pid, SIGKILL);
+    for (const pid_t pid : pids_) waitpid(pid, nullptr, 0);
+  }
+  Load(const Load&) = delete;
+  Load& operator=(const Load&) = delete;
+
+ private:
+  std::vector<pid_t> pids_;
+};
+
 template <class Model>
 int run(const Args& a) {
+  if (a.command == "load") load_forever<Model>();
   if (a.command == "calibrate") {
     MachineProfile profile = load_profile(a.profile);
     CalibrationOptions o;
@@ -161,6 +210,12 @@ int run(const Args& a) {
       std::printf("  %-70s fwd %8.3f ms  bwd %8.3f ms at %g samples\n", key.c_str(), t.forward_s.back() * 1e3,
                   t.backward_s.back() * 1e3, t.batch.back());
     });
+    const std::size_t others = profile.cores / std::max<std::size_t>(1, profile.threads_per_rank);
+    if (others > 1) {  // again with every other core busy with the same model
+      std::printf("  again with %zu more processes running the model (a busy host)\n", others - 1);
+      Load load(others - 1, a.model);
+      calibrate<Model>(profile, o, {}, /*busy=*/true);
+    }
     save_compute(profile, a.profile);
     std::printf("hpf-oracle: calibrated %s in %.1f s into %s\n", a.model.c_str(),
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), a.profile.c_str());

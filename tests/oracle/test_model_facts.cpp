@@ -24,7 +24,7 @@ using Tiny = Sequential<Input<1, 4, 4>, Conv2D<2, 3, Pad<1>>, ReLU, MaxPool<2>, 
 // ReLU: 32 / 32 FLOPs, output 32 (in place over the conv's output). MaxPool 2x2: 8 outputs,
 // forward 8*4 = 32, backward 32*4 = 128, and 8 argmax indices. Flatten: 8, no work. Dense 8 -> 3:
 // 27 parameters, forward 2*3*8 + 3 = 51, backward 4*3*8 + 3 = 99, output 3. Loss on 3: forward
-// 4*3 = 12, backward 2*3 = 6, output 3.
+// 4*3 = 12, backward 2*3 = 6, output 3 and the sample's loss.
 constexpr auto tiny_units = oracle::model_facts<Tiny>::units;
 static_assert(tiny_units.size() == 6);
 static_assert(tiny_units[0].cost.parameters == 20 && tiny_units[0].cost.forward_flops == 608 &&
@@ -32,17 +32,17 @@ static_assert(tiny_units[0].cost.parameters == 20 && tiny_units[0].cost.forward_
 static_assert(tiny_units[2].cost.saved_indices == 8 && tiny_units[2].cost.backward_flops == 128);
 static_assert(tiny_units[4].cost.parameters == 27 && tiny_units[4].input_elements == 8);
 
-// One stage: everything; the chain runs the ReLU in place, so the tape keeps 32 + 8 + 8 + 3 + 3.
+// One stage: everything; the chain runs the ReLU in place, so the tape keeps 32 + 8 + 8 + 3 + 4.
 constexpr oracle::StageFacts whole = stage_facts_v<Tiny, Cuts<>>[0];
 static_assert(whole.cost.parameters == 47 && whole.cost.forward_flops == 735 && whole.cost.backward_flops == 1449);
-static_assert(whole.cost.activations == 54 && whole.input_elements == 16 && whole.output_elements == 3);
+static_assert(whole.cost.activations == 55 && whole.input_elements == 16 && whole.output_elements == 3);
 static_assert(whole.cost == Tiny::cost);
 
 // Two stages at leaf 3: [conv, relu, pool] sends 8 values per sample; [flatten, dense, loss].
 constexpr auto two = stage_facts_v<Tiny, Cuts<3>>;
 static_assert(two[0].cost.parameters == 20 && two[0].cost.activations == 40 && two[0].output_elements == 8 &&
               two[0].largest_inner_output == 32 && two[0].cost.saved_indices == 8);
-static_assert(two[1].cost.parameters == 27 && two[1].cost.activations == 14 && two[1].input_elements == 8 &&
+static_assert(two[1].cost.parameters == 27 && two[1].cost.activations == 15 && two[1].input_elements == 8 &&
               two[1].largest_inner_output == 8);
 static_assert(two[0].cost.parameters + two[1].cost.parameters == Tiny::cost.parameters &&
               two[0].cost.training_flops() + two[1].cost.training_flops() == Tiny::cost.training_flops());
@@ -51,15 +51,15 @@ static_assert(two[0].cost.parameters + two[1].cost.parameters == Tiny::cost.para
 // the ordered reduction (floats). Stage 0 keeps 2 slots: 80 B each of parameters, gradients and
 // momentum; tapes 2 * 4 * ((16 + 40) * 4 + 8 * 4) = 2048; the gradient it receives, 2 * 4 * 8 * 4
 // = 256; gathered buckets 2 * 20 * 4 = 160; two backward buffers of the largest inner output,
-// 2 * 32 * 4 * 4 = 1024. Stage 1 keeps 1 slot with labels: 3 * 108, tape 4 * ((8 + 14) * 4 + 4)
-// = 368, the gradient it sends 8 * 4 * 4 = 128, buckets 216, buffers 2 * 8 * 4 * 4 = 256.
+// 2 * 32 * 4 * 4 = 1024. Stage 1 keeps 1 slot with labels: 3 * 108, tape 4 * ((8 + 15) * 4 + 4)
+// = 384, the gradient it sends 8 * 4 * 4 = 128, buckets 216, buffers 2 * 8 * 4 * 4 = 256.
 constexpr oracle::MemoryInputs stage0_inputs{.slots = slots_needed(Schedule::one_f_one_b, 2, 0, 4), .capacity = 4,
                                              .first = true, .last = false, .replicas = 2};
 constexpr oracle::MemoryInputs stage1_inputs{.slots = slots_needed(Schedule::one_f_one_b, 2, 1, 4), .capacity = 4,
                                              .first = false, .last = true, .replicas = 2};
 static_assert(stage0_inputs.slots == 2 && stage1_inputs.slots == 1);
 static_assert(oracle::stage_memory(two[0], stage0_inputs).total() == 80 + 80 + 80 + 2048 + 256 + 160 + 1024);
-static_assert(oracle::stage_memory(two[1], stage1_inputs).total() == 108 * 3 + 368 + 128 + 216 + 256);
+static_assert(oracle::stage_memory(two[1], stage1_inputs).total() == 108 * 3 + 384 + 128 + 216 + 256);
 // GPipe keeps every micro-batch: stage 0 holds 4 slots' tapes and received gradients.
 static_assert(oracle::stage_memory(two[0], {.slots = slots_needed(Schedule::gpipe, 2, 0, 4), .capacity = 4,
                                             .first = true, .last = false, .replicas = 2})

@@ -84,7 +84,8 @@ struct MeanSquaredError {
     static constexpr std::size_t target_size = In::size;
     using input_shape = In;
     using output_shape = In;
-    static constexpr LayerCost cost{.forward_flops = 3 * In::size, .backward_flops = 3 * In::size, .activations = In::size};
+    // Activations: its output and the per-sample loss (the tape of detail::PerSampleLoss).
+    static constexpr LayerCost cost{.forward_flops = 3 * In::size, .backward_flops = 3 * In::size, .activations = In::size + 1};
     static constexpr bool in_place = false;
     static constexpr bool backward_reads_output = false;  // the gradient reads the input only
     static constexpr std::size_t leaves = 1;

@@ -103,8 +103,9 @@ struct SoftmaxCrossEntropy {
     static constexpr std::size_t classes = In::size;
     using input_shape = In;
     using output_shape = std::conditional_t<accepted, In, InvalidShape>;
+    // Activations: the probabilities and the per-sample loss (the tape of detail::PerSampleLoss).
     static constexpr LayerCost cost{.forward_flops = 4 * In::size, .backward_flops = 2 * In::size,
-                                    .activations = In::size};
+                                    .activations = In::size + 1};
     static constexpr bool in_place = false;
     static constexpr bool backward_reads_output = true;  // the gradient reads the probabilities
     static constexpr std::size_t leaves = 1;

@@ -7,10 +7,13 @@
 #include <hpf/oracle/model_view.hpp>
 #include <hpf/oracle/profile.hpp>
 #include <hpf/parallel/partition.hpp>
+#include <hpf/trace/recorder.hpp>
 
 #include <Kokkos_Core.hpp>
 
 #include <algorithm>
+#include <array>
+#include <map>
 #include <chrono>
 #include <cstddef>
 #include <cstring>
@@ -23,8 +26,8 @@ namespace hpf::oracle {
 /// \brief How long and at which micro-batch sizes calibration times each distinct unit.
 struct CalibrationOptions {
   std::vector<std::size_t> batches{1, 2, 4, 8, 16, 32, 64, 128};
-  std::size_t repeats = 5;         ///< timed calls per size: the median is kept
-  double max_seconds_per_unit = 4;  ///< larger sizes are skipped once a unit took this long
+  std::size_t repeats = 5;  ///< timed passes per size: the median is kept
+  double max_seconds = 60;  ///< larger sizes are skipped once calibration took this long
 };
 
 namespace detail {
@@ -38,61 +41,74 @@ inline double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-/// The stage of Model holding exactly leaves [Begin, End) (one unit), as a model.
-template <class Model, std::size_t Begin, std::size_t End>
-struct unit_model {
-  using type = std::conditional_t<
-      Begin == 0,
-      std::conditional_t<End == Model::leaves, Stage<Model, Cuts<>, 0>, Stage<Model, Cuts<(End < Model::leaves ? End : 1)>, 0>>,
-      std::conditional_t<End == Model::leaves, Stage<Model, Cuts<(Begin > 0 ? Begin : 1)>, 1>,
-                         Stage<Model, Cuts<(Begin > 0 ? Begin : 1), (End < Model::leaves && End > Begin ? End : Begin + 1)>, 1>>>;
-};
+/// Seconds each top-level layer's span lasted in `events` (the outermost layer spans, in any
+/// order), summed per layer index.
+inline std::vector<double> outermost_layer_seconds(const std::vector<trace::Event>& events, std::size_t layers) {
+  std::vector<double> seconds(layers, 0.0);
+  std::int64_t open_until = -1;  // end of the outermost span seen last: spans inside it are nested
+  for (const trace::Event& e : events) {
+    if (e.tags.layer < 0 || e.begin < open_until) continue;
+    open_until = e.end;
+    if (static_cast<std::size_t>(e.tags.layer) < layers) seconds[static_cast<std::size_t>(e.tags.layer)] += 1e-9 * static_cast<double>(e.end - e.begin);
+  }
+  return seconds;
+}
 
-/// Times forward and backward of the unit model Unit at each size of `o.batches`.
-template <class Unit, class T, class Space>
-UnitTiming time_unit(const CalibrationOptions& o) {
-  using Net = Network<Unit, T, Space>;
+/// Per top-level layer of Model: seconds forward and backward at each size of `o.batches`, timed
+/// inside the whole model (each layer reads what the one before it wrote, and backward finds the
+/// activations forward left, as in training), with the scratch its kernels ask for.
+template <class Model, class T, class Space>
+std::vector<UnitTiming> time_layers(const CalibrationOptions& o) {
+  using Net = Network<Model, T, Space>;
+  static_assert(HPF_ENABLE_TRACE, "hpf::oracle::calibrate times layers by their trace spans: build with HPF_ENABLE_TRACE=1");
   Net net;
-  const std::size_t largest = o.batches.back();
-  auto tape = net.make_tape(largest);
-  using In = typename Unit::input_shape;
-  using Out = typename Unit::output_shape;
-  constexpr bool first = Unit::is_first, last = Unit::is_last;
+  auto tape = net.make_tape(o.batches.back());
   Kokkos::deep_copy(tape.input, T(0.5));
-  Buffer<T, Space> output_grad("hpf::oracle::output_grad", last ? 0 : Out::size * largest);
-  Buffer<T, Space> input_grad("hpf::oracle::input_grad", first ? 0 : In::size * largest);
-  Kokkos::deep_copy(output_grad, T(1e-3));
   if constexpr (Net::classifier) Kokkos::deep_copy(tape.labels, 1);
-  UnitTiming t;
+  std::vector<UnitTiming> timings(Model::size);
+  trace::Recorder recorder(std::size_t{1} << 20);
   const auto started = Clock::now();
   for (const std::size_t n : o.batches) {
-    if (!t.batch.empty() && seconds_since(started) > o.max_seconds_per_unit) break;
-    std::vector<double> forward, backward;
-    for (std::size_t r = 0; r < o.repeats + 1; ++r) {  // the first call of a size warms up
-      Kokkos::fence();
-      auto start = Clock::now();
+    if (!timings[0].batch.empty() && seconds_since(started) > o.max_seconds) break;
+    std::vector<std::vector<double>> forward(Model::size), backward(Model::size);
+    for (std::size_t r = 0; r < o.repeats + 1; ++r) {  // the first pass of a size warms up
+      recorder = trace::Recorder(std::size_t{1} << 20);
+      trace::activate(&recorder, true);
       net.forward(tape, n, Mode::train);
       Kokkos::fence();
-      const double f = seconds_since(start);
-      Activation<T, Space> dy, dx;
-      if constexpr (!last) dy = activation_view(output_grad, Out::channels, n, Out::spatial);
-      if constexpr (!first) dx = activation_view(input_grad, In::channels, n, In::spatial);
-      start = Clock::now();
-      net.backward(tape, T(1) / static_cast<T>(n), dy, dx);
+      const std::size_t forward_events = recorder.events().size();
+      net.backward(tape, T(1) / static_cast<T>(n));
       Kokkos::fence();
-      const double b = seconds_since(start);
-      if (r > 0) {
-        forward.push_back(f);
-        backward.push_back(b);
+      trace::activate(nullptr, false);
+      if (r == 0) continue;
+      const std::vector<trace::Event>& events = recorder.events();
+      const auto f = outermost_layer_seconds({events.begin(), events.begin() + static_cast<std::ptrdiff_t>(forward_events)}, Model::size);
+      const auto b = outermost_layer_seconds({events.begin() + static_cast<std::ptrdiff_t>(forward_events), events.end()}, Model::size);
+      for (std::size_t u = 0; u < Model::size; ++u) {
+        forward[u].push_back(f[u]);
+        backward[u].push_back(b[u]);
       }
     }
-    t.batch.push_back(static_cast<double>(n));
-    t.forward_s.push_back(median(forward));
-    t.backward_s.push_back(median(backward));
-    t.workspace_elements.push_back(static_cast<double>(net.layers().workspace(n)));
-    t.scratch_elements.push_back(static_cast<double>(scratch_of(net.layers(), n)));
+    std::array<double, Model::size> workspace{}, scratch{};
+    using where = hpf::detail::layer_positions<Model>;
+    for_each_index<Model::size>([&](auto u) {
+      const auto& child = net.layers().template child<decltype(u)::value>();
+      workspace[u] = static_cast<double>(child.workspace(n));
+      // A Repeat's own gradient buffers between copies depend on how many copies a stage holds:
+      // the prediction adds them for the copies a stage holds; keep the block's scratch.
+      const std::size_t copies = where::copies[u];
+      const std::size_t own = where::repeats[u] && copies > 1 ? 2 * where::arrays::input_elements[u] * n : 0;
+      scratch[u] = static_cast<double>(scratch_of(child, n) - own);
+    });
+    for (std::size_t u = 0; u < Model::size; ++u) {
+      timings[u].batch.push_back(static_cast<double>(n));
+      timings[u].forward_s.push_back(median(forward[u]));
+      timings[u].backward_s.push_back(median(backward[u]));
+      timings[u].workspace_elements.push_back(workspace[u]);
+      timings[u].scratch_elements.push_back(scratch[u]);
+    }
   }
-  return t;
+  return timings;
 }
 
 /// Seconds per parameter of the optimizer's step and of zeroing the gradients, on `size` values.
@@ -131,30 +147,51 @@ double load_seconds_per_element(std::size_t size, std::size_t repeats) {
 
 }  // namespace detail
 
-/// \brief Times every distinct unit of Model (a top-level layer, or one copy of a Repeat's block)
-/// forward and backward at each micro-batch size, on this process's backend and threads, and
-/// the optimizer and batch loading per value; adds them to `profile`. Units timed before (the
-/// same key, from this model or another) are timed again. A Repeat of N copies costs one copy's
-/// calibration: ResNet-1001 calibrates as fast as ResNet-164.
+/// \brief Times every top-level layer of Model (a Repeat: per copy of its block) forward and
+/// backward inside the whole model at each micro-batch size, on this process's backend and
+/// threads, and the optimizer and batch loading per value; adds them to `profile` under each
+/// layer's key (its kind and input shape), replacing what was there: models sharing layers
+/// share their timings (PreActResNet-164's calibrate PreActResNet-1001's blocks).
+/// With `busy`, the times are stored as those of a busy host (UnitTiming::busy_forward_s): the
+/// caller keeps the host's other cores running the same model meanwhile (hpf-oracle calibrate
+/// starts such load itself); the sizes and scratch then stay as they were.
 template <class Model, class T = float, class Space = Kokkos::DefaultExecutionSpace>
 void calibrate(MachineProfile& profile, const CalibrationOptions& options = {},
-               const std::function<void(const std::string&, const UnitTiming&)>& on_unit = {}) {
+               const std::function<void(const std::string&, const UnitTiming&)>& on_unit = {}, bool busy = false) {
   using where = hpf::detail::layer_positions<Model>;
   const std::vector<std::string> keys = layer_keys<Model>();
-  std::vector<std::string> done;
-  for_each_index<Model::size>([&](auto u) {
-    constexpr std::size_t layer = decltype(u)::value;
-    constexpr std::size_t begin = where::first_leaf[layer];
-    constexpr std::size_t per_unit = where::repeats[layer] ? where::unit_leaves[layer] : where::arrays::leaves[layer];
-    if constexpr (per_unit > 0) {
-      if (std::find(done.begin(), done.end(), keys[layer]) != done.end()) return;
-      done.push_back(keys[layer]);
-      using Unit = typename detail::unit_model<Model, begin, begin + per_unit>::type;
-      UnitTiming t = detail::time_unit<Unit, T, Space>(options);
-      if (on_unit) on_unit(keys[layer], t);
-      profile.units[keys[layer]] = std::move(t);
+  std::vector<UnitTiming> timings = detail::time_layers<Model, T, Space>(options);
+  std::map<std::string, UnitTiming> measured;  // layers with one key (one kind and shape) averaged
+  std::map<std::string, double> copies;
+  for (std::size_t u = 0; u < Model::size; ++u) {
+    UnitTiming& t = timings[u];
+    const double n = static_cast<double>(where::copies[u]);  // a Repeat's span covers its copies
+    for (std::size_t i = 0; i < t.batch.size(); ++i) {
+      t.forward_s[i] /= n;
+      t.backward_s[i] /= n;
     }
-  });
+    auto [it, added] = measured.try_emplace(keys[u], t);
+    if (!added) {
+      for (std::size_t i = 0; i < t.batch.size(); ++i) {
+        it->second.forward_s[i] = (it->second.forward_s[i] * copies[keys[u]] + t.forward_s[i] * n) / (copies[keys[u]] + n);
+        it->second.backward_s[i] = (it->second.backward_s[i] * copies[keys[u]] + t.backward_s[i] * n) / (copies[keys[u]] + n);
+      }
+    }
+    copies[keys[u]] += n;
+  }
+  for (auto& [key, t] : measured) {
+    if (on_unit) on_unit(key, t);
+    UnitTiming& stored = profile.units[key];
+    if (!busy) {
+      stored = std::move(t);
+    } else if (stored.batch == t.batch) {
+      stored.busy_forward_s = std::move(t.forward_s);
+      stored.busy_backward_s = std::move(t.backward_s);
+    } else {
+      throw ProfileError("hpf::oracle::calibrate: the busy calibration of '" + key + "' needs the same sizes as alone");
+    }
+  }
+  if (busy) return;
   profile.optimizer_s_per_parameter = detail::optimizer_seconds_per_parameter<T, Space>(std::size_t{1} << 20, options.repeats);
   profile.load_s_per_element = detail::load_seconds_per_element<T, Space>(std::size_t{1} << 20, options.repeats);
   profile.threads_per_rank = static_cast<std::size_t>(Space().concurrency());

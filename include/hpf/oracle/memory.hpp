@@ -41,8 +41,10 @@ struct MemoryInputs {
   std::size_t optimizer_values = 1;  ///< per parameter: SGD with momentum 1, without 0, Adam 2
   std::size_t replicas = 1;
   bool ordered_reduction = true;  ///< replicas > 1 reduce by gathering (GradientReduction::ordered)
-  /// Measured by calibration for the stage's layers at `capacity` (elements); without it the
-  /// model counts the composites' gradient buffers it knows from the facts and no workspace.
+  /// Measured by calibration for the stage's layers at `capacity` (elements): the largest
+  /// workspace and the largest gradient scratch of one of its top-level layers (a Repeat piece of
+  /// two or more copies with the two buffers between its copies). Without calibration the model
+  /// counts only the stage chain's own gradient buffers.
   std::size_t workspace_elements = 0;
   std::size_t child_scratch_elements = 0;
 };
@@ -63,8 +65,7 @@ constexpr MemoryBreakdown stage_memory(const StageFacts& stage, const MemoryInpu
       in.slots * c * ((in.last ? 0 : stage.output_elements) + (in.first ? 0 : stage.input_elements)) * d;
   if (in.replicas > 1 && in.ordered_reduction) m.gradient_buckets = in.replicas * stage.cost.parameters * d;
   m.workspace = in.workspace_elements * d;
-  const std::size_t repeat_buffers = stage.most_repeat_copies > 1 ? 2 * stage.repeat_shape_elements * c : 0;
-  m.scratch = (2 * stage.largest_inner_output * c + repeat_buffers + in.child_scratch_elements) * d;
+  m.scratch = (2 * stage.largest_inner_output * c + in.child_scratch_elements) * d;
   return m;
 }
 

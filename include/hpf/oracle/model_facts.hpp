@@ -38,10 +38,6 @@ struct StageFacts {
   /// Largest output of the stage's top-level layers but its last: the stage's chain keeps two
   /// gradient buffers of that size during backward.
   std::size_t largest_inner_output = 0;
-  /// Copies of one Repeat in this stage, at most (a Repeat piece of two or more copies keeps two
-  /// gradient buffers between its copies).
-  std::size_t most_repeat_copies = 0;
-  std::size_t repeat_shape_elements = 0;  ///< the shape of that Repeat, per sample
 };
 
 /// \brief Compile-time facts of Model as one array of units, the form the oracle's run-time
@@ -92,7 +88,7 @@ constexpr bool in_stage(const UnitFacts& u, std::size_t begin, std::size_t end, 
 /// runs in place when it can and its predecessor's backward does not read its output (Chain).
 constexpr StageFacts stage_facts(std::span<const UnitFacts> units, std::size_t begin, std::size_t end, bool last) {
   StageFacts s{.first_leaf = begin, .end_leaf = end};
-  std::size_t children = 0, previous_layer = 0, copies = 0, in_place_saving = 0, newest_saving = 0;
+  std::size_t children = 0, previous_layer = 0, in_place_saving = 0, newest_saving = 0;
   bool previous_reads_output = false;
   for (const UnitFacts& u : units) {
     if (!in_stage(u, begin, end, last)) continue;
@@ -104,11 +100,6 @@ constexpr StageFacts stage_facts(std::span<const UnitFacts> units, std::size_t b
       in_place_saving += newest_saving;
       previous_reads_output = u.backward_reads_output;
       ++children;
-    }
-    copies = new_child ? 1 : copies + 1;
-    if (copies > s.most_repeat_copies) {
-      s.most_repeat_copies = copies;
-      s.repeat_shape_elements = u.output_elements;
     }
     previous_layer = u.layer;
     s.cost += u.cost;

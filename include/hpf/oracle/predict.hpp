@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <cstddef>
 #include <span>
 #include <string>
@@ -76,7 +77,7 @@ struct StageTimes {
 };
 
 inline StageTimes stage_times(const ModelView& model, const MachineProfile& profile, std::size_t begin, std::size_t end,
-                              bool last, double m) {
+                              bool last, double m, bool busy) {
   StageTimes t;
   for (const UnitFacts& u : model.units) {
     if (!in_stage(u, begin, end, last)) continue;
@@ -86,8 +87,8 @@ inline StageTimes stage_times(const ModelView& model, const MachineProfile& prof
       throw ProfileError("hpf::oracle: the profile '" + profile.path + "' has no calibration of '" + key + "' (model " +
                          model.name + "): run hpf-oracle calibrate for this model (or hpf::oracle::calibrate<Model>)");
     }
-    t.forward += timing->forward(m);
-    t.backward_units.push_back(timing->backward(m));
+    t.forward += timing->forward(m, busy);
+    t.backward_units.push_back(timing->backward(m, busy));
     t.unit_params.push_back(u.cost.parameters);
     t.backward += t.backward_units.back();
   }
@@ -159,6 +160,9 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
   const double m = local / static_cast<double>(M);
   const std::size_t capacity = (plan.batch / R + M - 1) / M;
   const double share = detail::sharing(profile, P);
+  // Ranks that share a host compute at its busy rate (measured with every core working).
+  const std::size_t hosts = std::max<std::size_t>(1, profile.hosts);
+  const bool busy = profile.cluster ? profile.cluster->ranks_per_node > 1 : (P + hosts - 1) / hosts > 1;
   const double speed = profile.cluster ? profile.cluster->compute_speed : 1.0;
   const GradientReduction reduction = resolve(plan.reduction, R);
 
@@ -167,7 +171,7 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
   for (std::size_t s = 0; s < S; ++s) {
     const bool last = s + 1 == S;
     facts[s] = stage_facts(model.units, plan.bounds[s], plan.bounds[s + 1], last);
-    times[s] = detail::stage_times(model, profile, plan.bounds[s], plan.bounds[s + 1], last, m);
+    times[s] = detail::stage_times(model, profile, plan.bounds[s], plan.bounds[s + 1], last, m, busy);
     const double load = s == 0 ? profile.load_s_per_element * static_cast<double>(facts[s].input_elements) * m : 0;
     times[s].forward = (times[s].forward + load) * share / speed;
     times[s].backward *= share / speed;
@@ -274,11 +278,18 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
     in.optimizer_values = model.optimizer_values;
     in.replicas = R;
     in.ordered_reduction = reduction == GradientReduction::ordered;
+    std::map<std::size_t, std::size_t> copies;  // per top-level layer: its units in this stage
+    for (const UnitFacts& u : model.units) {
+      if (in_stage(u, plan.bounds[s], plan.bounds[s + 1], in.last)) ++copies[u.layer];
+    }
     for (const UnitFacts& u : model.units) {
       if (!in_stage(u, plan.bounds[s], plan.bounds[s + 1], in.last)) continue;
       if (const UnitTiming* t = profile.unit(model.layer_keys[u.layer])) {
-        in.workspace_elements = std::max(in.workspace_elements, static_cast<std::size_t>(t->workspace(static_cast<double>(capacity))));
-        in.child_scratch_elements = std::max(in.child_scratch_elements, static_cast<std::size_t>(t->scratch(static_cast<double>(capacity))));
+        const auto c = static_cast<double>(capacity);
+        // A Repeat piece of two or more copies keeps two gradient buffers between its copies.
+        const std::size_t between = copies[u.layer] > 1 ? 2 * u.output_elements * capacity : 0;
+        in.workspace_elements = std::max(in.workspace_elements, static_cast<std::size_t>(t->workspace(c)));
+        in.child_scratch_elements = std::max(in.child_scratch_elements, static_cast<std::size_t>(t->scratch(c)) + between);
       }
     }
     out.stage_memory.push_back(stage_memory(facts[s], in));

@@ -57,6 +57,9 @@ struct CommFit {
 /// shape) at several micro-batch sizes, with the scratch its kernels asked for.
 struct UnitTiming {
   std::vector<double> batch, forward_s, backward_s, workspace_elements, scratch_elements;
+  /// The same while every other core of the host runs the same model (calibrate's `busy`): what
+  /// a rank computes at when all ranks of a host do. Empty: not measured, the times above apply.
+  std::vector<double> busy_forward_s, busy_backward_s;
 
   /// Piecewise-linear in the micro-batch size, extended along the last segment at either end
   /// (time per call is nearly affine in the samples: a fixed cost plus a per-sample cost).
@@ -68,8 +71,12 @@ struct UnitTiming {
     const double t = (at - x[k - 1]) / (x[k] - x[k - 1]);
     return std::max(0.0, y[k - 1] + t * (y[k] - y[k - 1]));
   }
-  double forward(double m) const { return interpolate(batch, forward_s, m); }
-  double backward(double m) const { return interpolate(batch, backward_s, m); }
+  double forward(double m, bool busy = false) const {
+    return interpolate(batch, busy && !busy_forward_s.empty() ? busy_forward_s : forward_s, m);
+  }
+  double backward(double m, bool busy = false) const {
+    return interpolate(batch, busy && !busy_backward_s.empty() ? busy_backward_s : backward_s, m);
+  }
   double workspace(double m) const { return std::ceil(interpolate(batch, workspace_elements, m)); }
   double scratch(double m) const { return std::ceil(interpolate(batch, scratch_elements, m)); }
 };
@@ -189,9 +196,14 @@ inline MachineProfile load_profile(const std::string& path) {
       for (const auto& [key, u] : units->members) {
         const std::string at = where + ".units[" + key + "]";
         UnitTiming t{detail::numbers(u, "batch", at), detail::numbers(u, "forward_s", at), detail::numbers(u, "backward_s", at),
-                     detail::numbers(u, "workspace_elements", at), detail::numbers(u, "scratch_elements", at)};
+                     detail::numbers(u, "workspace_elements", at), detail::numbers(u, "scratch_elements", at), {}, {}};
+        if (member(u, "busy_forward_s")) {
+          t.busy_forward_s = detail::numbers(u, "busy_forward_s", at);
+          t.busy_backward_s = detail::numbers(u, "busy_backward_s", at);
+        }
         const std::size_t n = t.batch.size();
-        if (n == 0 || t.forward_s.size() != n || t.backward_s.size() != n || t.workspace_elements.size() != n ||
+        if ((!t.busy_forward_s.empty() && (t.busy_forward_s.size() != n || t.busy_backward_s.size() != n)) ||
+            n == 0 || t.forward_s.size() != n || t.backward_s.size() != n || t.workspace_elements.size() != n ||
             t.scratch_elements.size() != n || !std::is_sorted(t.batch.begin(), t.batch.end())) {
           throw ProfileError("hpf::oracle: " + at + " needs arrays of one length over increasing batch sizes");
         }
@@ -305,6 +317,10 @@ inline void save_compute(const MachineProfile& profile, const std::string& path)
     detail::set_member(u, "backward_s", detail::json_numbers(t.backward_s));
     detail::set_member(u, "workspace_elements", detail::json_numbers(t.workspace_elements));
     detail::set_member(u, "scratch_elements", detail::json_numbers(t.scratch_elements));
+    if (!t.busy_forward_s.empty()) {
+      detail::set_member(u, "busy_forward_s", detail::json_numbers(t.busy_forward_s));
+      detail::set_member(u, "busy_backward_s", detail::json_numbers(t.busy_backward_s));
+    }
     detail::set_member(units, key, std::move(u));
   }
   detail::set_member(compute, "units", std::move(units));
