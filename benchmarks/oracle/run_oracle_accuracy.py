@@ -74,7 +74,7 @@ WITHIN = 0.05  # a recommendation within 5 % of the measured fastest is a hit
 CSV_FIELDS = ["label", "model", "ranks", "stages", "replicas", "batch", "micro_batches", "schedule", "kind",
               "recommended_only", "steps", "warmup", "runs", "runs_left_out", "all_runs_loud", "blocks", "measured_ms",
               "measured_min_ms", "measured_max_ms", "block_ms", "rank_views_peak_mib", "rank_peak_rss_mib",
-              "foreign_busy_max",
+              "rank_first_leaf", "foreign_busy_max",
               "predicted_ms", "compute_ms", "bubble_ms", "transfer_ms", "reduction_ms", "other_ms",
               "predicted_stage_memory_mib", "fits", "accuracy", "memory_error", "memory_error_rank", "status"]
 
@@ -259,6 +259,8 @@ def ask_oracle(args, configs):
                 continue
             data, error, seconds = oracle_call(args, rank_words(model, p))
             times.append(seconds)
+            if data is not None and isinstance(data.get("query_us"), (int, float)):
+                args.query_us.append(data["query_us"])
             case = {"error": error, "strategies": [], "recommended": None, "reason": ""}
             if data is not None:
                 strategies = data.get("strategies") or []
@@ -359,7 +361,8 @@ def measured_rows(args, runs):
                   "views_mib": [statistics.median(v) for v in per_rank],
                   "rss_mib": [statistics.median(v) for v in rss],
                   "foreign": max(run.foreign_busy for run, _ in results),
-                  "steps": results[0][1].get("steps"), "warmup": results[0][1].get("warmup")}
+                  "steps": results[0][1].get("steps"), "warmup": results[0][1].get("warmup"),
+                  "first_leaves": [int(x) for x in floats(results[0][1].get("rank_first_leaf", ""))]}
     return out
 
 
@@ -382,7 +385,8 @@ def read_csv(path):
                            "views_mib": [float(x) for x in row["rank_views_peak_mib"].split(";")],
                            "rss_mib": [float(x) for x in row["rank_peak_rss_mib"].split(";") if x],
                            "foreign": float(row["foreign_busy_max"] or 0), "steps": row["steps"],
-                           "warmup": row["warmup"]}
+                           "warmup": row["warmup"],
+                           "first_leaves": [int(x) for x in row.get("rank_first_leaf", "").split(";") if x]}
     return configs, meas, rejected
 
 
@@ -395,6 +399,10 @@ def compare(c, pred, m):
         row["measured_s"] = statistics.median(m["blocks"]) / 1e3
         row["spread"] = (max(m["blocks"]) - min(m["blocks"])) / statistics.median(m["blocks"])
     p = row["pred"]
+    if p and m and isinstance(p.get("bounds"), list) and m["first_leaves"]:
+        # the oracle's stage boundaries against the benchmark's (Balanced<S>): like for like?
+        measured = [m["first_leaves"][s] for s in range(min(c.stages, len(m["first_leaves"])))]
+        row["cut_mismatch"] = list(p["bounds"][:-1]) != measured and f"oracle {p['bounds'][:-1]}, measured {measured}"
     if p and m and isinstance(p.get("time_s"), (int, float)):
         row["accuracy"] = 1 - abs(p["time_s"] - row["measured_s"]) / row["measured_s"]
     if p and m and isinstance(p.get("stage_memory_bytes"), list) and len(p["stage_memory_bytes"]) == c.stages:
@@ -467,6 +475,10 @@ def judge_cases(cases, rows):
 # --- report ------------------------------------------------------------------------------------------
 def ms(seconds, digits=1):
     return "-" if seconds is None else f"{1e3 * seconds:,.{digits}f}"
+
+
+def size_text(nbytes):
+    return f"{nbytes / 2**20:.2f} MiB" if nbytes >= 2**20 else f"{nbytes / 1024:.1f} KiB"
 
 
 def pct(x, digits=1):
@@ -556,8 +568,8 @@ def summary_lines(args, rows, verdicts, rejected, oracle_times):
         wc = worst["config"]
         over = [r for r in mem if r["memory_error"] > 0.10]
         out.append(f"- memory: **worst error {pct(worst['memory_error'])}** ({name(wc)}, rank {rank}: predicted "
-                   f"{worst['pred']['stage_memory_bytes'][rank % wc.stages] / 2**20:.2f} MiB, measured "
-                   f"{worst['meas']['views_mib'][rank]:.2f} MiB); mean of the worst-rank errors "
+                   f"{size_text(worst['pred']['stage_memory_bytes'][rank % wc.stages])}, measured "
+                   f"{size_text(worst['meas']['views_mib'][rank] * 2**20)}); mean of the worst-rank errors "
                    f"{pct(mean([r['memory_error'] for r in mem]))}; {len(over)} of {len(mem)} configurations over "
                    "10 %" + (": " + ", ".join(f"{name(r['config'])} ({pct(r['memory_error'], 0)})" for r in over)
                              if over else "") + ".")
@@ -599,6 +611,13 @@ def summary_lines(args, rows, verdicts, rejected, oracle_times):
             text += (f"; between runs ((max - min) / median of the runs' own medians) median "
                      f"{pct(statistics.median(between), 0)}, at most {pct(between[-1], 0)}")
         out.append(text + ".")
+    mismatched = [r for r in rows if r.get("cut_mismatch")]
+    if mismatched:
+        out.append("- **stage boundaries differ** (oracle's `bounds` against the benchmark's first leaf per stage): "
+                   + "; ".join(f"{name(r['config'])}: {r['cut_mismatch']}" for r in mismatched) + ".")
+    if args.query_us:
+        out.append(f"- oracle's own time per `rank` query (`query_us`): median {statistics.median(args.query_us):.0f} "
+                   f"us, at most {max(args.query_us):.0f} us.")
     if oracle_times:
         out.append(f"- oracle queries: {len(oracle_times)}, {1e3 * statistics.median(oracle_times):.1f} ms median each "
                    "including the process start.")
@@ -633,14 +652,15 @@ def report(args, rows, verdicts, rejected, overrides, runs, oracle_times):
     out.append("")
     counts = sorted({r["meas"]["runs"] for r in rows if r["meas"]})
     used = "-".join(str(n) for n in sorted({counts[0], counts[-1]})) if counts else "0"
+    times = f"{args.repeats} time{'s' if args.repeats > 1 else ''}"
     if args.from_csv:
         rounds = "The CSV's runs: round-robin over all configurations, order reversed every other round"
     elif args.quiet >= 1:
-        rounds = (f"Every configuration ran {args.repeats} time{'s' if args.repeats > 1 else ''}, round-robin with all the others, order reversed "
-                  "every other round (every run counts: --quiet >= 1)")
+        rounds = (f"Every configuration ran {times}, round-robin with all the others, order reversed every other "
+                  "round (every run counts: --quiet >= 1)")
     else:
-        rounds = (f"Every configuration ran {args.repeats} time{'s' if args.repeats > 1 else ''}, round-robin with all the others, order reversed "
-                  f"every other round, and again in up to {args.max_rounds - args.repeats} more rounds while it had "
+        rounds = (f"Every configuration ran {times}, round-robin with all the others, order reversed every other "
+                  f"round, and again in up to {args.max_rounds - args.repeats} more rounds while it had "
                   f"fewer than {args.repeats} quiet runs (other processes under {100 * args.quiet:.0f} % of the "
                   "machine during the run)")
     out.append(f"{rounds}; each run {BLOCKS} timed blocks after warm-up steps. **Measured = median over all timed "
@@ -735,6 +755,7 @@ def write_csv(args, rows, rejected):
                 "block_ms": ";".join(f"{x:.3f}" for x in m["blocks"]) if m else "",
                 "rank_views_peak_mib": ";".join(f"{x:.4f}" for x in m["views_mib"]) if m else "",
                 "rank_peak_rss_mib": ";".join(f"{x:.1f}" for x in m["rss_mib"]) if m else "",
+                "rank_first_leaf": ";".join(map(str, m["first_leaves"])) if m else "",
                 "foreign_busy_max": f"{m['foreign']:.3f}" if m else "",
                 "predicted_ms": number("time_s"), "compute_ms": number("compute_s"), "bubble_ms": number("bubble_s"),
                 "transfer_ms": number("transfer_s"), "reduction_ms": number("reduction_s"),
@@ -776,6 +797,7 @@ def main():
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # remove the snapshots on `kill` too
     args = parse_args()
     args.revision = h.git_revision(ROOT)
+    args.query_us = []
     args.oracle_built = time.strftime("%Y-%m-%d %H:%M", time.localtime(os.path.getmtime(args.oracle)))
     args.oracle_shown, args.oracle = args.oracle, snapshot(args.oracle)
     args.load_start = h.load_average()
