@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <cstddef>
 #include <span>
@@ -135,6 +136,14 @@ inline double bucket_seconds(const MachineProfile& profile, double bytes, std::s
   return used.seconds(bytes, replicas) * sharing(profile, ranks) / sharing(profile, replicas);
 }
 
+/// How late, on average, a rank that waited `waited` seconds sees its message: hpf's wait
+/// (comm::watched_wait) polls without pause for 1 ms, then sleeps an eighth of the time waited
+/// so far between polls, at most 1 ms; the message lands anywhere in a pause.
+inline double poll_lateness(double waited) {
+  constexpr double spin = 1e-3, longest_pause = 1e-3;
+  return waited <= spin ? 0.0 : 0.5 * std::min(waited / 8, longest_pause);
+}
+
 /// A small collective over all ranks (the loss allgather, the buffers' broadcast).
 inline double collective_seconds(const MachineProfile& profile, double bytes, std::size_t ranks) {
   if (ranks <= 1) return 0;
@@ -173,53 +182,101 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
     facts[s] = stage_facts(model.units, plan.bounds[s], plan.bounds[s + 1], last);
     times[s] = detail::stage_times(model, profile, plan.bounds[s], plan.bounds[s + 1], last, m, busy);
     const double load = s == 0 ? profile.load_s_per_element * static_cast<double>(facts[s].input_elements) * m : 0;
-    times[s].forward = (times[s].forward + load) * share / speed;
-    times[s].backward *= share / speed;
-    for (double& b : times[s].backward_units) b *= share / speed;
+    times[s].forward = (times[s].forward + load) / speed;  // sharing the cores: in the playing below
+    times[s].backward /= speed;
+    for (double& b : times[s].backward_units) b /= speed;
   }
 
-  // Play the programs: each stage runs its instructions in order; a receive waits for the message.
-  auto play = [&](bool with_transfers, std::vector<double>& last_backward_start) {
+  // Play the programs: each stage runs its instructions in order, a receive waits for its message,
+  // and the ranks computing at one moment share the host's cores (processor sharing: a waiting
+  // rank gives its core up, as MPI does when a host is oversubscribed). Replicas run alike.
+  const double slots = profile.cluster ? static_cast<double>(profile.cluster->ranks_per_node)
+                                       : static_cast<double>(std::max<std::size_t>(1, profile.cores)) /
+                                             static_cast<double>(std::max<std::size_t>(1, profile.threads_per_rank));
+  const double hosts_used = profile.cluster ? 1.0 : static_cast<double>(std::max<std::size_t>(1, profile.hosts));
+  struct Played {
+    std::vector<double> end, last_backward_start, computing;  // per stage
+  };
+  auto play = [&](bool with_transfers) {
     std::vector<std::vector<Instruction>> programs(S);
     for (std::size_t s = 0; s < S; ++s) programs[s] = stage_program(plan.schedule, S, s, M);
-    const double never = -1;
-    std::vector<std::vector<double>> activation(S, std::vector<double>(M, never)), gradient(S, std::vector<double>(M, never));
+    const double unknown = -1;
+    std::vector<std::vector<double>> activation(S, std::vector<double>(M, unknown)), gradient(S, std::vector<double>(M, unknown));
     std::vector<std::size_t> next(S, 0);
-    std::vector<double> clock(S, 0.0);
-    last_backward_start.assign(S, 0.0);
-    for (bool progress = true; progress;) {
-      progress = false;
-      for (std::size_t s = 0; s < S; ++s) {
-        for (; next[s] < programs[s].size(); ++next[s]) {
-          const Instruction in = programs[s][next[s]];
-          const std::size_t mb = in.micro_batch;
-          const double out_bytes = static_cast<double>(facts[s].output_elements * model.scalar_bytes) * m;
-          const double in_bytes = static_cast<double>(facts[s].input_elements * model.scalar_bytes) * m;
-          if (in.op == Op::recv_activation) {
-            if (activation[s][mb] < 0) break;
-            clock[s] = std::max(clock[s], activation[s][mb]);
-          } else if (in.op == Op::recv_gradient) {
-            if (gradient[s][mb] < 0) break;
-            clock[s] = std::max(clock[s], gradient[s][mb]);
-          } else if (in.op == Op::forward) {
-            clock[s] += times[s].forward;
-          } else if (in.op == Op::backward) {
-            last_backward_start[s] = clock[s];
-            clock[s] += times[s].backward;
-          } else if (in.op == Op::send_activation) {
-            activation[s + 1][mb] = clock[s] + (with_transfers ? detail::transfer_seconds(profile, out_bytes, P, s, s + 1) : 0);
-          } else {
-            gradient[s - 1][mb] = clock[s] + (with_transfers ? detail::transfer_seconds(profile, in_bytes, P, s, s - 1) : 0);
+    std::vector<double> remaining(S, 0);  // compute left of the running forward/backward, in seconds alone
+    std::vector<bool> running(S, false);
+    std::vector<double> blocked_since(S, -1);  // when the stage began waiting for its message
+    Played out{std::vector<double>(S, 0), std::vector<double>(S, 0), std::vector<double>(S, 0)};
+    double now = 0;
+    for (;;) {
+      // Everything that can happen at `now`: until no stage moves (a send may free a receive of
+      // a stage already looked at).
+      for (bool moved = true; moved;) {
+        moved = false;
+        for (std::size_t s = 0; s < S; ++s) {
+          for (; !running[s] && next[s] < programs[s].size(); ++next[s], moved = true) {
+            const Instruction in = programs[s][next[s]];
+            const std::size_t mb = in.micro_batch;
+            if (in.op == Op::recv_activation || in.op == Op::recv_gradient) {
+              const double arrival = in.op == Op::recv_activation ? activation[s][mb] : gradient[s][mb];
+              if (blocked_since[s] < 0) blocked_since[s] = now;
+              const double seen = arrival < 0 ? arrival : arrival + detail::poll_lateness(arrival - blocked_since[s]);
+              if (seen < 0 || seen > now) break;
+              blocked_since[s] = -1;
+            } else if (in.op == Op::forward || in.op == Op::backward) {
+              running[s] = true;
+              remaining[s] = in.op == Op::forward ? times[s].forward : times[s].backward;
+              if (in.op == Op::backward) out.last_backward_start[s] = now;
+              moved = true;
+              break;
+            } else if (in.op == Op::send_activation) {
+              const double bytes = static_cast<double>(facts[s].output_elements * model.scalar_bytes) * m;
+              activation[s + 1][mb] = now + (with_transfers ? detail::transfer_seconds(profile, bytes, P, s, s + 1) : 0);
+            } else {
+              const double bytes = static_cast<double>(facts[s].input_elements * model.scalar_bytes) * m;
+              gradient[s - 1][mb] = now + (with_transfers ? detail::transfer_seconds(profile, bytes, P, s, s - 1) : 0);
+            }
           }
-          progress = true;
         }
       }
+      std::size_t active = 0, done = 0;
+      double wake = std::numeric_limits<double>::infinity();
+      for (std::size_t s = 0; s < S; ++s) {
+        if (running[s]) {
+          ++active;
+        } else if (next[s] == programs[s].size()) {
+          if (out.end[s] == 0) out.end[s] = now;
+          ++done;
+        } else {  // waiting for a message: wake when it arrives, if it is on its way
+          const Instruction in = programs[s][next[s]];
+          const double arrival = in.op == Op::recv_activation ? activation[s][in.micro_batch] : gradient[s][in.micro_batch];
+          if (arrival >= 0) wake = std::min(wake, std::max(now, arrival + detail::poll_lateness(arrival - blocked_since[s])));
+        }
+      }
+      if (done == S) break;
+      const double per_host = std::ceil(static_cast<double>(active * R) / hosts_used);
+      const double rate = active ? std::min(1.0, slots / per_host) : 1.0;
+      for (std::size_t s = 0; s < S; ++s) {
+        if (running[s]) wake = std::min(wake, now + remaining[s] / rate);
+      }
+      if (!std::isfinite(wake)) break;  // cannot happen for a checked schedule
+      for (std::size_t s = 0; s < S; ++s) {
+        if (!running[s]) continue;
+        out.computing[s] += wake - now;
+        remaining[s] -= (wake - now) * rate;
+        if (remaining[s] <= 1e-12 * std::max(1.0, wake)) {
+          running[s] = false;
+          ++next[s];
+        }
+      }
+      now = wake;
     }
-    return clock;
+    return out;
   };
-  std::vector<double> backward_start, ignored;
-  const std::vector<double> ends = play(true, backward_start);
-  const std::vector<double> ends_free = play(false, ignored);
+  const Played played = play(true);
+  const std::vector<double>& ends = played.end;
+  const std::vector<double>& backward_start = played.last_backward_start;
+  const std::vector<double> ends_free = play(false).end;
 
   // Per stage: buckets become ready as the last backward passes them (from the end of the
   // gradient), each reduction starts when it is ready and the previous one is done.
@@ -249,8 +306,8 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
       end = std::max(end, reduced);
     }
     step_end = std::max(step_end, end);
-    busiest = std::max(busiest, M * (times[s].forward + times[s].backward));
-    all_stages += M * (times[s].forward + times[s].backward);
+    busiest = std::max(busiest, played.computing[s]);
+    all_stages += played.computing[s];
     optimizer = std::max(optimizer, profile.optimizer_s_per_parameter * static_cast<double>(facts[s].cost.parameters) * share / speed);
   }
   const double program_end = *std::max_element(ends.begin(), ends.end());
