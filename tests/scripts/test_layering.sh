@@ -20,7 +20,7 @@ declare -A allowed=(
   [io]="meta tensor layers model"
   [zoo]="meta tensor layers model"
   [parallel]="meta tensor trace layers model optim comm data/dataset.hpp data/sampler.hpp data/shard.hpp"
-  [train]="meta tensor trace layers model optim comm data parallel io config.hpp"
+  [train]="meta tensor trace layers model optim comm data parallel io oracle config.hpp"
   # the oracle reads the partition and the schedule, never MPI (architecture.md)
   [oracle]="meta tensor trace layers model optim io/detail/json.hpp parallel/partition.hpp parallel/schedule.hpp parallel/gradient_reduction.hpp"
 )

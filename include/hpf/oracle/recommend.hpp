@@ -19,6 +19,7 @@ struct SearchOptions {
   std::vector<std::size_t> micro_batches{1, 2, 4, 8, 16, 32};
   double memory_budget_bytes = 0;  ///< per rank; 0: no limit (a cluster profile's memory if it names one)
   std::size_t bucket_bytes = std::size_t{4} << 20;
+  GradientReduction reduction = GradientReduction::automatic;
   std::size_t max_stages = 0;  ///< 0: as many as the model has places to cut
 };
 
@@ -43,7 +44,7 @@ inline std::vector<Prediction> rank_strategies(const ModelView& model, std::size
       for (const Schedule schedule : {Schedule::one_f_one_b, Schedule::gpipe}) {
         if (S == 1 && schedule == Schedule::gpipe) continue;  // one stage: the schedules are the same
         Plan plan{.stages = S, .replicas = R, .batch = batch, .micro_batches = M, .schedule = schedule, .bounds = bounds,
-                  .bucket_bytes = o.bucket_bytes};
+                  .bucket_bytes = o.bucket_bytes, .reduction = o.reduction};
         all.push_back(predict(model, plan, profile, budget));
       }
     }

@@ -5,6 +5,7 @@
 #include <hpf/meta/type_list.hpp>
 #include <hpf/parallel/partition.hpp>
 
+#include <array>
 #include <cstddef>
 
 namespace hpf {
@@ -27,6 +28,31 @@ struct Pipeline {
 /// \brief Parallel strategy: the whole model on every process (one stage), gradients averaged
 /// among all of them.
 using DataParallel = Pipeline<Cuts<>>;
+
+/// \brief Parallel strategy chosen when training starts by the performance oracle (hpf/oracle):
+/// for the world size and the global batch, the fastest predicted Pipeline<Balanced<S>> among
+/// the stage counts `Stages` (each compiled in), with its micro-batches and schedule, from the
+/// machine profile TrainOptions::oracle_profile (or $HPF_ORACLE_PROFILE). Rank 0 chooses and
+/// every rank runs its choice. `Auto<>` tries 1, 2 and 4 stages.
+template <std::size_t... Stages>
+struct Auto;
+
+namespace detail {
+template <std::size_t... Stages>
+struct auto_stages {
+  static constexpr std::array<std::size_t, sizeof...(Stages)> value{Stages...};
+};
+template <>
+struct auto_stages<> {
+  static constexpr std::array<std::size_t, 3> value{1, 2, 4};
+};
+}  // namespace detail
+
+template <std::size_t... Stages>
+struct Auto {
+  /// The stage counts compiled in, one of which the oracle picks.
+  static constexpr auto stages = detail::auto_stages<Stages...>::value;
+};
 
 /// The execution space of stage Stage under Strategy, or Default if the strategy names none.
 template <class Strategy, std::size_t Stage, class Default>

@@ -10,6 +10,7 @@
 #include <hpf/data/shard.hpp>
 #include <hpf/data/train_test.hpp>
 #include <hpf/meta/type_name.hpp>
+#include <hpf/oracle/recommend.hpp>
 #include <hpf/parallel/grid.hpp>
 #include <hpf/parallel/mpi_links.hpp>
 #include <hpf/parallel/partition.hpp>
@@ -22,11 +23,16 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <optional>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -84,6 +90,64 @@ comm::Facts run_facts(const TrainOptions& o, std::size_t stages) {
                                       : "off"}};
 }
 
+template <class Strategy>
+inline constexpr bool is_auto_v = false;
+template <std::size_t... Stages>
+inline constexpr bool is_auto_v<Auto<Stages...>> = true;
+
+/// What hpf::Auto runs: the oracle's choice, decided on rank 0 and the same on every rank.
+struct AutoChoice {
+  std::size_t stages = 1, micro_batches = 1;
+  Schedule schedule = Schedule::one_f_one_b;
+  double predicted_seconds = NAN;
+  std::string described;
+};
+
+/// Values the optimizer keeps per parameter (the oracle's memory model).
+inline std::size_t optimizer_values(const OptimizerOptions& o) {
+  if (const auto* sgd = std::get_if<SgdOptions>(&o)) return sgd->momentum != 0.0 ? 1 : 0;
+  return 2;
+}
+
+template <class Model, std::size_t... Stages>
+AutoChoice choose_strategy(const comm::Communicator& world, const TrainOptions& o) {
+  const std::string text = comm::agree(world, [&]() -> std::string {
+    if (world.rank() != 0) return {};
+    std::string path = o.oracle_profile;
+    if (path.empty()) {
+      const char* env = std::getenv("HPF_ORACLE_PROFILE");
+      path = env ? env : "";
+    }
+    if (path.empty()) {
+      throw std::invalid_argument("hpf::Auto needs a machine profile: TrainOptions::oracle_profile or HPF_ORACLE_PROFILE "
+                                  "(hpf-oracle calibrate writes its compute part)");
+    }
+    const oracle::MachineProfile profile = oracle::load_profile(path);
+    oracle::SearchOptions search;
+    search.bucket_bytes = o.bucket_bytes;
+    search.reduction = o.reduction;
+    const auto ranked = oracle::rank_strategies(oracle::view_of<Model>(std::string(type_name<Model>()), optimizer_values(o.optimizer)),
+                                                static_cast<std::size_t>(world.size()), o.batch, profile, search);
+    for (const oracle::Prediction& p : ranked) {
+      if (((p.plan.stages == Stages) || ...) && p.fits) {
+        char line[256];
+        std::snprintf(line, sizeof line, "%zu %zu %d %.17g %s", p.plan.stages, p.plan.micro_batches,
+                      p.plan.schedule == Schedule::gpipe ? 0 : 1, p.time_s, p.plan.describe().c_str());
+        return line;
+      }
+    }
+    throw std::invalid_argument("hpf::Auto: no strategy with the compiled stage counts splits a batch of " +
+                                std::to_string(o.batch) + " over " + std::to_string(world.size()) + " ranks");
+  });
+  std::istringstream in(comm::broadcast_text(world, text, 0));
+  AutoChoice c;
+  int schedule = 1;
+  in >> c.stages >> c.micro_batches >> schedule >> c.predicted_seconds;
+  std::getline(in >> std::ws, c.described);
+  c.schedule = schedule == 0 ? Schedule::gpipe : Schedule::one_f_one_b;
+  return c;
+}
+
 /// The default `inspect` of fit: looks at nothing.
 struct ignore_network {
   template <class... Args>
@@ -114,6 +178,7 @@ using fit_engine_t =
 /// \param inspect called at the end with this rank's Network (its stage) and the ProcessGrid
 template <class Model, class Strategy = DataParallel, class T = float, class Space = Kokkos::DefaultExecutionSpace,
           class Inspect = detail::ignore_network>
+  requires(!detail::is_auto_v<Strategy>)
 TrainReport fit(const comm::Communicator& world, const TrainOptions& given, const DataSource& source,
                 Inspect&& inspect = {}) {
   static_assert(Model::trainable, "hpf::fit: the model must end with a loss layer (e.g. SoftmaxCrossEntropy)");
@@ -164,6 +229,40 @@ TrainReport fit(const comm::Communicator& world, const TrainOptions& given, cons
     report = run_epochs(engine, options, world.rank() == 0);
     inspect(engine.network(), grid);
   });
+  return report;
+}
+
+/// \brief hpf::fit with the strategy the performance oracle predicts fastest for this world
+/// size and batch (hpf::Auto): chosen on rank 0 from the machine profile, logged with its
+/// predicted step time, then trained like hpf::fit<Model, Pipeline<Balanced<S>>>; at the end the
+/// log compares the predicted and the measured seconds per step.
+template <class Model, class Strategy, class T = float, class Space = Kokkos::DefaultExecutionSpace,
+          class Inspect = detail::ignore_network>
+  requires(detail::is_auto_v<Strategy>)
+TrainReport fit(const comm::Communicator& world, const TrainOptions& given, const DataSource& source,
+                Inspect&& inspect = {}) {
+  constexpr auto stages = Strategy::stages;
+  const detail::AutoChoice choice = [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return detail::choose_strategy<Model, stages[I]...>(world, given);
+  }(std::make_index_sequence<stages.size()>{});
+  TrainOptions options = given;
+  options.micro_batches = choice.micro_batches;
+  options.schedule = choice.schedule;
+  if (options.log && world.rank() == 0) {
+    *options.log << "hpf::Auto: " << choice.described << ", predicted " << choice.predicted_seconds * 1e3 << " ms per step"
+                 << std::endl;
+  }
+  TrainReport report;
+  const auto chosen = static_cast<std::size_t>(std::find(stages.begin(), stages.end(), choice.stages) - stages.begin());
+  detail::with_index<stages.size()>(chosen, [&](auto i) {
+    report = fit<Model, Pipeline<Balanced<stages[i]>>, T, Space>(world, options, source, inspect);
+  });
+  report.chosen_strategy = choice.described;
+  report.predicted_step_seconds = choice.predicted_seconds;
+  if (options.log && world.rank() == 0) {
+    *options.log << "hpf::Auto: " << report.step_seconds() * 1e3 << " ms per step measured, "
+                 << choice.predicted_seconds * 1e3 << " ms predicted" << std::endl;
+  }
   return report;
 }
 

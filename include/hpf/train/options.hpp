@@ -41,6 +41,9 @@ struct TrainOptions : StepOptions {
   /// Called on every rank after each optimizer step with the number of steps taken so far (for
   /// logging, a custom stop, or a test that kills the job at a known step).
   std::function<void(std::size_t global_step)> after_step;
+  /// Machine profile hpf::Auto predicts with (empty: $HPF_ORACLE_PROFILE); `hpf-oracle
+  /// calibrate` writes its compute part.
+  std::string oracle_profile;
 };
 
 /// `options` with the trace settings of the environment (hpf::trace::TraceOptions::
@@ -54,6 +57,19 @@ inline TrainOptions with_environment_trace(TrainOptions options) {
 struct TrainReport {
   std::vector<EpochReport> epochs;
   std::vector<double> step_losses;
+  /// hpf::Auto: the strategy the oracle chose and its predicted seconds per step (NaN otherwise).
+  std::string chosen_strategy;
+  double predicted_step_seconds = NAN;
+  /// Seconds per training step over all epochs (evaluation excluded).
+  double step_seconds() const {
+    double seconds = 0;
+    std::size_t steps = 0;
+    for (const EpochReport& e : epochs) {
+      seconds += e.seconds;
+      steps += e.steps;
+    }
+    return steps ? seconds / static_cast<double>(steps) : NAN;
+  }
   double final_test_accuracy() const { return epochs.empty() ? NAN : epochs.back().test_accuracy; }
   double final_test_loss() const { return epochs.empty() ? NAN : epochs.back().test_loss; }
 };

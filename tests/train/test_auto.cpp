@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: MIT
+// hpf::Auto: fit trains with the strategy the oracle ranks first for the world size (among the
+// compiled stage counts), the same on every rank; without a profile every rank stops naming it.
+#include <hpf/hpf.hpp>
+
+#include <support/equivalence.hpp>
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+namespace {
+
+using Model = hpf::zoo::Cnn;
+
+hpf::TrainOptions options() {
+  hpf::TrainOptions o;
+  o.batch = 32;
+  o.evaluate = false;
+  o.log = nullptr;
+  o.progress = hpf::ProgressMode::none;
+  o.steps_per_epoch = 3;
+  return o;
+}
+
+/// A machine profile with this machine's compute calibrated for the CNN (communication free),
+/// written by rank 0.
+std::string write_profile(const hpf::comm::Communicator& world) {
+  // One file per job (tests of several rank counts run at once): named by rank 0's process.
+  const std::string path = hpf::comm::broadcast_text(
+      world, (std::filesystem::temp_directory_path() / ("hpf-test-auto-" + std::to_string(::getpid()) + ".json")).string(), 0);
+  if (world.rank() == 0) {
+    std::ofstream(path) << R"({"format": "hpf-machine-profile", "version": 1, "label": "test", "host": {"cores": 64}})";
+    hpf::oracle::MachineProfile profile = hpf::oracle::load_profile(path);
+    hpf::oracle::calibrate<Model>(profile, {.batches = {1, 2, 4, 8, 16, 32}, .repeats = 1});
+    hpf::oracle::save_compute(profile, path);
+  }
+  world.barrier();
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("Auto trains with the oracle's first choice among the compiled stage counts") {
+  const hpf::comm::Communicator world;
+  hpf::TrainOptions o = options();
+  o.oracle_profile = write_profile(world);
+  const auto report = hpf::fit<Model, hpf::Auto<1, 2>>(world, o, hpf_test::synthetic_source<Model>(96));
+  CHECK(std::isfinite(report.epochs.back().loss));
+  CHECK(report.predicted_step_seconds > 0);
+
+  // The same ranking, here: the first strategy with 1 or 2 stages.
+  const auto profile = hpf::oracle::load_profile(o.oracle_profile);
+  const auto ranked = hpf::oracle::rank_strategies(hpf::oracle::view_of<Model>("cnn"), static_cast<std::size_t>(world.size()),
+                                                   o.batch, profile);
+  const auto first = std::find_if(ranked.begin(), ranked.end(), [](const auto& p) { return p.plan.stages <= 2; });
+  REQUIRE(first != ranked.end());
+  // Rank 0 timed the profile's units; every rank reads the same file, so the same choice.
+  CHECK(report.chosen_strategy == first->plan.describe());
+  CHECK(report.predicted_step_seconds == doctest::Approx(first->time_s));
+  world.barrier();  // every rank has read it
+  if (world.rank() == 0) std::filesystem::remove(o.oracle_profile);
+}
+
+TEST_CASE("Auto without a machine profile stops every rank with a message naming the setting") {
+  const hpf::comm::Communicator world;
+  hpf::TrainOptions o = options();
+  o.oracle_profile = "";
+  unsetenv("HPF_ORACLE_PROFILE");
+  CHECK_THROWS_WITH_AS((hpf::fit<Model, hpf::Auto<>>(world, o, hpf_test::synthetic_source<Model>(96))),
+                       doctest::Contains("hpf::Auto needs a machine profile: TrainOptions::oracle_profile or HPF_ORACLE_PROFILE"),
+                       hpf::comm::UsageError);
+  o.oracle_profile = "/nonexistent/profile.json";
+  CHECK_THROWS_WITH_AS((hpf::fit<Model, hpf::Auto<>>(world, o, hpf_test::synthetic_source<Model>(96))),
+                       doctest::Contains("cannot read the machine profile '/nonexistent/profile.json'"), hpf::comm::UsageError);
+}
