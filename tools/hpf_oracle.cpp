@@ -42,7 +42,7 @@ const char* const usage_text =
     "  --profile: a machine profile (benchmarks/comm/run_comm_benchmark.py writes its communication\n"
     "             part, calibrate adds the compute part); default $HPF_ORACLE_PROFILE, else the\n"
     "             repository's benchmarks/comm/profiles/local.json\n"
-    "  --cluster: a cluster profile (nodes, ranks per node, intra- and inter-node alpha/beta) to\n"
+    "  --cluster: a cluster profile (ranks per node, intra- and inter-node alpha/beta, compute speed) to\n"
     "             extrapolate to; compute rates come from --profile\n";
 
 struct Args {
@@ -140,7 +140,8 @@ void print_table(const std::vector<Prediction>& ranked, const Args& a, const Mac
   std::printf("hpf-oracle: %s on %zu ranks, global batch %zu, profile '%s'", a.model.c_str(), a.ranks, a.batch,
               profile.label.c_str());
   if (profile.cluster) {
-    std::printf(" (cluster: %zu nodes x %zu ranks)", profile.cluster->nodes, profile.cluster->ranks_per_node);
+    const std::size_t per_node = profile.cluster->ranks_per_node;
+    std::printf(" (cluster: %zu nodes x %zu ranks)", (a.ranks + per_node - 1) / per_node, per_node);
   }
   std::printf("\n%-4s %-30s %10s %9s %9s %9s %9s %9s %11s  %s\n", "#", "strategy", "step ms", "compute", "bubble",
               "transfer", "reduce", "other", "peak MiB", "why");

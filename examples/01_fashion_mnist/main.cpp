@@ -2,6 +2,7 @@
 //
 //   mpiexec -n 4 hpf_fashion_mnist --model cnn --stages 2     # 2 stages x 2 replicas (hybrid)
 //   mpiexec -n 2 hpf_fashion_mnist --model mlp --stages 1     # data parallel
+//   mpiexec -n 4 hpf_fashion_mnist --stages auto --oracle-profile benchmarks/comm/profiles/local.json
 //   hpf_fashion_mnist --model cnn                             # one process
 //   mpiexec -n 4 hpf_fashion_mnist --checkpoint-dir ckpt --checkpoint-every 200 --resume yes
 //
@@ -24,7 +25,7 @@ namespace {
 
 struct Settings {
   std::string model;
-  std::size_t stages;
+  std::string stages;
   double min_accuracy;  // for tests: fail unless the final accuracy reaches it
   hpf::TrainOptions train;
   std::string data_dir;
@@ -33,12 +34,16 @@ struct Settings {
 template <class Model, class Strategy>
 double train(const hpf::comm::Communicator& world, const Settings& s) {
   if (world.rank() == 0) {
-    const auto bounds = hpf::stage_bounds_v<Model, typename Strategy::partition>;
-    std::cout << hpf::summary<Model>(s.train.batch) << "\n"
-              << world.size() << " process(es): " << bounds.size() - 1 << " stage(s) x "
-              << world.size() / static_cast<int>(bounds.size() - 1) << " replica(s); stages begin at leaves";
-    for (std::size_t i = 0; i + 1 < bounds.size(); ++i) std::cout << " " << bounds[i];
-    std::cout << "; " << s.train.micro_batches << " micro-batch(es), " << hpf::to_string(s.train.schedule) << "\n\n";
+    std::cout << hpf::summary<Model>(s.train.batch) << "\n" << world.size() << " process(es): ";
+    if constexpr (requires { Strategy::stages; }) {
+      std::cout << "the strategy the oracle predicts fastest (hpf::Auto)\n\n";
+    } else {
+      const auto bounds = hpf::stage_bounds_v<Model, typename Strategy::partition>;
+      std::cout << bounds.size() - 1 << " stage(s) x " << world.size() / static_cast<int>(bounds.size() - 1)
+                << " replica(s); stages begin at leaves";
+      for (std::size_t i = 0; i + 1 < bounds.size(); ++i) std::cout << " " << bounds[i];
+      std::cout << "; " << s.train.micro_batches << " micro-batch(es), " << hpf::to_string(s.train.schedule) << "\n\n";
+    }
   }
   const std::string dir = s.data_dir;
   const auto report = hpf::fit<Model, Strategy>(world, s.train, [dir](const hpf::data::Shard& shard) {
@@ -49,16 +54,11 @@ double train(const hpf::comm::Communicator& world, const Settings& s) {
 
 template <class Model>
 double train_with_stages(const hpf::comm::Communicator& world, const Settings& s) {
-  switch (s.stages) {
-    case 1:
-      return train<Model, hpf::DataParallel>(world, s);
-    case 2:
-      return train<Model, hpf::Pipeline<hpf::Balanced<2>>>(world, s);
-    case 4:
-      return train<Model, hpf::Pipeline<hpf::Balanced<4>>>(world, s);
-    default:
-      throw hpf::comm::UsageError("--stages must be 1, 2 or 4 (got " + std::to_string(s.stages) + ")");
-  }
+  if (s.stages == "1") return train<Model, hpf::DataParallel>(world, s);
+  if (s.stages == "2") return train<Model, hpf::Pipeline<hpf::Balanced<2>>>(world, s);
+  if (s.stages == "4") return train<Model, hpf::Pipeline<hpf::Balanced<4>>>(world, s);
+  if (s.stages == "auto") return train<Model, hpf::Auto<1, 2, 4>>(world, s);
+  throw hpf::comm::UsageError("--stages must be 1, 2, 4 or auto (got '" + s.stages + "')");
 }
 
 }  // namespace
@@ -68,7 +68,8 @@ int main(int argc, char** argv) {
     hpf_examples::Arguments args(argc, argv, "Fashion-MNIST training with hpf (data, model or hybrid parallel)");
     Settings s;
     s.model = args.get<std::string>("model", "cnn", "mlp (784-512-512-10) or cnn (conv32-pool-conv64-pool-fc128-fc10)");
-    s.stages = args.get<std::size_t>("stages", 2, "pipeline stages: 1, 2 or 4; replicas = processes / stages");
+    s.stages = args.get<std::string>("stages", "2", "pipeline stages: 1, 2 or 4 (replicas = processes / stages), or auto: the oracle's choice");
+    s.train.oracle_profile = args.get<std::string>("oracle-profile", "", "machine profile for --stages auto (default: $HPF_ORACLE_PROFILE)");
     s.train.epochs = args.get<std::size_t>("epochs", 1, "passes over the 60000 training images");
     s.train.batch = args.get<std::size_t>("batch", 0, "global mini-batch (0: 128 for mlp, 64 for cnn)");
     s.train.micro_batches = args.get<std::size_t>("micro-batches", 2, "micro-batches per replica batch");

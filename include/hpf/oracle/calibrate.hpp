@@ -7,6 +7,7 @@
 #include <hpf/oracle/model_view.hpp>
 #include <hpf/oracle/profile.hpp>
 #include <hpf/parallel/partition.hpp>
+#include <hpf/tensor/finite.hpp>
 #include <hpf/trace/recorder.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -18,6 +19,7 @@
 #include <cstddef>
 #include <cstring>
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -111,7 +113,8 @@ std::vector<UnitTiming> time_layers(const CalibrationOptions& o) {
   return timings;
 }
 
-/// Seconds per parameter of the optimizer's step and of zeroing the gradients, on `size` values.
+/// Seconds per parameter of what a step does once over the parameters: the optimizer's step,
+/// the check that the gradients are finite and zeroing them, on `size` values.
 template <class T, class Space>
 double optimizer_seconds_per_parameter(std::size_t size, std::size_t repeats) {
   Buffer<T, Space> parameters("hpf::oracle::parameters", size), gradients("hpf::oracle::gradients", size);
@@ -121,6 +124,7 @@ double optimizer_seconds_per_parameter(std::size_t size, std::size_t repeats) {
     Kokkos::fence();
     const auto start = Clock::now();
     optimizer.step(parameters, gradients);
+    if (count_non_finite(gradients) != 0) throw std::logic_error("hpf::oracle::calibrate: non-finite test values");
     Kokkos::deep_copy(gradients, T(0));
     Kokkos::fence();
     if (r > 0) times.push_back(seconds_since(start));

@@ -193,7 +193,9 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
   const double slots = profile.cluster ? static_cast<double>(profile.cluster->ranks_per_node)
                                        : static_cast<double>(std::max<std::size_t>(1, profile.cores)) /
                                              static_cast<double>(std::max<std::size_t>(1, profile.threads_per_rank));
-  const double hosts_used = profile.cluster ? 1.0 : static_cast<double>(std::max<std::size_t>(1, profile.hosts));
+  const double hosts_used =
+      profile.cluster ? std::ceil(static_cast<double>(P) / static_cast<double>(profile.cluster->ranks_per_node))
+                      : static_cast<double>(std::max<std::size_t>(1, profile.hosts));
   struct Played {
     std::vector<double> end, last_backward_start, computing;  // per stage
   };

@@ -81,12 +81,12 @@ struct UnitTiming {
   double scratch(double m) const { return std::ceil(interpolate(batch, scratch_elements, m)); }
 };
 
-/// \brief A cluster the oracle extrapolates to: nodes of `ranks_per_node` processes, alpha/beta
-/// within a node and between nodes (e.g. InfiniBand), every rank computing at the speed the
-/// compute profile measured times `compute_speed`.
+/// \brief A cluster the oracle extrapolates to: nodes of `ranks_per_node` processes (as many
+/// nodes as a query's ranks need), alpha/beta within a node and between nodes (e.g. InfiniBand),
+/// every rank computing at the speed the compute profile measured times `compute_speed`.
 struct Cluster {
   std::string name;
-  std::size_t nodes = 1, ranks_per_node = 1;
+  std::size_t ranks_per_node = 1;
   Regime intra, inter;
   double compute_speed = 1.0;
   double memory_bytes_per_rank = 0;  ///< 0: unknown
@@ -225,7 +225,6 @@ inline MachineProfile load_cluster(const std::string& path, MachineProfile machi
   }
   Cluster c;
   if (const auto* name = member(root, "name")) c.name = name->text;
-  c.nodes = static_cast<std::size_t>(detail::number_at(root, "nodes", path, 1));
   c.ranks_per_node = static_cast<std::size_t>(detail::number_at(root, "ranks_per_node", path, 1));
   c.compute_speed = detail::number_at(root, "compute_speed", path, 1.0);
   c.memory_bytes_per_rank = detail::number_at(root, "memory_bytes_per_rank", path, 0);
@@ -234,8 +233,8 @@ inline MachineProfile load_cluster(const std::string& path, MachineProfile machi
   if (!intra || !inter) throw ProfileError("hpf::oracle: '" + path + "' needs \"intra_node\" and \"inter_node\" alpha/beta");
   c.intra = detail::regime(*intra, path + ": intra_node");
   c.inter = detail::regime(*inter, path + ": inter_node");
-  if (c.nodes == 0 || c.ranks_per_node == 0 || c.compute_speed <= 0) {
-    throw ProfileError("hpf::oracle: '" + path + "': nodes, ranks_per_node and compute_speed must be positive");
+  if (c.ranks_per_node == 0 || c.compute_speed <= 0) {
+    throw ProfileError("hpf::oracle: '" + path + "': ranks_per_node and compute_speed must be positive");
   }
   machine.cluster = c;
   machine.cores = c.ranks_per_node * std::max<std::size_t>(1, machine.threads_per_rank);

@@ -141,7 +141,12 @@ class StageEngine {
     }
     // The loss is the same on every rank, and NaN on every rank when any rank's gradients are not
     // finite: all ranks decide alike whether to update.
-    const double loss = links_.total_loss(shard_losses_, last, count_non_finite(net_.gradients()) == 0);
+    bool gradients_finite = true;
+    {
+      const trace::Span checking(trace::Track::compute, "check gradients", stage_tags());  // one pass over them
+      gradients_finite = count_non_finite(net_.gradients()) == 0;
+    }
+    const double loss = links_.total_loss(shard_losses_, last, gradients_finite);
     if (loss - loss != 0.0) {
       if (options_.non_finite == NonFinitePolicy::stop) stop_on_non_finite(epoch, step);
       Kokkos::deep_copy(net_.buffers(), buffers_before_);  // the step's BatchNorm statistics go too
