@@ -255,7 +255,9 @@ TrainReport fit(const comm::Communicator& world, const TrainOptions& given, cons
   TrainReport report;
   const auto chosen = static_cast<std::size_t>(std::find(stages.begin(), stages.end(), choice.stages) - stages.begin());
   detail::with_index<stages.size()>(chosen, [&](auto i) {
-    report = fit<Model, Pipeline<Balanced<stages[i]>>, T, Space>(world, options, source, inspect);
+    // One stage is DataParallel (Balanced<1> cuts nowhere): the instantiation users already have.
+    using Chosen = std::conditional_t<stages[i] == 1, DataParallel, Pipeline<Balanced<stages[i]>>>;
+    report = fit<Model, Chosen, T, Space>(world, options, source, inspect);
   });
   report.chosen_strategy = choice.described;
   report.predicted_step_seconds = choice.predicted_seconds;
