@@ -211,11 +211,11 @@ int run(const Args& a) {
       std::printf("  %-70s fwd %8.3f ms  bwd %8.3f ms at %g samples\n", key.c_str(), t.forward_s.back() * 1e3,
                   t.backward_s.back() * 1e3, t.batch.back());
     });
-    const std::size_t others = profile.cores / std::max<std::size_t>(1, profile.threads_per_rank);
-    if (others > 1) {  // again with every other core busy with the same model
-      std::printf("  again with %zu more processes running the model (a busy host)\n", others - 1);
-      Load load(others - 1, a.model);
-      calibrate<Model>(profile, o, {}, /*busy=*/true);
+    const std::size_t slots = profile.cores / std::max<std::size_t>(1, profile.threads_per_rank);
+    if (slots > 1) {  // again with every other core busy with the same model
+      std::printf("  again with %zu more processes running the model (a busy host)\n", slots - 1);
+      Load load(slots - 1, a.model);
+      calibrate<Model>(profile, o, {}, HostLoad::busy);
     }
     save_compute(profile, a.profile);
     std::printf("hpf-oracle: calibrated %s in %.1f s into %s\n", a.model.c_str(),

@@ -17,15 +17,17 @@
 #include <map>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace hpf::oracle {
 
-/// \brief How long and at which micro-batch sizes calibration times each distinct unit.
+/// \brief At which micro-batch sizes, and how long, calibration times a model's layers.
 struct CalibrationOptions {
   std::vector<std::size_t> batches{1, 2, 4, 8, 16, 32, 64, 128};
   std::size_t repeats = 5;  ///< timed passes per size: the median is kept
@@ -43,8 +45,8 @@ inline double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-/// Seconds each top-level layer's span lasted in `events` (the outermost layer spans, in any
-/// order), summed per layer index.
+/// Seconds each top-level layer's span lasted in `events` (spans in the order they opened: one
+/// inside the span before it is a nested layer's), summed per layer index.
 inline std::vector<double> outermost_layer_seconds(const std::vector<trace::Event>& events, std::size_t layers) {
   std::vector<double> seconds(layers, 0.0);
   std::int64_t open_until = -1;  // end of the outermost span seen last: spans inside it are nested
@@ -56,6 +58,19 @@ inline std::vector<double> outermost_layer_seconds(const std::vector<trace::Even
   return seconds;
 }
 
+/// Fills `view` with values in [-1, 1) from a fixed sequence (a layer's speed may depend on its
+/// data: branches in pooling and ReLU).
+template <class View>
+void fill_like_data(const View& view) {
+  auto host = Kokkos::create_mirror_view(view);
+  std::uint64_t state = 0x9e3779b97f4a7c15ull;
+  for (std::size_t i = 0; i < host.extent(0); ++i) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    host(i) = static_cast<typename View::non_const_value_type>(static_cast<double>(state >> 11) * 0x1.0p-52 - 1.0);
+  }
+  Kokkos::deep_copy(view, host);
+}
+
 /// Per top-level layer of Model: seconds forward and backward at each size of `o.batches`, timed
 /// inside the whole model (each layer reads what the one before it wrote, and backward finds the
 /// activations forward left, as in training), with the scratch its kernels ask for.
@@ -65,7 +80,7 @@ std::vector<UnitTiming> time_layers(const CalibrationOptions& o) {
   static_assert(HPF_ENABLE_TRACE, "hpf::oracle::calibrate times layers by their trace spans: build with HPF_ENABLE_TRACE=1");
   Net net;
   auto tape = net.make_tape(o.batches.back());
-  Kokkos::deep_copy(tape.input, T(0.5));
+  fill_like_data(tape.input);  // not constant: max pooling and ReLU branch on the values
   if constexpr (Net::classifier) Kokkos::deep_copy(tape.labels, 1);
   std::vector<UnitTiming> timings(Model::size);
   trace::Recorder recorder(std::size_t{1} << 20);
@@ -156,15 +171,22 @@ double load_seconds_per_element(std::size_t size, std::size_t repeats) {
 /// threads, and the optimizer and batch loading per value; adds them to `profile` under each
 /// layer's key (its kind and input shape), replacing what was there: models sharing layers
 /// share their timings (PreActResNet-164's calibrate PreActResNet-1001's blocks).
-/// With `busy`, the times are stored as those of a busy host (UnitTiming::busy_forward_s): the
-/// caller keeps the host's other cores running the same model meanwhile (hpf-oracle calibrate
-/// starts such load itself); the sizes and scratch then stay as they were.
+/// With HostLoad::busy, the times are stored as those of a busy host (UnitTiming::busy_forward_s):
+/// the caller keeps the host's other cores running the same model meanwhile (hpf-oracle calibrate
+/// starts such load itself), after a calibration alone at the same sizes; sizes and scratch stay.
 template <class Model, class T = float, class Space = Kokkos::DefaultExecutionSpace>
 void calibrate(MachineProfile& profile, const CalibrationOptions& options = {},
-               const std::function<void(const std::string&, const UnitTiming&)>& on_unit = {}, bool busy = false) {
+               const std::function<void(const std::string&, const UnitTiming&)>& on_unit = {},
+               HostLoad load = HostLoad::alone) {
+  const bool busy = load != HostLoad::alone;
   using where = hpf::detail::layer_positions<Model>;
   const std::vector<std::string> keys = layer_keys<Model>();
-  std::vector<UnitTiming> timings = detail::time_layers<Model, T, Space>(options);
+  CalibrationOptions sizes = options;
+  if (const auto it = profile.units.find(keys.front()); busy && it != profile.units.end()) {
+    sizes.batches.assign(it->second.batch.begin(), it->second.batch.end());  // the sizes timed alone
+    sizes.max_seconds = std::numeric_limits<double>::infinity();
+  }
+  std::vector<UnitTiming> timings = detail::time_layers<Model, T, Space>(sizes);
   std::map<std::string, UnitTiming> measured;  // layers with one key (one kind and shape) averaged
   std::map<std::string, double> copies;
   for (std::size_t u = 0; u < Model::size; ++u) {
@@ -188,11 +210,11 @@ void calibrate(MachineProfile& profile, const CalibrationOptions& options = {},
     UnitTiming& stored = profile.units[key];
     if (!busy) {
       stored = std::move(t);
-    } else if (stored.batch == t.batch) {
+    } else if (stored.batch != t.batch) {
+      throw ProfileError("hpf::oracle::calibrate: the loaded calibration of '" + key + "' needs the sizes timed alone");
+    } else {
       stored.busy_forward_s = std::move(t.forward_s);
       stored.busy_backward_s = std::move(t.backward_s);
-    } else {
-      throw ProfileError("hpf::oracle::calibrate: the busy calibration of '" + key + "' needs the same sizes as alone");
     }
   }
   if (busy) return;

@@ -78,7 +78,7 @@ struct StageTimes {
 };
 
 inline StageTimes stage_times(const ModelView& model, const MachineProfile& profile, std::size_t begin, std::size_t end,
-                              bool last, double m, bool busy) {
+                              bool last, double m, HostLoad load) {
   StageTimes t;
   for (const UnitFacts& u : model.units) {
     if (!in_stage(u, begin, end, last)) continue;
@@ -88,8 +88,8 @@ inline StageTimes stage_times(const ModelView& model, const MachineProfile& prof
       throw ProfileError("hpf::oracle: the profile '" + profile.path + "' has no calibration of '" + key + "' (model " +
                          model.name + "): run hpf-oracle calibrate for this model (or hpf::oracle::calibrate<Model>)");
     }
-    t.forward += timing->forward(m, busy);
-    t.backward_units.push_back(timing->backward(m, busy));
+    t.forward += timing->forward(m, load);
+    t.backward_units.push_back(timing->backward(m, load));
     t.unit_params.push_back(u.cost.parameters);
     t.backward += t.backward_units.back();
   }
@@ -117,7 +117,8 @@ inline double transfer_seconds(const MachineProfile& profile, double bytes, std:
   return profile.fit("p2p_latency").seconds(bytes, ranks);  // measured with as many ranks running
 }
 
-/// One gradient bucket of `bytes` reduced among `replicas` (stage `stage` of `stages`).
+/// One gradient bucket of `bytes` reduced among the `replicas` of one stage of a `stages`-stage
+/// pipeline.
 inline double bucket_seconds(const MachineProfile& profile, double bytes, std::size_t replicas, std::size_t stages,
                              GradientReduction reduction) {
   if (replicas <= 1) return 0;
@@ -171,7 +172,8 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
   const double share = detail::sharing(profile, P);
   // Ranks that share a host compute at its busy rate (measured with every core working).
   const std::size_t hosts = std::max<std::size_t>(1, profile.hosts);
-  const bool busy = profile.cluster ? profile.cluster->ranks_per_node > 1 : (P + hosts - 1) / hosts > 1;
+  const std::size_t per_host = profile.cluster ? profile.cluster->ranks_per_node : (P + hosts - 1) / hosts;
+  const HostLoad load = per_host > 1 ? HostLoad::busy : HostLoad::alone;
   const double speed = profile.cluster ? profile.cluster->compute_speed : 1.0;
   const GradientReduction reduction = resolve(plan.reduction, R);
 
@@ -180,7 +182,7 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
   for (std::size_t s = 0; s < S; ++s) {
     const bool last = s + 1 == S;
     facts[s] = stage_facts(model.units, plan.bounds[s], plan.bounds[s + 1], last);
-    times[s] = detail::stage_times(model, profile, plan.bounds[s], plan.bounds[s + 1], last, m, busy);
+    times[s] = detail::stage_times(model, profile, plan.bounds[s], plan.bounds[s + 1], last, m, load);
     const double load = s == 0 ? profile.load_s_per_element * static_cast<double>(facts[s].input_elements) * m : 0;
     times[s].forward = (times[s].forward + load) / speed;  // sharing the cores: in the playing below
     times[s].backward /= speed;

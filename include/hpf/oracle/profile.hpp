@@ -53,12 +53,16 @@ struct CommFit {
   }
 };
 
+/// How loaded the host was while a layer was timed: alone, or busy (every other core running the
+/// same model).
+enum class HostLoad { alone, busy };
+
 /// \brief Measured forward and backward seconds of one distinct unit (a layer kind at one input
 /// shape) at several micro-batch sizes, with the scratch its kernels asked for.
 struct UnitTiming {
   std::vector<double> batch, forward_s, backward_s, workspace_elements, scratch_elements;
-  /// The same while every other core of the host runs the same model (calibrate's `busy`): what
-  /// a rank computes at when all ranks of a host do. Empty: not measured, the times above apply.
+  /// The same on a busy host (HostLoad::busy): what a rank computes at when all ranks of a host do.
+  /// Empty: not measured, the times above apply.
   std::vector<double> busy_forward_s, busy_backward_s;
 
   /// Piecewise-linear in the micro-batch size, extended along the last segment at either end
@@ -71,12 +75,14 @@ struct UnitTiming {
     const double t = (at - x[k - 1]) / (x[k] - x[k - 1]);
     return std::max(0.0, y[k - 1] + t * (y[k] - y[k - 1]));
   }
-  double forward(double m, bool busy = false) const {
-    return interpolate(batch, busy && !busy_forward_s.empty() ? busy_forward_s : forward_s, m);
+  const std::vector<double>& forward_at(HostLoad load) const {
+    return load == HostLoad::busy && !busy_forward_s.empty() ? busy_forward_s : forward_s;
   }
-  double backward(double m, bool busy = false) const {
-    return interpolate(batch, busy && !busy_backward_s.empty() ? busy_backward_s : backward_s, m);
+  const std::vector<double>& backward_at(HostLoad load) const {
+    return load == HostLoad::busy && !busy_backward_s.empty() ? busy_backward_s : backward_s;
   }
+  double forward(double m, HostLoad load = HostLoad::alone) const { return interpolate(batch, forward_at(load), m); }
+  double backward(double m, HostLoad load = HostLoad::alone) const { return interpolate(batch, backward_at(load), m); }
   double workspace(double m) const { return std::ceil(interpolate(batch, workspace_elements, m)); }
   double scratch(double m) const { return std::ceil(interpolate(batch, scratch_elements, m)); }
 };
@@ -202,7 +208,8 @@ inline MachineProfile load_profile(const std::string& path) {
           t.busy_backward_s = detail::numbers(u, "busy_backward_s", at);
         }
         const std::size_t n = t.batch.size();
-        if ((!t.busy_forward_s.empty() && (t.busy_forward_s.size() != n || t.busy_backward_s.size() != n)) ||
+        auto sized = [n](const std::vector<double>& v) { return v.empty() || v.size() == n; };
+        if (!sized(t.busy_forward_s) || !sized(t.busy_backward_s) ||
             n == 0 || t.forward_s.size() != n || t.backward_s.size() != n || t.workspace_elements.size() != n ||
             t.scratch_elements.size() != n || !std::is_sorted(t.batch.begin(), t.batch.end())) {
           throw ProfileError("hpf::oracle: " + at + " needs arrays of one length over increasing batch sizes");
