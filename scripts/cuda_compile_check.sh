@@ -45,8 +45,8 @@ cmake --build "$build" -j "$jobs"
 echo "== built in $(( $(date +%s) - start )) s"
 
 echo "== device code of every executable (expect $sm only)"
-# Every target of the project is named hpf_*; CMakeFiles holds only CMake's own probes.
-mapfile -t executables < <(find "$build" -path '*/CMakeFiles' -prune -o -type f -perm -u+x -name 'hpf_*' -print | sort)
+# Every target of the project is named hpf_* (programs hpf-*); CMakeFiles holds only CMake's own probes.
+mapfile -t executables < <(find "$build" -path '*/CMakeFiles' -prune -o -type f -perm -u+x \( -name 'hpf_*' -o -name 'hpf-*' \) -print | sort)
 if [ ${#executables[@]} -eq 0 ]; then
   echo "no executables found in $build" >&2
   exit 1

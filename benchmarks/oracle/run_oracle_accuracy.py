@@ -561,6 +561,16 @@ def summary_lines(args, rows, verdicts, rejected, oracle_times):
                        f"{name(r['config'])} ({pct(r['accuracy'], 0)})" for r in below) if below else "") + ".")
         over = [r for r in acc if r["accuracy"] < 0.95]
         out.append(f"- {len(over)} of {len(acc)} configurations below 95 %.")
+        cores = os.cpu_count() or 1
+        crowded = [r for r in acc if r["config"].ranks > cores]
+        fitting = [r for r in acc if r["config"].ranks <= cores]
+        if crowded and fitting:
+            out.append(f"- by whether the ranks fit the machine's {cores} cores: mean accuracy "
+                       f"{pct(statistics.mean(r['accuracy'] for r in fitting))} over {len(fitting)} configurations "
+                       f"with at most {cores} ranks ({sum(r['accuracy'] < 0.9 for r in fitting)} below 90 %), "
+                       f"{pct(statistics.mean(r['accuracy'] for r in crowded))} over {len(crowded)} with more "
+                       f"({sum(r['accuracy'] < 0.9 for r in crowded)} below 90 %): time-shared ranks wait for a core "
+                       "after each message, which the oracle does not model (docs/oracle.md).")
     mem = [r for r in rows if r.get("memory_error") is not None]
     if mem:
         worst = max(mem, key=lambda r: r["memory_error"])
@@ -573,6 +583,11 @@ def summary_lines(args, rows, verdicts, rejected, oracle_times):
                    f"{pct(mean([r['memory_error'] for r in mem]))}; {len(over)} of {len(mem)} configurations over "
                    "10 %" + (": " + ", ".join(f"{name(r['config'])} ({pct(r['memory_error'], 0)})" for r in over)
                              if over else "") + ".")
+        if over:
+            gaps = [abs(r["meas"]["views_mib"][r["memory_error_rank"]] * 2**20 -
+                        r["pred"]["stage_memory_bytes"][r["memory_error_rank"] % r["config"].stages]) for r in over]
+            out.append(f"  - those are stages of a few KiB; the largest gap among them is {size_text(max(gaps))}: small "
+                       "fixed buffers (empty views' bookkeeping, per-tensor padding) the model does not count.")
     judged = [v for v in verdicts if v["hit"] is not None]
     hits = sum(v["hit"] for v in judged)
     out.append(f"- recommendation: **{hits} of {len(judged)} cases** the measured fastest or within 5 % of it"
