@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <unistd.h>
 
 namespace {
 
@@ -149,6 +150,26 @@ TEST_CASE("machine profile: compute written into a profile and read back; bad fi
   std::ofstream(path) << R"({"format": "hpf-machine-profile", "compute": {"units": {"x": {"batch": [1, 2], "forward_s": [1]}}}})";
   CHECK_THROWS_WITH_AS(oracle::load_profile(path), doctest::Contains("compute.units[x].backward_s is missing"), oracle::ProfileError);
   CHECK_THROWS_WITH_AS(oracle::load_profile((dir / "absent.json").string()), doctest::Contains("cannot read"),
+                       oracle::ProfileError);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("cluster profile: compute scaled by its speed, replicas across nodes reduce over the inter-node link") {
+  const auto dir = std::filesystem::temp_directory_path() / ("hpf-oracle-cluster-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "cluster.json").string();
+  std::ofstream(path) << R"({"format": "hpf-cluster-profile", "name": "test", "ranks_per_node": 2, "compute_speed": 4,
+    "intra_node": {"alpha_s": 1e-3, "beta_s_per_byte": 0}, "inter_node": {"alpha_s": 1e-2, "beta_s_per_byte": 0}})";
+  const auto cluster = oracle::load_cluster(path, linear_profile());
+  const auto view = oracle::view_of<Tiny>("tiny");
+  // One rank: 6 units x 3 ms x 8 samples, 4 times as fast.
+  CHECK(oracle::predict(view, plan(1, 1, 8, 1, Schedule::gpipe), cluster).compute_s == doctest::Approx(0.144 / 4));
+  // 2 replicas on one node: one gather step over the intra-node link (the ordered reduction).
+  CHECK(oracle::predict(view, plan(1, 2, 8, 1, Schedule::gpipe), cluster).reduction_s == doctest::Approx(1e-3));
+  // 4 replicas on two nodes: three gather steps over the inter-node link.
+  CHECK(oracle::predict(view, plan(1, 4, 8, 1, Schedule::gpipe), cluster).reduction_s == doctest::Approx(3e-2));
+  std::ofstream(path) << R"({"format": "hpf-cluster-profile", "ranks_per_node": 2})";
+  CHECK_THROWS_WITH_AS(oracle::load_cluster(path, linear_profile()), doctest::Contains("needs \"intra_node\" and \"inter_node\""),
                        oracle::ProfileError);
   std::filesystem::remove_all(dir);
 }

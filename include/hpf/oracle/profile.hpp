@@ -166,17 +166,22 @@ inline JsonValue parse(const std::string& text, const std::string& path) {
     throw ProfileError("hpf::oracle: '" + path + "' is not JSON: " + e.what());
   }
 }
+/// The JSON document at `path`, which must say `"format": format`; `what` names it in errors.
+inline JsonValue read_document(const std::string& path, const std::string& what, const std::string& format) {
+  JsonValue root = parse(read_text(path, what.c_str()), path);
+  const JsonValue* written = member(root, "format");
+  if (!written || written->text != format) {
+    throw ProfileError("hpf::oracle: '" + path + "' is not an hpf " + what + " (\"format\": \"" + format + "\")");
+  }
+  return root;
+}
 }  // namespace detail
 
 /// Reads a machine profile (format "hpf-machine-profile"; its "compute" section is optional
 /// until a prediction needs it). Throws ProfileError naming the file and what is wrong.
 inline MachineProfile load_profile(const std::string& path) {
   using detail::member;
-  const detail::JsonValue root = detail::parse(detail::read_text(path, "machine profile"), path);
-  const detail::JsonValue* format = member(root, "format");
-  if (!format || format->text != "hpf-machine-profile") {
-    throw ProfileError("hpf::oracle: '" + path + "' is not an hpf machine profile (\"format\": \"hpf-machine-profile\")");
-  }
+  const detail::JsonValue root = detail::read_document(path, "machine profile", "hpf-machine-profile");
   MachineProfile p;
   p.path = path;
   if (const auto* label = member(root, "label")) p.label = label->text;
@@ -225,11 +230,7 @@ inline MachineProfile load_profile(const std::string& path) {
 /// compute calibration it scales: the machine's rates stand in for a node's cores.
 inline MachineProfile load_cluster(const std::string& path, MachineProfile machine) {
   using detail::member;
-  const detail::JsonValue root = detail::parse(detail::read_text(path, "cluster profile"), path);
-  const detail::JsonValue* format = member(root, "format");
-  if (!format || format->text != "hpf-cluster-profile") {
-    throw ProfileError("hpf::oracle: '" + path + "' is not an hpf cluster profile (\"format\": \"hpf-cluster-profile\")");
-  }
+  const detail::JsonValue root = detail::read_document(path, "cluster profile", "hpf-cluster-profile");
   Cluster c;
   if (const auto* name = member(root, "name")) c.name = name->text;
   c.ranks_per_node = static_cast<std::size_t>(detail::number_at(root, "ranks_per_node", path, 1));
