@@ -23,6 +23,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <functional>
 #include <map>
 #include <sstream>
 #include <string>
@@ -37,7 +38,8 @@ const char* const usage_text =
     "       hpf-oracle rank      --model NAME --ranks P --batch B [--profile FILE] [--cluster FILE]\n"
     "                            [--memory-budget MIB] [--max-stages S] [--top N] [--json]\n"
     "       hpf-oracle predict   --model NAME --ranks P --batch B --stages S --micro-batches M\n"
-    "                            [--schedule 1f1b|gpipe] [--profile FILE] [--cluster FILE] [--json]\n"
+    "                            [--schedule 1f1b|gpipe] [--cuts L1,L2,...] [--profile FILE] [--cluster FILE] [--json]\n"
+    "  --cuts: the leaves where stages 2..S begin (hpf::Cuts<...>; default: hpf::Balanced<S>'s)\n"
     "  models: mlp cnn resnet20 resnet56 resnet164 resnet1001 (hpf::zoo)\n"
     "  --profile: a machine profile (benchmarks/comm/run_comm_benchmark.py writes its communication\n"
     "             part, calibrate adds the compute part); default $HPF_ORACLE_PROFILE, else the\n"
@@ -50,7 +52,7 @@ struct Args {
   std::size_t ranks = 0, batch = 0, stages = 0, micro_batches = 0, top = 0, max_stages = 0;
   double memory_budget_mib = 0;
   bool json = false;
-  std::vector<std::size_t> batches;
+  std::vector<std::size_t> batches, cuts;
 };
 
 [[noreturn]] void fail(const std::string& what) {
@@ -101,10 +103,13 @@ Args parse(int argc, char** argv) {
     else if (flag == "--top") a.top = count(flag, value);
     else if (flag == "--max-stages") a.max_stages = count(flag, value);
     else if (flag == "--memory-budget") a.memory_budget_mib = static_cast<double>(count(flag, value));
-    else if (flag == "--batches") {
-      std::stringstream list(value);
-      for (std::string item; std::getline(list, item, ',');) a.batches.push_back(count(flag, item));
-      if (a.batches.empty() || !std::is_sorted(a.batches.begin(), a.batches.end())) fail("--batches needs increasing sizes");
+    else if (flag == "--batches" || flag == "--cuts") {
+      auto& list = flag == "--batches" ? a.batches : a.cuts;
+      std::stringstream items(value);
+      for (std::string item; std::getline(items, item, ',');) list.push_back(count(flag, item));
+      if (list.empty() || std::adjacent_find(list.begin(), list.end(), std::greater_equal<>()) != list.end()) {
+        fail(flag + " needs increasing numbers");
+      }
     } else {
       fail("unknown option '" + flag + "'");
     }
@@ -230,9 +235,15 @@ int run(const Args& a) {
     if (a.stages > model.cut_places) fail("the model has only " + std::to_string(model.cut_places) + " places to cut");
     const std::size_t replicas = a.ranks / a.stages;
     if (a.batch % replicas || a.micro_batches > a.batch / replicas) fail("the batch does not split into the micro-batches");
+    std::vector<std::size_t> bounds = model.balanced_bounds(a.stages);
+    if (!a.cuts.empty()) {
+      if (a.cuts.size() + 1 != a.stages) fail("--cuts needs stages - 1 positions");
+      if (a.cuts.back() >= model.leaves) fail("--cuts must lie below the model's " + std::to_string(model.leaves) + " leaves");
+      std::copy(a.cuts.begin(), a.cuts.end(), bounds.begin() + 1);
+    }
     const Plan plan{.stages = a.stages, .replicas = replicas, .batch = a.batch, .micro_batches = a.micro_batches,
                     .schedule = a.schedule == "gpipe" ? hpf::Schedule::gpipe : hpf::Schedule::one_f_one_b,
-                    .bounds = model.balanced_bounds(a.stages)};
+                    .bounds = bounds};
     const Prediction p = predict(model, plan, profile, a.memory_budget_mib * (1 << 20));
     if (a.json) {
       std::printf("%s\n", json_of(p, a.model).c_str());

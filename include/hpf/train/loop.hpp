@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstddef>
+#include <ostream>
 
 namespace hpf {
 
@@ -28,7 +29,9 @@ TrainReport run_epochs(Engine& engine, const TrainOptions& options, bool print =
   Timeline<typename Engine::links_type> timeline(options.trace, options, engine.links());
   Checkpointer<Engine> checkpoints(engine, options.checkpoint, print ? options.log : nullptr);
   const io::TrainingState start = checkpoints.resume();
-  ProgressReporter progress(print ? options.progress : ProgressMode::none, *options.log);
+  std::ostream no_log(nullptr);  // without a buffer: writes nothing (options.log may be null)
+  ProgressReporter progress(print && options.log ? options.progress : ProgressMode::none,
+                            options.log ? *options.log : no_log);
   TrainReport report;
   std::size_t steps = engine.steps_per_epoch();
   if (options.steps_per_epoch) steps = std::min(steps, options.steps_per_epoch);
