@@ -38,7 +38,7 @@ void check(std::size_t batch, std::size_t micro, hpf::Schedule schedule) {
   constexpr std::size_t stages = hpf::stage_count_v<Model, Partition>;
   const hpf::comm::Communicator world;
   const std::size_t ranks = static_cast<std::size_t>(world.size());
-  if (ranks % stages) return;
+  REQUIRE(ranks % stages == 0);
   const std::size_t replicas = ranks / stages;
   hpf::TrainOptions o;
   o.batch = batch;
@@ -83,14 +83,14 @@ TEST_CASE("per-rank peak memory of CNN training is what the oracle predicts, wit
   using Model = hpf::zoo::Cnn;
   check<Model, hpf::DataParallel>(32, 2, hpf::Schedule::one_f_one_b);
   for (const auto schedule : {hpf::Schedule::gpipe, hpf::Schedule::one_f_one_b}) {
-    check<Model, hpf::Pipeline<hpf::Balanced<2>>>(32, 4, schedule);
-    check<Model, hpf::Pipeline<hpf::Balanced<4>>>(32, 8, schedule);
+    if (hpf_test::world_size() % 2 == 0) check<Model, hpf::Pipeline<hpf::Balanced<2>>>(32, 4, schedule);
+    if (hpf_test::world_size() % 4 == 0) check<Model, hpf::Pipeline<hpf::Balanced<4>>>(32, 8, schedule);
   }
 }
 
 TEST_CASE("per-rank peak memory of ResNet-20 training (BatchNorm buffers, residual scratch), within 2 %") {
   using Model = hpf::zoo::ResNet20;
   check<Model, hpf::DataParallel>(16, 2, hpf::Schedule::one_f_one_b);
-  check<Model, hpf::Pipeline<hpf::Balanced<2>>>(16, 4, hpf::Schedule::gpipe);
-  check<Model, hpf::Pipeline<hpf::Balanced<4>>>(16, 4, hpf::Schedule::one_f_one_b);
+  if (hpf_test::world_size() % 2 == 0) check<Model, hpf::Pipeline<hpf::Balanced<2>>>(16, 4, hpf::Schedule::gpipe);
+  if (hpf_test::world_size() % 4 == 0) check<Model, hpf::Pipeline<hpf::Balanced<4>>>(16, 4, hpf::Schedule::one_f_one_b);
 }

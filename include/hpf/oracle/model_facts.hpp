@@ -20,7 +20,6 @@ namespace hpf::oracle {
 /// are units of their own with an empty leaf range.
 struct UnitFacts {
   std::size_t layer = 0;  ///< index of the top-level layer
-  std::size_t copy = 0;   ///< copy of a Repeat (0 otherwise)
   std::size_t first_leaf = 0, end_leaf = 0;
   LayerCost cost{};
   std::size_t input_elements = 0, output_elements = 0;  ///< per sample
@@ -60,7 +59,6 @@ struct model_facts {
       const std::size_t per_copy = copies > 1 ? where::unit_leaves[u] : where::first_leaf[u + 1] - first;
       for (std::size_t c = 0; c < copies; ++c, ++k) {
         r[k].layer = u;
-        r[k].copy = c;
         r[k].first_leaf = first + c * per_copy;
         r[k].end_leaf = first + (c + 1) * per_copy;
         r[k].cost = arrays::unit_facts[u];

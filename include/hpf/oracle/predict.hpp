@@ -325,7 +325,7 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
   out.bubble_s = std::max(0.0, program_free_end - busiest);
   out.transfer_s = std::max(0.0, program_end - program_free_end);
   out.reduction_s = std::max(0.0, step_end - program_end);
-  out.other_s = optimizer + collectives + profile.step_overhead_s;
+  out.other_s = optimizer + collectives;
   out.time_s = step_end + out.other_s;
 
   for (std::size_t s = 0; s < S; ++s) {

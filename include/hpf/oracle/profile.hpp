@@ -109,7 +109,6 @@ struct MachineProfile {
   std::map<std::string, UnitTiming> units;
   double optimizer_s_per_parameter = 0;  ///< optimizer step and zeroing gradients
   double load_s_per_element = 0;         ///< batch loading, per input element
-  double step_overhead_s = 0;            ///< fixed cost of one step on one process
   std::optional<Cluster> cluster;
 
   const CommFit& fit(const std::string& primitive) const {
@@ -202,7 +201,6 @@ inline MachineProfile load_profile(const std::string& path) {
     p.threads_per_rank = static_cast<std::size_t>(detail::number_at(*compute, "threads", where, 1));
     p.optimizer_s_per_parameter = detail::number_at(*compute, "optimizer_s_per_parameter", where, 0);
     p.load_s_per_element = detail::number_at(*compute, "load_s_per_element", where, 0);
-    p.step_overhead_s = detail::number_at(*compute, "step_overhead_s", where, 0);
     if (const auto* units = member(*compute, "units")) {
       for (const auto& [key, u] : units->members) {
         const std::string at = where + ".units[" + key + "]";
@@ -312,7 +310,6 @@ inline void save_compute(const MachineProfile& profile, const std::string& path)
   detail::set_member(compute, "threads", detail::json_number(static_cast<double>(profile.threads_per_rank)));
   detail::set_member(compute, "optimizer_s_per_parameter", detail::json_number(profile.optimizer_s_per_parameter));
   detail::set_member(compute, "load_s_per_element", detail::json_number(profile.load_s_per_element));
-  detail::set_member(compute, "step_overhead_s", detail::json_number(profile.step_overhead_s));
   JsonValue units;
   units.kind = JsonValue::Kind::object;
   if (const JsonValue* old = detail::member(compute, "units")) units = *old;
