@@ -83,20 +83,16 @@ constexpr std::size_t unit_leaves_of() {
   }
 }
 template <class Layer, class Bound>
-constexpr std::uint64_t unit_cost_of() {
-  if constexpr (repeat_traits<Layer>::is_repeat) {
-    return Bound::block::cost.training_flops();
-  } else {
-    return Bound::cost.training_flops();
-  }
-}
-template <class Layer, class Bound>
 constexpr LayerCost unit_facts_of() {
   if constexpr (repeat_traits<Layer>::is_repeat) {
     return Bound::block::cost;
   } else {
     return Bound::cost;
   }
+}
+template <class Layer, class Bound>
+constexpr std::uint64_t unit_cost_of() {
+  return unit_facts_of<Layer, Bound>().training_flops();
 }
 template <class Layer>
 constexpr bool is_repeat_of() {
