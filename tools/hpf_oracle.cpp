@@ -25,6 +25,7 @@
 #include <exception>
 #include <functional>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -293,7 +294,10 @@ int main(int argc, char** argv) {
       {"resnet164", &run<hpf::zoo::PreActResNet164>}, {"resnet1001", &run<hpf::zoo::PreActResNet1001>}};
   const auto model = models.find(a.model);
   if (model == models.end()) fail("unknown model '" + a.model + "'");
-  Kokkos::ScopeGuard kokkos(argc, argv);
+  // Only calibration runs kernels; rank and predict stay free of Kokkos' start-up messages, which
+  // some backends print on stdout (OpenMP's OMP_PROC_BIND warning would corrupt --json).
+  std::optional<Kokkos::ScopeGuard> kokkos;
+  if (a.command == "calibrate" || a.command == "load") kokkos.emplace(argc, argv);
   try {
     return model->second(a);
   } catch (const std::exception& e) {
