@@ -160,11 +160,15 @@ class Network {
     return Kokkos::subview(tape.targets, Kokkos::make_pair(std::size_t{0}, n * target_size));
   }
 
-  /// Runs all layers on the first n samples of the tape's input.
-  void forward(Tape& tape, std::size_t n, Mode mode = Mode::train) {
+  /// Runs all layers on the first n samples of the tape's input; `between_layers`, if given,
+  /// after each layer (a pipeline stage lets its messages in flight progress there).
+  void forward(Tape& tape, std::size_t n, Mode mode = Mode::train, std::function<void()> between_layers = {}) {
     check_batch(tape, n);
     tape.batch = n;
     Context<T, Space> ctx = context(tape, mode);
+    if (between_layers) {
+      ctx.after_forward = [f = std::move(between_layers)](std::size_t, std::string_view, ConstActivation<T, Space>) { f(); };
+    }
     layers_.forward(ctx, input(tape, n), output(tape), tape.layers);
   }
 

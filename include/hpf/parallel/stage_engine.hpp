@@ -260,7 +260,7 @@ class StageEngine {
           }
           {
             const trace::Span computing(trace::Track::compute, "forward", tags);
-            net_.forward(slot.tape, n, Mode::train);
+            net_.forward(slot.tape, n, Mode::train, progress_sends());
             if constexpr (last) loss_sum += static_cast<double>(net_.loss_sum(slot.tape));
           }
           break;
@@ -282,8 +282,14 @@ class StageEngine {
         case Op::backward: {
           trace::wait(slot.gradient_sent, "send gradient", tags);
           const trace::Span computing(trace::Track::compute, "backward", tags);
-          net_.backward(slot.tape, scale, output_grad(slot, n), input_grad(slot, n),
-                        k == final_backward ? links_.gradients_ready() : std::function<void(std::size_t)>{});
+          std::function<void(std::size_t)> ready = k == final_backward ? links_.gradients_ready() : nullptr;
+          if (auto progress = progress_sends()) {
+            ready = [ready = std::move(ready), progress = std::move(progress)](std::size_t offset) {
+              if (ready) ready(offset);
+              progress();
+            };
+          }
+          net_.backward(slot.tape, scale, output_grad(slot, n), input_grad(slot, n), std::move(ready));
           break;
         }
         case Op::send_gradient:
@@ -297,6 +303,23 @@ class StageEngine {
       }
     }
     return loss_sum;
+  }
+
+  /// Between layers: tests this stage's sends in flight. Some transports (TCP without a progress
+  /// thread) move a large message only while its sender is inside MPI; without this a stage's
+  /// activations would wait for its next receive instead of travelling while it computes.
+  std::function<void()> progress_sends() {
+    if constexpr (requires(typename Links::request r) { r.test(); }) {
+      if (links_.stages() > 1) {
+        return [this] {
+          for (Slot& slot : slots_) {
+            slot.activation_sent.test();
+            slot.gradient_sent.test();
+          }
+        };
+      }
+    }
+    return {};
   }
 
   /// Finds where the values first went bad on this rank, agrees on the first finding in rank
