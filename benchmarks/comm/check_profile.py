@@ -25,6 +25,8 @@ def problems(profile, ranks=()):
     if profile.get("format") != FORMAT or profile.get("version") != VERSION:
         found.append(f"format/version is {profile.get('format')!r}/{profile.get('version')!r}, "
                      f"expected {FORMAT!r}/{VERSION}")
+    if "hosts_share_cores" in profile and not isinstance(profile["hosts_share_cores"], bool):
+        found.append(f"hosts_share_cores is {profile['hosts_share_cores']!r}, expected true or false")
     comm = profile.get("comm")
     if not isinstance(comm, dict):
         return found + ["no 'comm' object"]

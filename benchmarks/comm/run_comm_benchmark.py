@@ -53,7 +53,8 @@ Machine profile (JSON; the performance oracle reads it):
 Regimes of one primitive and rank count are contiguous and increasing: a size n takes the first
 regime whose max_bytes >= n (the last beyond it). hosts and ranks_per_host are those of the largest
 rank count (--hosts overrides the host count the ranks' processor names give, e.g. for network
-namespaces that share one host name). check_profile.py validates a profile.
+namespaces that share one host name); "hosts_share_cores": true (--hosts-share-cores) says the hosts
+are namespaces of one machine, whose cores all ranks share. check_profile.py validates a profile.
 """
 import argparse
 import csv
@@ -111,6 +112,9 @@ def parse_args():
     p.add_argument("--bench-args", default="", help="more hpf_bench_comm options, e.g. '--max-volume 268435456'")
     p.add_argument("--label", default="local", help="name of this machine/fabric: file names and profile")
     p.add_argument("--hosts", type=int, default=0, help="host count for the profile (default: from the ranks)")
+    p.add_argument("--hosts-share-cores", action="store_true",
+                   help="the hosts are emulated on this machine (network namespaces) and share its cores: "
+                        "the profile says so, and the oracle lets all ranks share them")
     p.add_argument("--out-dir", default=os.path.join(HERE, "results"), help="where the CSV and plots go")
     p.add_argument("--csv", default="", help="CSV path (default OUT_DIR/comm_LABEL.csv)")
     p.add_argument("--profile", default="", help="profile path (default benchmarks/comm/profiles/LABEL.json)")
@@ -326,6 +330,8 @@ def profile(args, fits, rows, environments):
            "created": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
            "host": host_facts(), "mpi": first_env.get("mpi", "unknown"), "kokkos": first_env.get("kokkos", "unknown"),
            "hosts": largest["hosts"], "ranks_per_host": largest["ranks_per_host"], "placement": where, "comm": comm}
+    if args.hosts_share_cores:
+        out["hosts_share_cores"] = True
     if bucket_rows:
         out["buckets"] = {"model": bucket_rows[0].get("model"), "gradient_bytes": bucket_rows[0]["bytes"]}
     return out

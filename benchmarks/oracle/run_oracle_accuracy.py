@@ -14,9 +14,11 @@ benchmarks/oracle/results/oracle_LABEL.csv.
   /usr/bin/python3 benchmarks/oracle/run_oracle_accuracy.py --models resnet20 --ranks 2,4 --repeats 1
   # an oracle changed, the measurements not: predict again against an earlier run's CSV
   /usr/bin/python3 benchmarks/oracle/run_oracle_accuracy.py --from-csv benchmarks/oracle/results/oracle_local.csv
-  # on emulated hosts (as root, a fabric up: scripts/fabric/emulate.sh up 4 10gbit), with its profile
-  /usr/bin/python3 benchmarks/oracle/run_oracle_accuracy.py --label 10gbit --ranks 4 \\
-      --profile benchmarks/comm/profiles/10gbit.json --launcher-prefix scripts/fabric/emulate.sh --mpiexec-flags ''
+  # on 2 emulated hosts, one rank each (as root), with the fabric's own profile (its comm fits from
+  # scripts/fabric/run_fabrics.py --comm-bench, its compute from hpf-oracle calibrate)
+  scripts/fabric/emulate.sh with 2 10gbit -- /usr/bin/python3 benchmarks/oracle/run_oracle_accuracy.py \\
+      --label 10gbit --ranks 2 --profile benchmarks/comm/profiles/10gbit.json \\
+      --launcher-prefix scripts/fabric/emulate.sh --mpiexec-flags ''
 
 Each run is `[PREFIX] MPIEXEC FLAGS -n P hpf_bench_parallel_throughput --model M --batch B --stages S
 --micro-batches MB --schedule X --steps N --warmup W --repeats 3` with one thread per process
@@ -569,8 +571,9 @@ def summary_lines(args, rows, verdicts, rejected, oracle_times):
                        f"{pct(statistics.mean(r['accuracy'] for r in fitting))} over {len(fitting)} configurations "
                        f"with at most {cores} ranks ({sum(r['accuracy'] < 0.9 for r in fitting)} below 90 %), "
                        f"{pct(statistics.mean(r['accuracy'] for r in crowded))} over {len(crowded)} with more "
-                       f"({sum(r['accuracy'] < 0.9 for r in crowded)} below 90 %): time-shared ranks wait for a core "
-                       "after each message, which the oracle does not model (docs/oracle.md).")
+                       f"({sum(r['accuracy'] < 0.9 for r in crowded)} below 90 %): the kernel time-slices ranks that "
+                       "outnumber the cores (turns of milliseconds, cold caches, collectives waiting for the rank "
+                       "with the last turn), which the oracle's processor sharing does not model (docs/oracle.md).")
     mem = [r for r in rows if r.get("memory_error") is not None]
     if mem:
         worst = max(mem, key=lambda r: r["memory_error"])

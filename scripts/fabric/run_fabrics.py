@@ -93,9 +93,10 @@ def parse_args():
     p.add_argument("--comm-bench", action="store_true",
                    help="also run benchmarks/comm/run_comm_benchmark.py on every fabric (--label FABRIC --profile), "
                         "if it exists")
-    p.add_argument("--comm-bench-args", default="--quick",
-                   help="more arguments for run_comm_benchmark.py (default %(default)s: a full sweep takes ~10 min "
-                        "per fabric)")
+    p.add_argument("--comm-bench-args", default="--quick --bench-args '--max-bytes 16777216' --training ''",
+                   help="more arguments for run_comm_benchmark.py (default %(default)s: few repetitions, but "
+                        "messages up to 16 MiB, as large as the activations and gradient buckets the oracle "
+                        "predicts with; a full sweep takes ~10 min per fabric)")
     default_comm = os.path.join(ROOT, "build-fabric", "benchmarks", "comm", "hpf_bench_comm")
     if not os.access(default_comm, os.X_OK):
         default_comm = os.path.join(ROOT, "build", "benchmarks", "comm", "hpf_bench_comm")
@@ -246,7 +247,7 @@ def comm_bench(args, fabric, env):
     # The fabric's launcher adds every flag itself (--mpiexec-flags ""); its RESULTS.md section is
     # the comm runner's own business (--no-results): here one profile per fabric, labelled FABRIC.
     cmd = ["/usr/bin/python3", COMM_RUNNER, "--hpf", args.comm_hpf, "--mpiexec", launcher, "--mpiexec-flags", "",
-           "--label", fabric, "--hosts", str(args.hosts), "--no-results", "--max-busy", str(args.max_busy),
+           "--label", fabric, "--hosts", str(args.hosts), "--hosts-share-cores", "--no-results", "--max-busy", str(args.max_busy),
            "--max-wait", str(args.max_wait), "--timeout", str(args.timeout)]
     if args.comm_out:
         cmd += ["--out-dir", args.comm_out, "--profile", os.path.join(args.comm_out, f"{fabric}.json")]

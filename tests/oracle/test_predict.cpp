@@ -93,6 +93,39 @@ TEST_CASE("transfers and the gradient reduction add what the fitted lines say") 
   CHECK(bucketed.reduction_s < 30e-3);
 }
 
+TEST_CASE("messages on one link queue: GPipe's activations arrive one after another") {
+  const auto view = oracle::view_of<Tiny>("tiny");
+  const auto bounds = oracle::balanced_bounds<Tiny>(2);
+  std::size_t first_units = 0;
+  for (const auto& u : view.units) first_units += oracle::in_stage(u, bounds[0], bounds[1], false) ? 1 : 0;
+  const double m = 2, f0 = first_units * 1e-3 * m, b0 = first_units * 2e-3 * m;
+  const double f1 = (6 - first_units) * 1e-3 * m, b1 = (6 - first_units) * 2e-3 * m;
+  auto profile = linear_profile();
+  const double message = 30e-3;  // longer than either stage's forward of a micro-batch
+  profile.comm["p2p_latency"].by_ranks[2] = {{0, 1e30, message, 0}};
+  const auto p = oracle::predict(view, plan(2, 1, 8, 4, Schedule::gpipe), profile);
+  // The four activations take the link one after another, the last arrives after 4 messages and
+  // the first forward; then the last forward and backward, the four gradients one after another,
+  // and the first stage's last backward.
+  // Carried side by side they would end at about 186 ms.
+  REQUIRE(f0 + 4 * message + f1 + b1 + 4 * message + b0 == doctest::Approx(0.276));
+  CHECK(p.time_s >= 0.276);
+}
+
+TEST_CASE("hosts emulated on one machine communicate as hosts but share its cores") {
+  const auto view = oracle::view_of<Tiny>("tiny");
+  auto profile = linear_profile();
+  profile.cores = 1;
+  profile.hosts = 2;
+  // 2 replicas of 4 samples, one per host: 6 units x 3 ms x 4 samples each, on a core of its own.
+  const auto apart = oracle::predict(view, plan(1, 2, 8, 1, Schedule::one_f_one_b), profile);
+  CHECK(apart.compute_s == doctest::Approx(0.072));
+  // Both hosts are namespaces of one single-core machine: the two ranks take turns on its core.
+  profile.hosts_share_cores = true;
+  const auto shared = oracle::predict(view, plan(1, 2, 8, 1, Schedule::one_f_one_b), profile);
+  CHECK(shared.compute_s == doctest::Approx(0.144));
+}
+
 TEST_CASE("ranking: every feasible strategy, fastest first, each with its reason; a budget moves the big ones last") {
   const auto view = oracle::view_of<Tiny>("tiny");
   const auto ranked = oracle::rank_strategies(view, 2, 8, linear_profile());
@@ -132,6 +165,7 @@ TEST_CASE("machine profile: compute written into a profile and read back; bad fi
     "beta_s_per_byte": 1e-9}]}}})";
   auto profile = oracle::load_profile(path);
   CHECK(profile.cores == 2);
+  CHECK(!profile.hosts_share_cores);
   CHECK(profile.fit("p2p_latency").seconds(32, 2) == doctest::Approx(1e-6 + 32e-9));
   CHECK(profile.units.empty());
   const auto written = linear_profile();
@@ -145,6 +179,12 @@ TEST_CASE("machine profile: compute written into a profile and read back; bad fi
   const auto& unit = read.units.begin()->second;
   CHECK(unit.forward(32) == doctest::Approx(32e-3));
 
+  std::ofstream(path) << R"({"format": "hpf-machine-profile", "hosts": 4, "hosts_share_cores": true})";
+  CHECK(oracle::load_profile(path).hosts_share_cores);
+  CHECK(oracle::load_profile(path).compute_hosts() == 1);
+  std::ofstream(path) << R"({"format": "hpf-machine-profile", "hosts_share_cores": 1})";
+  CHECK_THROWS_WITH_AS(oracle::load_profile(path), doctest::Contains("hosts_share_cores must be true or false"),
+                       oracle::ProfileError);
   std::ofstream(path) << R"({"format": "something else"})";
   CHECK_THROWS_WITH_AS(oracle::load_profile(path), doctest::Contains("is not an hpf machine profile"), oracle::ProfileError);
   std::ofstream(path) << R"({"format": "hpf-machine-profile", "compute": {"units": {"x": {"batch": [1, 2], "forward_s": [1]}}}})";

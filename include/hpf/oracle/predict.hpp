@@ -98,7 +98,7 @@ inline StageTimes stage_times(const ModelView& model, const MachineProfile& prof
 
 /// Ranks sharing a host's cores: how much slower each computes than alone (1 when they fit).
 inline double sharing(const MachineProfile& profile, std::size_t ranks) {
-  const std::size_t hosts = std::max<std::size_t>(1, profile.hosts);
+  const std::size_t hosts = profile.compute_hosts();
   const std::size_t per_host = profile.cluster ? profile.cluster->ranks_per_node : (ranks + hosts - 1) / hosts;
   const double demand = static_cast<double>(per_host * std::max<std::size_t>(1, profile.threads_per_rank));
   return std::max(1.0, demand / static_cast<double>(std::max<std::size_t>(1, profile.cores)));
@@ -171,7 +171,7 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
   const std::size_t capacity = (plan.batch / R + M - 1) / M;
   const double share = detail::sharing(profile, P);
   // Ranks that share a host compute at its busy rate (measured with every core working).
-  const std::size_t hosts = std::max<std::size_t>(1, profile.hosts);
+  const std::size_t hosts = profile.compute_hosts();
   const std::size_t per_host = profile.cluster ? profile.cluster->ranks_per_node : (P + hosts - 1) / hosts;
   const HostLoad load = per_host > 1 ? HostLoad::busy : HostLoad::alone;
   const double speed = profile.cluster ? profile.cluster->compute_speed : 1.0;
@@ -197,9 +197,9 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
                                              static_cast<double>(std::max<std::size_t>(1, profile.threads_per_rank));
   const double hosts_used =
       profile.cluster ? std::ceil(static_cast<double>(P) / static_cast<double>(profile.cluster->ranks_per_node))
-                      : static_cast<double>(std::max<std::size_t>(1, profile.hosts));
+                      : static_cast<double>(hosts);
   struct Played {
-    std::vector<double> end, last_backward_start, computing;  // per stage
+    std::vector<double> end, last_backward_start, last_backward_end, computing;  // per stage
   };
   auto play = [&](bool with_transfers) {
     std::vector<std::vector<Instruction>> programs(S);
@@ -210,7 +210,9 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
     std::vector<double> remaining(S, 0);  // compute left of the running forward/backward, in seconds alone
     std::vector<bool> running(S, false);
     std::vector<double> blocked_since(S, -1);  // when the stage began waiting for its message
-    Played out{std::vector<double>(S, 0), std::vector<double>(S, 0), std::vector<double>(S, 0)};
+    // Messages between two stages queue on their link, one direction at a time: when it is free.
+    std::vector<double> forward_link_free(S, 0), backward_link_free(S, 0);  // s -> s + 1, s -> s - 1
+    Played out{std::vector<double>(S, 0), std::vector<double>(S, 0), std::vector<double>(S, 0), std::vector<double>(S, 0)};
     double now = 0;
     for (;;) {
       // Everything that can happen at `now`: until no stage moves (a send may free a receive of
@@ -235,10 +237,18 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
               break;
             } else if (in.op == Op::send_activation) {
               const double bytes = static_cast<double>(facts[s].output_elements * model.scalar_bytes) * m;
-              activation[s + 1][mb] = now + (with_transfers ? detail::transfer_seconds(profile, bytes, P, s, s + 1) : 0);
+              activation[s + 1][mb] = now;
+              if (with_transfers) {
+                forward_link_free[s] = std::max(now, forward_link_free[s]) + detail::transfer_seconds(profile, bytes, P, s, s + 1);
+                activation[s + 1][mb] = forward_link_free[s];
+              }
             } else {
               const double bytes = static_cast<double>(facts[s].input_elements * model.scalar_bytes) * m;
-              gradient[s - 1][mb] = now + (with_transfers ? detail::transfer_seconds(profile, bytes, P, s, s - 1) : 0);
+              gradient[s - 1][mb] = now;
+              if (with_transfers) {
+                backward_link_free[s] = std::max(now, backward_link_free[s]) + detail::transfer_seconds(profile, bytes, P, s, s - 1);
+                gradient[s - 1][mb] = backward_link_free[s];
+              }
             }
           }
         }
@@ -270,6 +280,7 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
         remaining[s] -= (wake - now) * rate;
         if (remaining[s] <= 1e-12 * std::max(1.0, wake)) {
           running[s] = false;
+          if (programs[s][next[s]].op == Op::backward) out.last_backward_end[s] = wake;
           ++next[s];
         }
       }
@@ -280,16 +291,20 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
   const Played played = play(true);
   const std::vector<double>& ends = played.end;
   const std::vector<double>& backward_start = played.last_backward_start;
+  const std::vector<double>& backward_end = played.last_backward_end;
   const std::vector<double> ends_free = play(false).end;
 
   // Per stage: buckets become ready as the last backward passes them (from the end of the
-  // gradient), each reduction starts when it is ready and the previous one is done.
+  // gradient), each reduction starts when it is ready and the previous one is done. The units'
+  // times are a rank's alone; the played backward may have taken longer (ranks sharing cores), so
+  // a unit ends at its share of the played backward.
   double step_end = 0, busiest = 0, all_stages = 0, optimizer = 0;
   for (std::size_t s = 0; s < S; ++s) {
     double end = ends[s];
     if (R > 1 && facts[s].cost.parameters > 0) {
       const std::size_t per_bucket = std::max<std::size_t>(1, plan.bucket_bytes / model.scalar_bytes);
       const std::size_t params = facts[s].cost.parameters;
+      const double stretch = times[s].backward > 0 ? (backward_end[s] - backward_start[s]) / times[s].backward : 1;
       double ready_clock = backward_start[s], reduced = 0;
       std::size_t covered = params;  // gradients at offsets >= covered are final
       std::size_t u = times[s].unit_params.size();
@@ -297,7 +312,7 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
       while (true) {
         while (covered > bucket_begin && u > 0) {
           --u;
-          ready_clock += times[s].backward_units[u];
+          ready_clock += times[s].backward_units[u] * stretch;
           covered -= times[s].unit_params[u];
         }
         const std::size_t bucket_end = std::min(params, bucket_begin + per_bucket);

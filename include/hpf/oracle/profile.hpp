@@ -104,12 +104,18 @@ struct MachineProfile {
   std::string label, path;
   std::size_t cores = 1;             ///< per host: more ranks than this share them
   std::size_t hosts = 1;             ///< hosts the profile's ranks were spread over
+  /// The hosts are emulated on one machine (network namespaces, scripts/fabric/emulate.sh): they
+  /// communicate as separate hosts but all share its `cores`.
+  bool hosts_share_cores = false;
   std::size_t threads_per_rank = 1;  ///< threads a rank ran with when calibrated
   std::map<std::string, CommFit> comm;
   std::map<std::string, UnitTiming> units;
   double optimizer_s_per_parameter = 0;  ///< optimizer step and zeroing gradients
   double load_s_per_element = 0;         ///< batch loading, per input element
   std::optional<Cluster> cluster;
+
+  /// Hosts whose cores compute separately: one when the hosts share a machine.
+  std::size_t compute_hosts() const { return hosts_share_cores ? 1 : std::max<std::size_t>(1, hosts); }
 
   const CommFit& fit(const std::string& primitive) const {
     static const CommFit none;
@@ -185,6 +191,10 @@ inline MachineProfile load_profile(const std::string& path) {
   p.path = path;
   if (const auto* label = member(root, "label")) p.label = label->text;
   p.hosts = static_cast<std::size_t>(detail::number_at(root, "hosts", path, 1));
+  if (const auto* shared = member(root, "hosts_share_cores")) {
+    if (shared->kind != detail::JsonValue::Kind::boolean) throw ProfileError(path + ": hosts_share_cores must be true or false");
+    p.hosts_share_cores = shared->boolean;
+  }
   if (const auto* host = member(root, "host")) p.cores = static_cast<std::size_t>(detail::number_at(*host, "cores", path + ": host", 1));
   if (const auto* comm = member(root, "comm")) {
     for (const auto& [primitive, by_ranks] : comm->members) {
