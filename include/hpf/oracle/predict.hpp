@@ -117,6 +117,16 @@ inline double transfer_seconds(const MachineProfile& profile, double bytes, std:
   return profile.fit("p2p_latency").seconds(bytes, ranks);  // measured with as many ranks running
 }
 
+/// How long one message of `bytes` keeps the link from rank a to rank b busy when messages follow
+/// each other: the time per message of a stream (the `p2p_bandwidth` fit, a window of back-to-back
+/// messages), which on a shaped link is longer than a lone message's (a token bucket lets one
+/// burst through at line rate).
+inline double link_busy_seconds(const MachineProfile& profile, double bytes, std::size_t ranks, std::size_t a, std::size_t b) {
+  const CommFit& stream = profile.fit("p2p_bandwidth");
+  if (profile.cluster || stream.empty()) return transfer_seconds(profile, bytes, ranks, a, b);
+  return stream.seconds(bytes, ranks);
+}
+
 /// One gradient bucket of `bytes` reduced among the `replicas` of one stage of a `stages`-stage
 /// pipeline.
 inline double bucket_seconds(const MachineProfile& profile, double bytes, std::size_t replicas, std::size_t stages,
@@ -210,7 +220,8 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
     std::vector<double> remaining(S, 0);  // compute left of the running forward/backward, in seconds alone
     std::vector<bool> running(S, false);
     std::vector<double> blocked_since(S, -1);  // when the stage began waiting for its message
-    // Messages between two stages queue on their link, one direction at a time: when it is free.
+    // Messages between two stages queue on their link, one direction at a time: when it is free
+    // (a message arrives its latency after it starts, and keeps the link busy its streaming time).
     std::vector<double> forward_link_free(S, 0), backward_link_free(S, 0);  // s -> s + 1, s -> s - 1
     Played out{std::vector<double>(S, 0), std::vector<double>(S, 0), std::vector<double>(S, 0), std::vector<double>(S, 0)};
     double now = 0;
@@ -239,15 +250,17 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
               const double bytes = static_cast<double>(facts[s].output_elements * model.scalar_bytes) * m;
               activation[s + 1][mb] = now;
               if (with_transfers) {
-                forward_link_free[s] = std::max(now, forward_link_free[s]) + detail::transfer_seconds(profile, bytes, P, s, s + 1);
-                activation[s + 1][mb] = forward_link_free[s];
+                const double start = std::max(now, forward_link_free[s]);
+                forward_link_free[s] = start + detail::link_busy_seconds(profile, bytes, P, s, s + 1);
+                activation[s + 1][mb] = start + detail::transfer_seconds(profile, bytes, P, s, s + 1);
               }
             } else {
               const double bytes = static_cast<double>(facts[s].input_elements * model.scalar_bytes) * m;
               gradient[s - 1][mb] = now;
               if (with_transfers) {
-                backward_link_free[s] = std::max(now, backward_link_free[s]) + detail::transfer_seconds(profile, bytes, P, s, s - 1);
-                gradient[s - 1][mb] = backward_link_free[s];
+                const double start = std::max(now, backward_link_free[s]);
+                backward_link_free[s] = start + detail::link_busy_seconds(profile, bytes, P, s, s - 1);
+                gradient[s - 1][mb] = start + detail::transfer_seconds(profile, bytes, P, s, s - 1);
               }
             }
           }
