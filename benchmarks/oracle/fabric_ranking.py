@@ -17,6 +17,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BENCHMARKS = os.path.dirname(HERE)
+ROOT = os.path.dirname(BENCHMARKS)
 sys.path.insert(0, BENCHMARKS)
 import bench_harness as h  # noqa: E402
 
@@ -35,7 +36,7 @@ def parse_args():
 def read(label):
     path = os.path.join(HERE, "results", f"oracle_{label}.csv")
     if not os.path.exists(path):
-        sys.exit(f"fabric_ranking.py: {h.repo_relative(path, h.ROOT)} does not exist: run "
+        sys.exit(f"fabric_ranking.py: {h.repo_relative(path, ROOT)} does not exist: run "
                  f"run_oracle_accuracy.py --label {label} first")
     with open(path) as f:
         return [r for r in csv.DictReader(f) if r["ranks"] == RANKS and r["status"] == "ok"]
