@@ -82,10 +82,11 @@ void check_trace(const hpf_test::TraceFile& trace, int ranks) {
         }
       }
       // Ranks outnumbering the cores are descheduled anywhere, also between two spans: that time
-      // is the scheduler's, not untraced work, so it is allowed more room there.
+      // is the scheduler's, not untraced work, so it is allowed more room there (one step in
+      // about a dozen runs under AddressSanitizer had 92.6 % accounted).
       const bool crowded = static_cast<unsigned>(ranks) > std::max(1u, std::thread::hardware_concurrency());
       const double accounted = hpf_test::covered(busy, whole.ts, whole.end());
-      CHECK(accounted >= (crowded ? 0.95 : 0.98) * whole.dur);
+      CHECK(accounted >= (crowded ? 0.90 : 0.98) * whole.dur);
     }
     // Sends matched by receives: activations from stage 0 to 1, gradients back, per replica and micro-batch.
     for (int replica = 0; replica < ranks / 2; ++replica) {
