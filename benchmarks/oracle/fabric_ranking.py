@@ -21,6 +21,9 @@ ROOT = os.path.dirname(BENCHMARKS)
 sys.path.insert(0, BENCHMARKS)
 import bench_harness as h  # noqa: E402
 
+sys.path.insert(0, HERE)
+from run_oracle_accuracy import make_config, strategy_text  # noqa: E402
+
 SECTION = "oracle-fabrics"
 RANKS = "2"  # the rank count every fabric ran (one rank per emulated host)
 
@@ -43,19 +46,19 @@ def read(label):
 
 
 def describe(r):
-    if r["kind"] == "data":
-        return f"data 1x2 M={r['micro_batches']}"
-    return f"pipeline 2x1 {r['schedule']} M={r['micro_batches']}"
+    return strategy_text(make_config(r["model"], int(r["ranks"]), int(r["stages"]), int(r["micro_batches"]),
+                                     r["schedule"]))
 
 
-def fastest(rows, kind, by):
-    """The configuration of `kind` with the least `by` time ('predicted_ms' or 'measured_ms')."""
-    pool = [r for r in rows if (r["kind"] == "data") == (kind == "data")]
+def fastest(rows, data_parallel, by):
+    """The data-parallel (or else pipelined) configuration with the least `by` time ('predicted_ms'
+    or 'measured_ms')."""
+    pool = [r for r in rows if (r["kind"] == "data") == data_parallel]
     return min(pool, key=lambda r: float(r[by])) if pool else None
 
 
 def winner(rows, by):
-    data, pipe = fastest(rows, "data", by), fastest(rows, "pipeline", by)
+    data, pipe = fastest(rows, True, by), fastest(rows, False, by)
     if not data or not pipe:
         return "-"
     return "data parallel" if float(data[by]) <= float(pipe[by]) else "pipeline"
@@ -80,7 +83,7 @@ def main():
     for model in models:
         for label in labels:
             rows = [r for r in per_label[label] if r["model"] == model]
-            data, pipe = fastest(rows, "data", "predicted_ms"), fastest(rows, "pipeline", "predicted_ms")
+            data, pipe = fastest(rows, True, "predicted_ms"), fastest(rows, False, "predicted_ms")
             if not data or not pipe:
                 continue
             # The winners compare every measured configuration of each kind, not only the predicted fastest.
