@@ -96,11 +96,16 @@ inline StageTimes stage_times(const ModelView& model, const MachineProfile& prof
   return t;
 }
 
+/// Ranks of a `ranks`-process job that compute on one host's cores.
+inline std::size_t ranks_per_host(const MachineProfile& profile, std::size_t ranks) {
+  if (profile.cluster) return profile.cluster->ranks_per_node;
+  const std::size_t hosts = profile.compute_hosts();
+  return (ranks + hosts - 1) / hosts;
+}
+
 /// Ranks sharing a host's cores: how much slower each computes than alone (1 when they fit).
 inline double sharing(const MachineProfile& profile, std::size_t ranks) {
-  const std::size_t hosts = profile.compute_hosts();
-  const std::size_t per_host = profile.cluster ? profile.cluster->ranks_per_node : (ranks + hosts - 1) / hosts;
-  const double demand = static_cast<double>(per_host * std::max<std::size_t>(1, profile.threads_per_rank));
+  const double demand = static_cast<double>(ranks_per_host(profile, ranks) * std::max<std::size_t>(1, profile.threads_per_rank));
   return std::max(1.0, demand / static_cast<double>(std::max<std::size_t>(1, profile.cores)));
 }
 
@@ -181,9 +186,7 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
   const std::size_t capacity = (plan.batch / R + M - 1) / M;
   const double share = detail::sharing(profile, P);
   // Ranks that share a host compute at its busy rate (measured with every core working).
-  const std::size_t hosts = profile.compute_hosts();
-  const std::size_t per_host = profile.cluster ? profile.cluster->ranks_per_node : (P + hosts - 1) / hosts;
-  const HostLoad load = per_host > 1 ? HostLoad::busy : HostLoad::alone;
+  const HostLoad load = detail::ranks_per_host(profile, P) > 1 ? HostLoad::busy : HostLoad::alone;
   const double speed = profile.cluster ? profile.cluster->compute_speed : 1.0;
   const GradientReduction reduction = resolve(plan.reduction, R);
 
@@ -207,7 +210,7 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
                                              static_cast<double>(std::max<std::size_t>(1, profile.threads_per_rank));
   const double hosts_used =
       profile.cluster ? std::ceil(static_cast<double>(P) / static_cast<double>(profile.cluster->ranks_per_node))
-                      : static_cast<double>(hosts);
+                      : static_cast<double>(profile.compute_hosts());
   struct Played {
     std::vector<double> end, last_backward_start, last_backward_end, computing;  // per stage
   };
