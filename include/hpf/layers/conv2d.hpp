@@ -64,7 +64,8 @@ class Conv2DImpl {
 #if HPF_ENABLE_ONEDNN
     if constexpr (onednn_possible) {
       const KernelResources& kernels = binder.kernels();
-      if (kernels.convolution == ConvolutionAlgorithm::automatic) vendor_.emplace(g_, out_, bias_, kernels.onednn());
+      if (kernels.convolution == ConvolutionAlgorithm::automatic)
+        vendor_.emplace(g_, out_, bias_, kernels.onednn(), static_cast<std::size_t>(Space().concurrency()));
     }
 #endif
     const std::size_t k = g_.kernel;
@@ -127,7 +128,7 @@ class Conv2DImpl {
 #if HPF_ENABLE_ONEDNN
     if constexpr (onednn_possible) {
       if (vendor_) {
-        vendor_->backward(x.data(), weight_.data(), dy.data(), is_empty(dx) ? nullptr : dx.data(), weight_grad_.data(),
+        vendor_->backward(ctx.space, x.data(), weight_.data(), dy.data(), is_empty(dx) ? nullptr : dx.data(), weight_grad_.data(),
                           bias_ ? bias_grad_.data() : nullptr, x.extent(1), ctx.workspace.data());
         return;
       }

@@ -89,11 +89,26 @@ inline void match_library_threads(int host_threads) {
   }
 }
 
-/// One line describing the BLAS kernels in use, for logs ("OpenBLAS Haswell (selected by hpf: ...)").
+/// How the loaded OpenBLAS runs its threads: "OpenMP" (the threads of the process's OpenMP runtime,
+/// shared with Kokkos' OpenMP backend), "pthreads" (a pool of its own), "sequential", or "" when the
+/// BLAS is not OpenBLAS.
+inline std::string blas_threading() {
+  using parallel_fn = int (*)();
+  auto f = reinterpret_cast<parallel_fn>(dlsym(RTLD_DEFAULT, "openblas_get_parallel"));
+  if (!f) return "";
+  switch (f()) {
+    case 0: return "sequential";
+    case 1: return "pthreads";
+    case 2: return "OpenMP";
+    default: return "unknown";
+  }
+}
+
+/// One line describing the BLAS in use, for logs ("OpenBLAS kernels: Haswell, OpenMP threads").
 inline std::string blas_description() {
   const char* core = detail::openblas_core();
   if (!core) return "BLAS: not OpenBLAS";
-  std::string text = std::string("OpenBLAS kernels: ") + core;
+  std::string text = std::string("OpenBLAS kernels: ") + core + ", " + blas_threading() + " threads";
   if (const char* replaced = std::getenv("HPF_BLAS_REEXECUTED")) text += std::string(" (hpf replaced ") + replaced + ")";
   return text;
 }

@@ -2,11 +2,36 @@
 #ifndef HPF_LAYERS_DETAIL_ELEMENTWISE_HPP
 #define HPF_LAYERS_DETAIL_ELEMENTWISE_HPP
 
+#include <hpf/tensor/views.hpp>
+
 #include <Kokkos_Core.hpp>
 
 #include <cstddef>
 
 namespace hpf::detail {
+
+/// Elements per parallel iteration of an element-wise kernel. On the host, a block that one core
+/// streams through in a loop the compiler vectorises: with one iteration per element, GCC's
+/// OpenMP outlining left a scalar loop that branched per element (ReLU backward on Kokkos OpenMP
+/// ran 15x slower than on Serial). 4096 floats are 16 KiB: enough blocks to balance the threads
+/// of a layer of 16 K elements and more, few enough that scheduling costs nothing. On a device,
+/// one element per thread.
+template <class Space>
+constexpr std::size_t elements_per_block() {
+  return Kokkos::SpaceAccessibility<Kokkos::HostSpace, memory_space_t<Space>>::accessible ? 4096 : 1;
+}
+
+/// Calls body(begin, end) for consecutive blocks [begin, end) covering [0, n), in parallel on
+/// `space`. body loops over its block itself, so its loop is what gets vectorised.
+template <class Space, class Body>
+void for_each_block(const Space& space, std::size_t n, const char* label, const Body& body) {
+  constexpr std::size_t block = elements_per_block<Space>();
+  const std::size_t blocks = (n + block - 1) / block;
+  Kokkos::parallel_for(label, Kokkos::RangePolicy<Space>(space, 0, blocks), KOKKOS_LAMBDA(const std::size_t b) {
+    const std::size_t begin = b * block;
+    body(begin, begin + block < n ? begin + block : n);
+  });
+}
 
 /// out = a + b over contiguous views of equal size (out may alias a or b).
 template <class Space, class A, class B, class Out>
@@ -14,8 +39,9 @@ void add(const Space& space, const A& a, const B& b, const Out& out, const char*
   const auto* pa = a.data();
   const auto* pb = b.data();
   auto* po = out.data();
-  Kokkos::parallel_for(label, Kokkos::RangePolicy<Space>(space, 0, out.size()),
-                       KOKKOS_LAMBDA(const std::size_t i) { po[i] = pa[i] + pb[i]; });
+  for_each_block(space, out.size(), label, KOKKOS_LAMBDA(const std::size_t begin, const std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) po[i] = pa[i] + pb[i];
+  });
 }
 
 /// into += from over contiguous views of equal size.
@@ -23,16 +49,18 @@ template <class Space, class From, class Into>
 void accumulate(const Space& space, const From& from, const Into& into, const char* label) {
   const auto* pf = from.data();
   auto* pi = into.data();
-  Kokkos::parallel_for(label, Kokkos::RangePolicy<Space>(space, 0, into.size()),
-                       KOKKOS_LAMBDA(const std::size_t i) { pi[i] += pf[i]; });
+  for_each_block(space, into.size(), label, KOKKOS_LAMBDA(const std::size_t begin, const std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) pi[i] += pf[i];
+  });
 }
 
 /// values *= factor over a contiguous view.
 template <class Space, class View>
 void scale(const Space& space, const View& values, typename View::non_const_value_type factor, const char* label) {
   auto* p = values.data();
-  Kokkos::parallel_for(label, Kokkos::RangePolicy<Space>(space, 0, values.size()),
-                       KOKKOS_LAMBDA(const std::size_t i) { p[i] *= factor; });
+  for_each_block(space, values.size(), label, KOKKOS_LAMBDA(const std::size_t begin, const std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) p[i] *= factor;
+  });
 }
 
 }  // namespace hpf::detail

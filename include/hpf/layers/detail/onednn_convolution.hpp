@@ -9,16 +9,44 @@
 #include <hpf/layers/detail/window.hpp>
 #include <hpf/layers/kernel_options.hpp>
 
+#include <Kokkos_Core.hpp>
+#include <dlfcn.h>
 #include <dnnl.hpp>
 
 #include <algorithm>
 #include <cstddef>
+#include <exception>
 #include <map>
 #include <memory>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 namespace hpf::detail {
+
+/// \brief Keeps oneDNN on the calling thread while it lives. oneDNN's OpenMP runtime reads the
+/// calling thread's omp_get_max_threads(): primitives made under this split their work for one
+/// thread, and primitives run under it stay on the thread that calls them. Found with dlsym (it
+/// is the OpenMP runtime oneDNN loaded; hpf itself is not always compiled with OpenMP).
+class OneDnnOnOneThread {
+  using get_fn = int (*)();
+  using set_fn = void (*)(int);
+
+ public:
+  OneDnnOnOneThread() {
+    if (get_ && set_) set_(1);
+  }
+  ~OneDnnOnOneThread() {
+    if (get_ && set_) set_(saved_);
+  }
+  OneDnnOnOneThread(const OneDnnOnOneThread&) = delete;
+  OneDnnOnOneThread& operator=(const OneDnnOnOneThread&) = delete;
+
+ private:
+  get_fn get_ = reinterpret_cast<get_fn>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
+  set_fn set_ = reinterpret_cast<set_fn>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
+  int saved_ = get_ ? get_() : 1;
+};
 
 /// \brief A float convolution on the host through oneDNN, the vendor convolution library
 /// (PyTorch's CPU convolutions run on it), as GEMMs go to the vendor BLAS.
@@ -30,19 +58,25 @@ namespace hpf::detail {
 /// hpf's (reorders with a sum post-op), since micro-batches accumulate.
 class OneDnnConvolution {
  public:
-  OneDnnConvolution(const WindowGeometry& g, std::size_t out_channels, bool bias, std::shared_ptr<OneDnnDevice> device)
-      : g_(g), out_(out_channels), bias_(bias), device_(std::move(device)) {}
+  /// `lanes`: weight-gradient sub-batches computed side by side, one per thread of the layer's
+  /// host execution space (1: one after another, each on all of oneDNN's threads).
+  OneDnnConvolution(const WindowGeometry& g, std::size_t out_channels, bool bias, std::shared_ptr<OneDnnDevice> device,
+                    std::size_t lanes = 1)
+      : g_(g), out_(out_channels), bias_(bias), device_(std::move(device)), lanes_(std::max<std::size_t>(lanes, 1)) {
+    for (std::size_t lane = 0; lanes_ > 1 && lane < lanes_; ++lane) lane_streams_.emplace_back(engine());
+  }
 
   /// Floats of workspace a batch of n needs (the blocked copies of the larger phase).
   std::size_t workspace(std::size_t n) const {
-    return std::max(plan(n, n).workspace, plan(std::min(weight_gradient_chunk(n), n), n).workspace);
+    const WeightSplit split = weight_split(n);
+    return std::max(plan(n, n).workspace, split.groups * split.group_floats + split.lanes * split.lane_floats);
   }
 
   void forward(const float* x, const float* weight, const float* bias, float* y, std::size_t n, float* scratch) const {
     const Plan& p = plan(n, n);
     Slots slots(scratch);
-    const auto src = in(p.src, p.forward.src_desc(), const_cast<float*>(x), slots);
-    const auto wei = in(p.weights, p.forward.weights_desc(), const_cast<float*>(weight), slots);
+    const auto src = in(p.src, p.forward.src_desc(), const_cast<float*>(x), slots, stream());
+    const auto wei = in(p.weights, p.forward.weights_desc(), const_cast<float*>(weight), slots, stream());
     dnnl::memory user_dst(p.dst, engine(), y);
     auto dst = p.forward.dst_desc() == p.dst ? user_dst : dnnl::memory(p.forward.dst_desc(), engine(), slots.take(p.forward.dst_desc()));
     std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
@@ -53,40 +87,16 @@ class OneDnnConvolution {
   }
 
   /// Adds the weight (and bias) gradient of this batch to weight_grad (bias_grad); writes the input
-  /// gradient to dx unless it is null.
-  void backward(const float* x, const float* weight, const float* dy, float* dx, float* weight_grad, float* bias_grad,
-                std::size_t n, float* scratch) const {
-    // Weight and bias gradients, a few images at a time: each sub-batch's sum reaches hpf's
-    // gradient separately, so no float accumulation chain runs over the whole batch (oneDNN's
-    // kernels sum N*OH*OW products in one chain, which loses digits on large batches).
-    const std::size_t chunk = weight_gradient_chunk(n);
-    for (std::size_t first = 0; first < n; first += chunk) {
-      const std::size_t images = std::min(chunk, n - first);
-      const Plan& p = plan(images, n);
-      Slots slots(scratch);
-      const auto src = in(p.src, p.backward_weights.src_desc(), const_cast<float*>(x) + first * g_.in_spatial(), slots);
-      const auto grad =
-          in(p.dst, p.backward_weights.diff_dst_desc(), const_cast<float*>(dy) + first * g_.out_spatial(), slots);
-      dnnl::memory dw(p.backward_weights.diff_weights_desc(), engine(), slots.take(p.backward_weights.diff_weights_desc()));
-      std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, grad}, {DNNL_ARG_DIFF_WEIGHTS, dw}};
-      dnnl::memory db;
-      if (bias_) {
-        db = dnnl::memory(p.backward_weights.diff_bias_desc(), engine(), slots.take(p.backward_weights.diff_bias_desc()));
-        args.insert({DNNL_ARG_DIFF_BIAS, db});
-      }
-      p.run_backward_weights.execute(stream(), args);
-      dnnl::memory own_dw(p.weights, engine(), weight_grad);
-      p.add_weight_grad.execute(stream(), dw, own_dw);
-      if (bias_) {
-        dnnl::memory own_db(p.bias, engine(), bias_grad);
-        p.add_bias_grad.execute(stream(), db, own_db);
-      }
-    }
+  /// gradient to dx unless it is null. `space` runs the weight-gradient lanes.
+  template <class HostSpace>
+  void backward(const HostSpace& space, const float* x, const float* weight, const float* dy, float* dx,
+                float* weight_grad, float* bias_grad, std::size_t n, float* scratch) const {
+    weight_gradient(space, x, dy, weight_grad, bias_grad, n, scratch);
     const Plan& p = plan(n, n);
     if (dx) {  // input gradient
       Slots slots(scratch);
-      const auto grad = in(p.dst, p.backward_data.diff_dst_desc(), const_cast<float*>(dy), slots);
-      const auto wei = in(p.weights, p.backward_data.weights_desc(), const_cast<float*>(weight), slots);
+      const auto grad = in(p.dst, p.backward_data.diff_dst_desc(), const_cast<float*>(dy), slots, stream());
+      const auto wei = in(p.weights, p.backward_data.weights_desc(), const_cast<float*>(weight), slots, stream());
       dnnl::memory user_dx(p.src, engine(), dx);
       auto diff_src = p.backward_data.diff_src_desc() == p.src
                                 ? user_dx
@@ -109,7 +119,8 @@ class OneDnnConvolution {
     dnnl::convolution_backward_data run_backward_data;
     dnnl::convolution_backward_weights run_backward_weights;
     dnnl::reorder add_weight_grad, add_bias_grad;  // hpf's gradient += oneDNN's, in hpf's layout
-    std::size_t workspace = 0;  // floats
+    std::size_t workspace = 0;          // floats: forward and input-gradient phases
+    std::size_t weights_workspace = 0;  // floats: the weight-gradient phase
   };
 
   /// Carves 64-byte aligned pieces off the workspace for blocked copies.
@@ -127,16 +138,31 @@ class OneDnnConvolution {
     float* next_;
   };
 
+  /// A sum of weight (and bias) gradients in oneDNN's layout, in workspace.
+  struct GradientSum {
+    dnnl::memory weight, bias;
+  };
+
+  /// How the weight gradient of a batch is split: sub-batches of `chunk` images, whose sums are
+  /// added in groups of sub_batches_per_group, groups spread over `lanes`.
+  struct WeightSplit {
+    std::size_t chunk = 1, chunks = 0, groups = 0, lanes = 1;
+    std::size_t group_floats = 0;  // a group's sum
+    std::size_t lane_floats = 0;   // a lane's blocked copies and one sub-batch's sum
+  };
+  static constexpr std::size_t sub_batches_per_group = 8;
+
   dnnl::engine& engine() const { return device_->engine; }
   dnnl::stream& stream() const { return device_->stream; }
 
   /// `data` in the layout `wanted`: itself if hpf's layout already is, else a reordered copy (layout
   /// reorders are cheap to make: oneDNN's primitive cache keeps them).
-  dnnl::memory in(const dnnl::memory::desc& own, const dnnl::memory::desc& wanted, float* data, Slots& slots) const {
+  dnnl::memory in(const dnnl::memory::desc& own, const dnnl::memory::desc& wanted, float* data, Slots& slots,
+                  dnnl::stream& on) const {
     dnnl::memory user(own, engine(), data);
     if (wanted == own) return user;
     dnnl::memory copy(wanted, engine(), slots.take(wanted));
-    dnnl::reorder(user, copy).execute(stream(), user, copy);
+    dnnl::reorder(user, copy).execute(on, user, copy);
     return copy;
   }
   /// A reorder that adds `from` to `to` (a sum post-op): micro-batches accumulate gradients.
@@ -148,6 +174,134 @@ class OneDnnConvolution {
     return dnnl::reorder(dnnl::reorder::primitive_desc(engine(), from, engine(), to, attr));
   }
 
+  /// Weight and bias gradients, a few images at a time: each sub-batch's sum is computed
+  /// separately, so no float accumulation chain runs over the whole batch (oneDNN's kernels sum
+  /// N*OH*OW products in one chain, which loses digits on large batches). Sub-batch sums are added
+  /// within groups of sub_batches_per_group, and the groups' sums to hpf's gradient in order, so
+  /// the order of additions does not depend on the threads: with several lanes, groups run side
+  /// by side, oneDNN on one thread in each (a 1-image sub-batch leaves oneDNN's own threads little
+  /// to share: ResNet-20 on 2 threads ran at 1031 images/s, against 1176 with whole-batch chains).
+  template <class HostSpace>
+  void weight_gradient(const HostSpace& space, const float* x, const float* dy, float* weight_grad, float* bias_grad,
+                       std::size_t n, float* scratch) const {
+    const WeightSplit split = weight_split(n);  // also makes the plans before any lane runs
+    float* const group_space = scratch;
+    float* const lane_space = scratch + split.groups * split.group_floats;
+    std::vector<GradientSum> sums(split.groups);
+    auto lane_work = [&](std::size_t lane) {
+      for (std::size_t group = lane; group < split.groups; group += split.lanes)
+        sums[group] = group_gradient(x, dy, group, split, n, group_space + group * split.group_floats,
+                                     lane_space + lane * split.lane_floats, split.lanes > 1 ? lane_streams_[lane] : stream());
+    };
+    if (split.lanes == 1) {
+      lane_work(0);
+    } else {
+      run_lanes(space, split.lanes, lane_work);
+    }
+    const Plan& whole = weight_plan(split.chunk, n);
+    for (GradientSum& sum : sums) {  // in group order
+      dnnl::memory own_dw(whole.weights, engine(), weight_grad);
+      whole.add_weight_grad.execute(stream(), sum.weight, own_dw);
+      if (bias_) {
+        dnnl::memory own_db(whole.bias, engine(), bias_grad);
+        whole.add_bias_grad.execute(stream(), sum.bias, own_db);
+      }
+    }
+  }
+
+  /// The sum of one group's sub-batch gradients, in `sum_space` (in the layout of a whole
+  /// sub-batch's plan); `lane_space` holds the blocked copies.
+  GradientSum group_gradient(const float* x, const float* dy, std::size_t group, const WeightSplit& split,
+                             std::size_t n, float* sum_space, float* lane_space, dnnl::stream& on) const {
+    const Plan& whole = weight_plan(split.chunk, n);
+    const auto& sum_weight_desc = whole.backward_weights.diff_weights_desc();
+    GradientSum sum;
+    sum.weight = dnnl::memory(sum_weight_desc, engine(), sum_space);
+    if (bias_)
+      sum.bias = dnnl::memory(whole.backward_weights.diff_bias_desc(), engine(), sum_space + Slots::floats(sum_weight_desc));
+    const std::size_t begin = group * sub_batches_per_group;
+    const std::size_t end = std::min(begin + sub_batches_per_group, split.chunks);
+    for (std::size_t c = begin; c < end; ++c) {
+      const std::size_t first = c * split.chunk;
+      const Plan& p = weight_plan(std::min(split.chunk, n - first), n);
+      Slots slots(lane_space);
+      const auto src = in(p.src, p.backward_weights.src_desc(), const_cast<float*>(x) + first * g_.in_spatial(), slots, on);
+      const auto grad = in(p.dst, p.backward_weights.diff_dst_desc(), const_cast<float*>(dy) + first * g_.out_spatial(),
+                           slots, on);
+      const bool same_layout = p.backward_weights.diff_weights_desc() == sum_weight_desc &&
+                               (!bias_ || p.backward_weights.diff_bias_desc() == sum.bias.get_desc());
+      const bool into_sum = c == begin && same_layout;  // the group's first sub-batch writes the sum itself
+      GradientSum part = sum;
+      if (!into_sum) {
+        part.weight = dnnl::memory(p.backward_weights.diff_weights_desc(), engine(), slots.take(p.backward_weights.diff_weights_desc()));
+        if (bias_) part.bias = dnnl::memory(p.backward_weights.diff_bias_desc(), engine(), slots.take(p.backward_weights.diff_bias_desc()));
+      }
+      std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, grad}, {DNNL_ARG_DIFF_WEIGHTS, part.weight}};
+      if (bias_) args.insert({DNNL_ARG_DIFF_BIAS, part.bias});
+      p.run_backward_weights.execute(on, args);
+      if (!into_sum) {
+        add_into(part.weight, sum.weight, /*overwrite=*/c == begin, on);
+        if (bias_) add_into(part.bias, sum.bias, c == begin, on);
+      }
+    }
+    on.wait();
+    return sum;
+  }
+
+  /// to += from (to = from when `overwrite`): one pass when both have the same layout (padding
+  /// included), else a reorder.
+  void add_into(dnnl::memory from, dnnl::memory to, bool overwrite, dnnl::stream& on) const {
+    if (from.get_desc() == to.get_desc()) {
+      on.wait();
+      const auto* f = static_cast<const float*>(from.get_data_handle());
+      auto* t = static_cast<float*>(to.get_data_handle());
+      const std::size_t count = from.get_desc().get_size() / sizeof(float);
+      for (std::size_t i = 0; i < count; ++i) t[i] = overwrite ? f[i] : t[i] + f[i];
+      return;
+    }
+    (overwrite ? dnnl::reorder(from, to) : adding_reorder(from.get_desc(), to.get_desc())).execute(on, from, to);
+  }
+
+  /// Runs work(lane) for lane in [0, count) in parallel on `space`, oneDNN on one thread in each.
+  template <class HostSpace, class Work>
+  void run_lanes(const HostSpace& space, std::size_t count, const Work& work) const {
+    std::vector<std::exception_ptr> failed(count);
+    Kokkos::parallel_for("hpf::Conv2D::weight_gradient_lanes", Kokkos::RangePolicy<HostSpace>(space, 0, count),
+                         [&](const std::size_t lane) {
+                           OneDnnOnOneThread one_thread;
+                           try {
+                             work(lane);
+                           } catch (...) {
+                             failed[lane] = std::current_exception();
+                           }
+                         });
+    for (const auto& error : failed)
+      if (error) std::rethrow_exception(error);
+  }
+
+  /// The split of a batch of n, with every plan it uses made.
+  WeightSplit weight_split(std::size_t n) const {
+    WeightSplit split;
+    split.chunk = std::min(weight_gradient_chunk(n), std::max<std::size_t>(n, 1));
+    split.chunks = (n + split.chunk - 1) / split.chunk;
+    split.groups = (split.chunks + sub_batches_per_group - 1) / sub_batches_per_group;
+    split.lanes = std::max<std::size_t>(std::min(lanes_, split.groups), 1);
+    const Plan& whole = weight_plan(split.chunk, n);
+    split.group_floats = Slots::floats(whole.backward_weights.diff_weights_desc()) +
+                         (bias_ ? Slots::floats(whole.backward_weights.diff_bias_desc()) : 0);
+    split.lane_floats = whole.weights_workspace;
+    if (n % split.chunk) split.lane_floats = std::max(split.lane_floats, weight_plan(n % split.chunk, n).weights_workspace);
+    return split;
+  }
+
+  /// The plan of a weight-gradient sub-batch: with lanes, its primitives are made for one thread.
+  const Plan& weight_plan(std::size_t images, std::size_t batch) const {
+    if (lanes_ == 1) return plan(images, batch);
+    const auto found = weight_plans_.find({images, batch});
+    if (found != weight_plans_.end()) return found->second;
+    OneDnnOnOneThread one_thread;
+    return weight_plans_.emplace(std::pair{images, batch}, make_plan(images, batch)).first->second;
+  }
 
   /// Images per weight-gradient sub-batch: about 256 output pixels, chains as short as a blocked
   /// GEMM's. Measured on ResNet-20 (batch 64, float, against float64): one chain per batch gave a
@@ -162,6 +316,9 @@ class OneDnnConvolution {
   const Plan& plan(std::size_t n, std::size_t batch) const {
     const auto found = plans_.find({n, batch});
     if (found != plans_.end()) return found->second;
+    return plans_.emplace(std::pair{n, batch}, make_plan(n, batch)).first->second;
+  }
+  Plan make_plan(std::size_t n, std::size_t batch) const {
     using dims = dnnl::memory::dims;
     using tag = dnnl::memory::format_tag;
     const auto f32 = dnnl::memory::data_type::f32;
@@ -205,22 +362,25 @@ class OneDnnConvolution {
     };
     const std::size_t forward = copy(p.src, p.forward.src_desc()) + copy(p.weights, p.forward.weights_desc()) +
                                 copy(p.dst, p.forward.dst_desc());
-    const std::size_t weights_phase = copy(p.src, p.backward_weights.src_desc()) +
+    p.weights_workspace = copy(p.src, p.backward_weights.src_desc()) +
                                       copy(p.dst, p.backward_weights.diff_dst_desc()) +
                                       Slots::floats(p.backward_weights.diff_weights_desc()) +
                                       (bias_ ? Slots::floats(p.backward_weights.diff_bias_desc()) : 0);
     const std::size_t data_phase = copy(p.dst, p.backward_data.diff_dst_desc()) +
                                    copy(p.weights, p.backward_data.weights_desc()) +
                                    copy(p.src, p.backward_data.diff_src_desc());
-    p.workspace = std::max({forward, weights_phase, data_phase});
-    return plans_.emplace(std::pair{n, batch}, std::move(p)).first->second;
+    p.workspace = std::max(forward, data_phase);
+    return p;
   }
 
   WindowGeometry g_;
   std::size_t out_;
   bool bias_;
   std::shared_ptr<OneDnnDevice> device_;  // the network's engine and stream
-  mutable std::map<std::pair<std::size_t, std::size_t>, Plan> plans_;  // per (images, batch)
+  mutable std::map<std::pair<std::size_t, std::size_t>, Plan> plans_;         // per (images, batch)
+  mutable std::map<std::pair<std::size_t, std::size_t>, Plan> weight_plans_;  // for one thread, with lanes
+  std::size_t lanes_;
+  mutable std::vector<dnnl::stream> lane_streams_;  // one per lane (a stream is not shared by threads)
 };
 
 }  // namespace hpf::detail
