@@ -75,14 +75,14 @@ class OneDnnConvolution {
   void forward(const float* x, const float* weight, const float* bias, float* y, std::size_t n, float* scratch) const {
     const Plan& p = plan(n, n);
     Slots slots(scratch);
-    const auto src = in(p.src, p.forward.src_desc(), const_cast<float*>(x), slots, stream());
-    const auto wei = in(p.weights, p.forward.weights_desc(), const_cast<float*>(weight), slots, stream());
+    const auto src = in(p.forward_src, const_cast<float*>(x), slots, stream());
+    const auto wei = in(p.forward_weights, const_cast<float*>(weight), slots, stream());
     dnnl::memory user_dst(p.dst, engine(), y);
-    auto dst = p.forward.dst_desc() == p.dst ? user_dst : dnnl::memory(p.forward.dst_desc(), engine(), slots.take(p.forward.dst_desc()));
+    auto dst = out(p.forward_dst, user_dst, slots);
     std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
     if (bias_) args.insert({DNNL_ARG_BIAS, dnnl::memory(p.bias, engine(), const_cast<float*>(bias))});
     p.run_forward.execute(stream(), args);
-    if (dst != user_dst) dnnl::reorder(dst, user_dst).execute(stream(), dst, user_dst);
+    if (p.forward_dst.needed()) p.forward_dst.run.execute(stream(), dst, user_dst);
     stream().wait();
   }
 
@@ -95,20 +95,26 @@ class OneDnnConvolution {
     const Plan& p = plan(n, n);
     if (dx) {  // input gradient
       Slots slots(scratch);
-      const auto grad = in(p.dst, p.backward_data.diff_dst_desc(), const_cast<float*>(dy), slots, stream());
-      const auto wei = in(p.weights, p.backward_data.weights_desc(), const_cast<float*>(weight), slots, stream());
+      const auto grad = in(p.data_diff_dst, const_cast<float*>(dy), slots, stream());
+      const auto wei = in(p.data_weights, const_cast<float*>(weight), slots, stream());
       dnnl::memory user_dx(p.src, engine(), dx);
-      auto diff_src = p.backward_data.diff_src_desc() == p.src
-                                ? user_dx
-                                : dnnl::memory(p.backward_data.diff_src_desc(), engine(), slots.take(p.backward_data.diff_src_desc()));
+      auto diff_src = out(p.data_diff_src, user_dx, slots);
       p.run_backward_data
           .execute(stream(), {{DNNL_ARG_DIFF_DST, grad}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DIFF_SRC, diff_src}});
-      if (diff_src != user_dx) dnnl::reorder(diff_src, user_dx).execute(stream(), diff_src, user_dx);
+      if (p.data_diff_src.needed()) p.data_diff_src.run.execute(stream(), diff_src, user_dx);
     }
     stream().wait();
   }
 
  private:
+  /// A layout change made once per plan: from hpf's layout to the one a primitive chose, or back;
+  /// nothing when they agree. Reorders are quick to run but not to make (a primitive descriptor
+  /// each time: on ResNet-20 making them per sub-batch cost more than running them).
+  struct Conversion {
+    dnnl::memory::desc from, to;
+    dnnl::reorder run;  // made only when needed()
+    bool needed() const { return !(from == to); }
+  };
   struct Plan {
     dnnl::memory::desc src, dst, weights, bias;  // hpf's own layouts
     dnnl::convolution_forward::primitive_desc forward;
@@ -119,6 +125,9 @@ class OneDnnConvolution {
     dnnl::convolution_backward_data run_backward_data;
     dnnl::convolution_backward_weights run_backward_weights;
     dnnl::reorder add_weight_grad, add_bias_grad;  // hpf's gradient += oneDNN's, in hpf's layout
+    Conversion forward_src, forward_weights, forward_dst;    // forward_dst: back to hpf's layout
+    Conversion data_diff_dst, data_weights, data_diff_src;   // data_diff_src: back to hpf's layout
+    Conversion weights_src, weights_diff_dst;
     std::size_t workspace = 0;          // floats: forward and input-gradient phases
     std::size_t weights_workspace = 0;  // floats: the weight-gradient phase
   };
@@ -155,15 +164,23 @@ class OneDnnConvolution {
   dnnl::engine& engine() const { return device_->engine; }
   dnnl::stream& stream() const { return device_->stream; }
 
-  /// `data` in the layout `wanted`: itself if hpf's layout already is, else a reordered copy (layout
-  /// reorders are cheap to make: oneDNN's primitive cache keeps them).
-  dnnl::memory in(const dnnl::memory::desc& own, const dnnl::memory::desc& wanted, float* data, Slots& slots,
-                  dnnl::stream& on) const {
-    dnnl::memory user(own, engine(), data);
-    if (wanted == own) return user;
-    dnnl::memory copy(wanted, engine(), slots.take(wanted));
-    dnnl::reorder(user, copy).execute(on, user, copy);
+  Conversion conversion(const dnnl::memory::desc& from, const dnnl::memory::desc& to) const {
+    Conversion c{from, to, {}};
+    if (c.needed()) c.run = dnnl::reorder(dnnl::reorder::primitive_desc(engine(), from, engine(), to));
+    return c;
+  }
+  /// `data` (in hpf's layout) as the primitive wants it: itself, or a converted copy in workspace.
+  dnnl::memory in(const Conversion& c, float* data, Slots& slots, dnnl::stream& on) const {
+    dnnl::memory user(c.from, engine(), data);
+    if (!c.needed()) return user;
+    dnnl::memory copy(c.to, engine(), slots.take(c.to));
+    c.run.execute(on, user, copy);
     return copy;
+  }
+  /// Where a primitive writes a result that `c` converts to hpf's `user` memory: user itself, or
+  /// workspace.
+  dnnl::memory out(const Conversion& c, const dnnl::memory& user, Slots& slots) const {
+    return c.needed() ? dnnl::memory(c.from, engine(), slots.take(c.from)) : user;
   }
   /// A reorder that adds `from` to `to` (a sum post-op): micro-batches accumulate gradients.
   dnnl::reorder adding_reorder(const dnnl::memory::desc& from, const dnnl::memory::desc& to) const {
@@ -225,9 +242,8 @@ class OneDnnConvolution {
       const std::size_t first = c * split.chunk;
       const Plan& p = weight_plan(std::min(split.chunk, n - first), n);
       Slots slots(lane_space);
-      const auto src = in(p.src, p.backward_weights.src_desc(), const_cast<float*>(x) + first * g_.in_spatial(), slots, on);
-      const auto grad = in(p.dst, p.backward_weights.diff_dst_desc(), const_cast<float*>(dy) + first * g_.out_spatial(),
-                           slots, on);
+      const auto src = in(p.weights_src, const_cast<float*>(x) + first * g_.in_spatial(), slots, on);
+      const auto grad = in(p.weights_diff_dst, const_cast<float*>(dy) + first * g_.out_spatial(), slots, on);
       const bool same_layout = p.backward_weights.diff_weights_desc() == sum_weight_desc &&
                                (!bias_ || p.backward_weights.diff_bias_desc() == sum.bias.get_desc());
       const bool into_sum = c == begin && same_layout;  // the group's first sub-batch writes the sum itself
@@ -355,6 +371,14 @@ class OneDnnConvolution {
     p.run_forward = dnnl::convolution_forward(p.forward);
     p.run_backward_data = dnnl::convolution_backward_data(p.backward_data);
     p.run_backward_weights = dnnl::convolution_backward_weights(p.backward_weights);
+    p.forward_src = conversion(p.src, p.forward.src_desc());
+    p.forward_weights = conversion(p.weights, p.forward.weights_desc());
+    p.forward_dst = conversion(p.forward.dst_desc(), p.dst);
+    p.data_diff_dst = conversion(p.dst, p.backward_data.diff_dst_desc());
+    p.data_weights = conversion(p.weights, p.backward_data.weights_desc());
+    p.data_diff_src = conversion(p.backward_data.diff_src_desc(), p.src);
+    p.weights_src = conversion(p.src, p.backward_weights.src_desc());
+    p.weights_diff_dst = conversion(p.dst, p.backward_weights.diff_dst_desc());
     p.add_weight_grad = adding_reorder(p.backward_weights.diff_weights_desc(), p.weights);
     if (bias_) p.add_bias_grad = adding_reorder(p.backward_weights.diff_bias_desc(), p.bias);
     auto copy = [](const dnnl::memory::desc& own, const dnnl::memory::desc& wanted) {
