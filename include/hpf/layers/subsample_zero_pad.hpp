@@ -30,10 +30,13 @@ class SubsampleZeroPadImpl : public ParameterFreeLayer {
         "hpf::SubsampleZeroPad::forward", Kokkos::RangePolicy<Space>(ctx.space, 0, out_channels_ * n * out_h),
         KOKKOS_LAMBDA(const std::size_t item) {
           const std::size_t c = item / (n * out_h), j = (item / out_h) % n, oh = item % out_h;
-          const bool inside = c >= before && c < before + in_c;
-          for (std::size_t ow = 0; ow < out_w; ++ow) {
-            y(c, j, oh * out_w + ow) = inside ? x(c - before, j, oh * s * w + ow * s) : T(0);
+          T* row = &y(c, j, oh * out_w);
+          if (c < before || c >= before + in_c) {  // a padding channel
+            for (std::size_t ow = 0; ow < out_w; ++ow) row[ow] = T(0);
+            return;
           }
+          const T* source = &x(c - before, j, oh * s * w);
+          for (std::size_t ow = 0; ow < out_w; ++ow) row[ow] = source[ow * s];
         });
   }
   void backward(const Context<T, Space>& ctx, ConstActivation<T, Space>, ConstActivation<T, Space>,
@@ -45,11 +48,13 @@ class SubsampleZeroPadImpl : public ParameterFreeLayer {
     Kokkos::parallel_for(
         "hpf::SubsampleZeroPad::backward", Kokkos::RangePolicy<Space>(ctx.space, 0, in_channels_ * n * h),
         KOKKOS_LAMBDA(const std::size_t item) {
+          // Zero the row, then place the sampled columns: no division per element.
           const std::size_t c = item / (n * h), j = (item / h) % n, ih = item % h;
-          for (std::size_t iw = 0; iw < w; ++iw) {
-            const bool sampled = ih % s == 0 && iw % s == 0;
-            dx(c, j, ih * w + iw) = sampled ? dy(c + before, j, (ih / s) * out_w + iw / s) : T(0);
-          }
+          T* row = &dx(c, j, ih * w);
+          for (std::size_t iw = 0; iw < w; ++iw) row[iw] = T(0);
+          if (ih % s != 0) return;
+          const T* source = &dy(c + before, j, (ih / s) * out_w);
+          for (std::size_t ow = 0; ow < out_w; ++ow) row[ow * s] = source[ow];
         });
   }
 
