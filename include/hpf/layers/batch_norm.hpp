@@ -4,6 +4,7 @@
 
 #include <hpf/layers/bind.hpp>
 #include <hpf/layers/context.hpp>
+#include <hpf/layers/detail/elementwise.hpp>
 #include <hpf/layers/detail/reduce.hpp>
 #include <hpf/layers/parameters.hpp>
 #include <hpf/tensor/math.hpp>
@@ -61,6 +62,33 @@ class BatchNormImpl {
   void forward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, Activation<T, Space> y,
                tape_type& tape) const {
     trace::Region region("hpf::BatchNorm::forward");
+    normalize<false>(ctx, x, y, tape);
+  }
+  /// forward, then a ReLU on its output in the same pass (a chain fuses BatchNorm, ReLU).
+  void forward_relu(const Context<T, Space>& ctx, ConstActivation<T, Space> x, Activation<T, Space> y,
+                    tape_type& tape) const {
+    trace::Region region("hpf::BatchNorm::forward_relu");
+    normalize<true>(ctx, x, y, tape);
+  }
+
+  /// Training-mode backward: dx = gamma*inv_std/m * (m*dy - sum(dy) - xhat*sum(dy*xhat)).
+  void backward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, ConstActivation<T, Space>,
+                ConstActivation<T, Space> dy, Activation<T, Space> dx, tape_type& tape) const {
+    trace::Region region("hpf::BatchNorm::backward");
+    differentiate<false>(ctx, x, x, dy, dx, tape);
+  }
+  /// The backward of BatchNorm then ReLU, given the ReLU's output and output gradient: the
+  /// ReLU's gradient (relu_dy where relu_y > 0) is formed as it is read.
+  void backward_relu(const Context<T, Space>& ctx, ConstActivation<T, Space> x, ConstActivation<T, Space> relu_y,
+                     ConstActivation<T, Space> relu_dy, Activation<T, Space> dx, tape_type& tape) const {
+    trace::Region region("hpf::BatchNorm::backward_relu");
+    differentiate<true>(ctx, x, relu_y, relu_dy, dx, tape);
+  }
+
+  // The kernels (public: CUDA forbids device lambdas in private member functions).
+  template <bool Relu>
+  void normalize(const Context<T, Space>& ctx, ConstActivation<T, Space> x, Activation<T, Space> y,
+                 tape_type& tape) const {
     const std::size_t n = x.extent(1), s = x.extent(2), m = n * s;
     const auto gamma = gamma_, beta = beta_, running_mean = running_mean_, running_var = running_var_;
     const auto batches_tracked = batches_tracked_;
@@ -74,7 +102,9 @@ class BatchNormImpl {
             const T shift = beta(c) - running_mean(c) * scale;
             const T* in = &x(c, 0, 0);
             T* out = &y(c, 0, 0);
-            Kokkos::parallel_for(Kokkos::TeamThreadRange(team, m), [&](const std::size_t i) { out[i] = in[i] * scale + shift; });
+            Kokkos::parallel_for(Kokkos::TeamThreadRange(team, m), [&](const std::size_t i) {
+              out[i] = activate<Relu>(in[i] * scale + shift);
+            });
           });
       return;
     }
@@ -94,7 +124,9 @@ class BatchNormImpl {
           const T var = static_cast<T>(squares / accumulator(m));
           const T inv_std = T(1) / math::sqrt(var + T(epsilon));
           const T scale = gamma(c) * inv_std, shift = beta(c) - mean * scale;
-          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, m), [&](const std::size_t i) { out[i] = in[i] * scale + shift; });
+          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, m), [&](const std::size_t i) {
+            out[i] = activate<Relu>(in[i] * scale + shift);
+          });
           Kokkos::single(Kokkos::PerTeam(team), [&]() {
             mean_out(c) = mean;
             inv_std_out(c) = inv_std;
@@ -105,10 +137,10 @@ class BatchNormImpl {
         });
   }
 
-  /// Training-mode backward: dx = gamma*inv_std/m * (m*dy - sum(dy) - xhat*sum(dy*xhat)).
-  void backward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, ConstActivation<T, Space>,
-                ConstActivation<T, Space> dy, Activation<T, Space> dx, tape_type& tape) const {
-    trace::Region region("hpf::BatchNorm::backward");
+  /// dy is the output gradient (Relu: the ReLU's, masked where relu_y is not positive).
+  template <bool Relu>
+  void differentiate(const Context<T, Space>& ctx, ConstActivation<T, Space> x, ConstActivation<T, Space> relu_y,
+                     ConstActivation<T, Space> dy, Activation<T, Space> dx, tape_type& tape) const {
     const std::size_t n = x.extent(1), s = x.extent(2), m = n * s;
     const auto gamma = gamma_, gamma_grad = gamma_grad_, beta_grad = beta_grad_;
     const auto saved_mean = tape.mean, saved_inv_std = tape.inv_std;
@@ -119,10 +151,16 @@ class BatchNormImpl {
           const std::size_t c = team.league_rank();
           const T* in = &x(c, 0, 0);
           const T* grad_out = &dy(c, 0, 0);
+          const T* relu_out = &relu_y(c, 0, 0);
+          // The gradient reaching the normalisation (through the ReLU: where its output is positive).
+          const auto grad_at = [&](std::size_t i) {
+            if constexpr (Relu) return kept_or_zero(grad_out[i], relu_out[i] > T(0));
+            return grad_out[i];
+          };
           const T mean = saved_mean(c), inv_std = saved_inv_std(c);
-          const T sum_dy = static_cast<T>(team_sum<accumulator>(team, m, [&](std::size_t i) { return grad_out[i]; }));
+          const T sum_dy = static_cast<T>(team_sum<accumulator>(team, m, [&](std::size_t i) { return grad_at(i); }));
           const T sum_dy_xhat = static_cast<T>(team_sum<accumulator>(team, m, [&](std::size_t i) {
-            return accumulator(grad_out[i]) * (accumulator(in[i]) - accumulator(mean)) * accumulator(inv_std);
+            return accumulator(grad_at(i)) * (accumulator(in[i]) - accumulator(mean)) * accumulator(inv_std);
           }));
           Kokkos::single(Kokkos::PerTeam(team), [&]() {
             gamma_grad(c) += sum_dy_xhat;
@@ -133,13 +171,19 @@ class BatchNormImpl {
             const T k = gamma(c) * inv_std / T(m);
             Kokkos::parallel_for(Kokkos::TeamThreadRange(team, m), [&](const std::size_t i) {
               const T xhat = (in[i] - mean) * inv_std;
-              grad_in[i] = k * (T(m) * grad_out[i] - sum_dy - xhat * sum_dy_xhat);
+              grad_in[i] = k * (T(m) * grad_at(i) - sum_dy - xhat * sum_dy_xhat);
             });
           }
         });
   }
 
  private:
+  /// v, or ReLU(v) as hpf::ReLU computes it.
+  template <bool Relu>
+  KOKKOS_INLINE_FUNCTION static T activate(T v) {
+    if constexpr (Relu) return v > T(0) ? v : T(0);
+    return v;
+  }
   std::size_t channels_;
   Vector<T, Space> gamma_, gamma_grad_, beta_, beta_grad_, running_mean_, running_var_, batches_tracked_;
 };
@@ -160,6 +204,7 @@ struct BatchNorm {
                                     .activations = In::size};
     static constexpr bool backward_reads_output = false;
     static constexpr bool in_place = false;
+    static constexpr bool applies_next_relu = true;  // forward_relu, backward_relu
     static constexpr std::size_t leaves = 1;
     static std::string describe() { return "BatchNorm(" + std::to_string(In::channels) + ")"; }
     template <class T, class Space>

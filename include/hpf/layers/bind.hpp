@@ -71,6 +71,19 @@ template <class Bound>
 constexpr bool backward_reads_output() {
   return Bound::backward_reads_output;
 }
+/// The layer is hpf::ReLU.
+template <class Bound>
+constexpr bool is_relu() {
+  if constexpr (requires { Bound::is_relu; }) return Bound::is_relu;
+  return false;
+}
+/// The layer can apply a ReLU that follows it in its own passes over the values (its impl has
+/// forward_relu and backward_relu): a chain then runs the two as one.
+template <class Bound>
+constexpr bool applies_next_relu() {
+  if constexpr (requires { Bound::applies_next_relu; }) return Bound::applies_next_relu;
+  return false;
+}
 
 /// What a layer bound to InvalidShape is: every fact empty, so one error does not cascade.
 struct InvalidBound {

@@ -62,6 +62,7 @@ struct ReLU {
     static constexpr std::size_t leaves = 1;
     static constexpr bool in_place = true;  // backward reads only the output
     static constexpr bool backward_reads_output = true;
+    static constexpr bool is_relu = true;  // a layer before it may apply it (applies_next_relu)
     static std::string describe() { return "ReLU"; }
     template <class T, class Space>
     using impl = detail::ReLUImpl<T, Space>;

@@ -7,8 +7,29 @@
 #include <Kokkos_Core.hpp>
 
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
 
 namespace hpf::detail {
+
+/// `keep ? value : T(0)`, the same bits, without a branch on the host: inside a reduction's
+/// unrolled lanes a select became a branch per element and stopped the compiler vectorising
+/// (BatchNorm's backward with a ReLU mask ran 25x slower).
+template <class T>
+KOKKOS_INLINE_FUNCTION T kept_or_zero(T value, bool keep) {
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+  return keep ? value : T(0);
+#else
+  using Bits = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+  static_assert(sizeof(Bits) == sizeof(T), "kept_or_zero: float or double");
+  Bits bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  bits &= Bits(0) - Bits(keep);  // all ones or none; +0.0 is all zero bits
+  std::memcpy(&value, &bits, sizeof bits);
+  return value;
+#endif
+}
 
 /// Elements per parallel iteration of an element-wise kernel. On the host, a block that one core
 /// streams through in a loop the compiler vectorises: with one iteration per element, GCC's
