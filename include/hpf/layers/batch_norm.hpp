@@ -204,7 +204,8 @@ struct BatchNorm {
                                     .activations = In::size};
     static constexpr bool backward_reads_output = false;
     static constexpr bool in_place = false;
-    static constexpr bool applies_next_relu = true;  // forward_relu, backward_relu
+    static constexpr bool applies_next_relu_forward = true;   // forward_relu
+    static constexpr bool applies_next_relu_backward = true;  // backward_relu
     static constexpr std::size_t leaves = 1;
     static std::string describe() { return "BatchNorm(" + std::to_string(In::channels) + ")"; }
     template <class T, class Space>

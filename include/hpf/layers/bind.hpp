@@ -77,11 +77,16 @@ constexpr bool is_relu() {
   if constexpr (requires { Bound::is_relu; }) return Bound::is_relu;
   return false;
 }
-/// The layer can apply a ReLU that follows it in its own passes over the values (its impl has
-/// forward_relu and backward_relu): a chain then runs the two as one.
+/// The layer can apply a ReLU that follows it in its own pass over the values forward (its impl
+/// has forward_relu) and backward (backward_relu): a chain then runs the two as one.
 template <class Bound>
-constexpr bool applies_next_relu() {
-  if constexpr (requires { Bound::applies_next_relu; }) return Bound::applies_next_relu;
+constexpr bool applies_next_relu_forward() {
+  if constexpr (requires { Bound::applies_next_relu_forward; }) return Bound::applies_next_relu_forward;
+  return false;
+}
+template <class Bound>
+constexpr bool applies_next_relu_backward() {
+  if constexpr (requires { Bound::applies_next_relu_backward; }) return Bound::applies_next_relu_backward;
   return false;
 }
 

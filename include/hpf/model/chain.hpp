@@ -102,13 +102,20 @@ struct chain_facts<type_list<Bound...>> {
     for (std::size_t i = 1; i + 1 < count; ++i) r[i] = runs[i] && !reads[i - 1];
     return r;
   }();
-  /// Child I applies child I+1, an in-place ReLU, in its own passes (BatchNorm, ReLU): one pass
-  /// over the values each way instead of two. Results are the same bits as running both.
-  static constexpr std::array<bool, count> applies_next_relu = [] {
-    constexpr std::array<bool, count> can{{hpf::applies_next_relu<Bound>()...}};
+  /// Child I applies child I+1, an in-place ReLU, in its own pass forward (BatchNorm or Residual,
+  /// then ReLU) or backward (BatchNorm): one pass over the values instead of two. The results are
+  /// the same bits as running both.
+  static constexpr std::array<bool, count> applies_next_relu_forward = [] {
+    constexpr std::array<bool, count> can{{hpf::applies_next_relu_forward<Bound>()...}};
     constexpr std::array<bool, count> relu{{is_relu<Bound>()...}};
     std::array<bool, count> r{};
     for (std::size_t i = 0; i + 1 < count; ++i) r[i] = can[i] && relu[i + 1] && in_place[i + 1];
+    return r;
+  }();
+  static constexpr std::array<bool, count> applies_next_relu_backward = [] {
+    constexpr std::array<bool, count> can{{hpf::applies_next_relu_backward<Bound>()...}};
+    std::array<bool, count> r{};
+    for (std::size_t i = 0; i < count; ++i) r[i] = can[i] && applies_next_relu_forward[i];
     return r;
   }();
   /// Which stored buffer holds child I's output (its own, or an in-place predecessor's).
@@ -251,22 +258,25 @@ struct erased_child {
   }
   static void forward_relu(const void* child, const Context<T, Space>& ctx, ConstActivation<T, Space> x,
                            Activation<T, Space> y, void* tape) {
-    if constexpr (fuses_relu) static_cast<const Impl*>(child)->forward_relu(ctx, x, y, *static_cast<tape_type*>(tape));
+    if constexpr (relu_forward) static_cast<const Impl*>(child)->forward_relu(ctx, x, y, *static_cast<tape_type*>(tape));
   }
   static void backward_relu(const void* child, const Context<T, Space>& ctx, ConstActivation<T, Space> x,
                             ConstActivation<T, Space> y, ConstActivation<T, Space> dy, Activation<T, Space> dx,
                             void* tape) {
-    if constexpr (fuses_relu)
+    if constexpr (relu_backward)
       static_cast<const Impl*>(child)->backward_relu(ctx, x, y, dy, dx, *static_cast<tape_type*>(tape));
   }
-  static constexpr bool fuses_relu = requires(const Impl& layer, const Context<T, Space>& ctx, ConstActivation<T, Space> x,
-                                              Activation<T, Space> y, tape_type& tape) {
+  static constexpr bool relu_forward = requires(const Impl& layer, const Context<T, Space>& ctx,
+                                                ConstActivation<T, Space> x, Activation<T, Space> y, tape_type& tape) {
     layer.forward_relu(ctx, x, y, tape);
+  };
+  static constexpr bool relu_backward = requires(const Impl& layer, const Context<T, Space>& ctx,
+                                                 ConstActivation<T, Space> x, Activation<T, Space> y, tape_type& tape) {
     layer.backward_relu(ctx, x, x, x, y, tape);
   };
   static constexpr child_ops<T, Space> ops{&bind, &reserve, &workspace, &scratch, &forward, &backward,
-                                           fuses_relu ? &forward_relu : nullptr,
-                                           fuses_relu ? &backward_relu : nullptr, short_type_name<Impl>()};
+                                           relu_forward ? &forward_relu : nullptr,
+                                           relu_backward ? &backward_relu : nullptr, short_type_name<Impl>()};
 };
 
 /// Run-time chain: children in order, each child's output buffered per micro-batch in the tape
@@ -348,9 +358,9 @@ class ChainImpl<type_list<Bound...>, T, Space, NameBase> {
     const bool fuse = !ctx.after_forward;
     for (std::size_t i = 0; i < count; ++i) {
       const trace::LayerSpan span(ops_[i]->name, NameBase + i);
-      if (fuse && i > 0 && facts::applies_next_relu[i - 1]) continue;  // child i-1 applied this ReLU
+      if (fuse && i > 0 && facts::applies_next_relu_forward[i - 1]) continue;  // child i-1 applied this ReLU
       const Activation<T, Space> out = i + 1 == count ? y : stored_output(i, tape, n);
-      const auto run = fuse && facts::applies_next_relu[i] ? ops_[i]->forward_relu : ops_[i]->forward;
+      const auto run = fuse && facts::applies_next_relu_forward[i] ? ops_[i]->forward_relu : ops_[i]->forward;
       run(children[i], ctx, input_of(i, x, tape, n), out, tapes[i]);
       if (ctx.after_forward) ctx.after_forward(NameBase + i, ops_[i]->name, out);
     }
@@ -378,11 +388,11 @@ class ChainImpl<type_list<Bound...>, T, Space, NameBase> {
         grad_in = gradient_view(i - 1, gradients, (i - 1) % 2, n);
       }
       const trace::LayerSpan span(ops_[i]->name, NameBase + i);
-      if (i > 0 && facts::applies_next_relu[i - 1]) {  // this ReLU's backward runs in child i-1's
+      if (i > 0 && facts::applies_next_relu_backward[i - 1]) {  // this ReLU's backward runs in child i-1's
         if (ctx.gradients_ready) ctx.gradients_ready(parameter_begin_[i]);
         continue;
       }
-      if (facts::applies_next_relu[i]) {  // given the ReLU's output and output gradient (an in-place ReLU is never last)
+      if (facts::applies_next_relu_backward[i]) {  // given the ReLU's output and output gradient (an in-place ReLU is never last)
         const ConstActivation<T, Space> relu_grad_out = gradient_view(i + 1, gradients, (i + 1) % 2, n);
         const ConstActivation<T, Space> relu_out = stored_output(i + 1, tape, n);
         ops_[i]->backward_relu(children[i], inner, input_of(i, x, tape, n), relu_out, relu_grad_out, grad_in, tapes[i]);

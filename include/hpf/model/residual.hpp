@@ -75,17 +75,12 @@ class ResidualImpl {
   }
 
   void forward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, Activation<T, Space> y, tape_type& tape) const {
-    const std::size_t n = x.extent(1);
-    const auto body_out = output_view(tape.body_output, n);
-    body_.forward(ctx, x, body_out, tape.body);
-    trace::Region region("hpf::Residual::add");
-    if constexpr (identity) {
-      add(ctx.space, body_out, x, y, "hpf::Residual::add");
-    } else {
-      const auto shortcut_out = output_view(tape.shortcut_output, n);
-      shortcut_.forward(ctx, x, shortcut_out, tape.shortcut);
-      add(ctx.space, body_out, shortcut_out, y, "hpf::Residual::add");
-    }
+    forward_then(ctx, x, y, tape, false);
+  }
+  /// forward, with a following ReLU applied as the paths are added (a chain fuses Residual, ReLU).
+  void forward_relu(const Context<T, Space>& ctx, ConstActivation<T, Space> x, Activation<T, Space> y,
+                    tape_type& tape) const {
+    forward_then(ctx, x, y, tape, true);
   }
 
   void backward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, ConstActivation<T, Space>,
@@ -106,6 +101,24 @@ class ResidualImpl {
   }
 
  private:
+  void forward_then(const Context<T, Space>& ctx, ConstActivation<T, Space> x, Activation<T, Space> y, tape_type& tape,
+                    bool relu) const {
+    const std::size_t n = x.extent(1);
+    const auto body_out = output_view(tape.body_output, n);
+    body_.forward(ctx, x, body_out, tape.body);
+    ConstActivation<T, Space> shortcut_out = x;
+    if constexpr (!identity) {
+      const auto out = output_view(tape.shortcut_output, n);
+      shortcut_.forward(ctx, x, out, tape.shortcut);
+      shortcut_out = out;
+    }
+    trace::Region region("hpf::Residual::add");
+    if (relu) {
+      add_relu(ctx.space, body_out, shortcut_out, y, "hpf::Residual::add_relu");
+    } else {
+      add(ctx.space, body_out, shortcut_out, y, "hpf::Residual::add");
+    }
+  }
   static constexpr std::size_t own_scratch(std::size_t n) { return identity ? 0 : In::size * n; }
   static Activation<T, Space> output_view(const Buffer<T, Space>& buffer, std::size_t n) {
     return activation_view(buffer, Out::channels, n, Out::spatial);
@@ -144,6 +157,7 @@ struct Residual {
     static constexpr std::size_t leaves = body::leaves + shortcut::leaves;
     static constexpr bool in_place = false;
     static constexpr bool backward_reads_output = false;  // reads the paths' outputs, kept apart
+    static constexpr bool applies_next_relu_forward = true;  // forward_relu
     static std::string describe() {
       return "Residual(body " + body::describe() + ", shortcut " + shortcut::describe() + ")";
     }

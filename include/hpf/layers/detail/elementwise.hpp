@@ -65,6 +65,21 @@ void add(const Space& space, const A& a, const B& b, const Out& out, const char*
   });
 }
 
+/// out = ReLU(a + b) over contiguous views of equal size (out may alias a or b).
+template <class Space, class A, class B, class Out>
+void add_relu(const Space& space, const A& a, const B& b, const Out& out, const char* label) {
+  using T = typename Out::non_const_value_type;
+  const auto* pa = a.data();
+  const auto* pb = b.data();
+  auto* po = out.data();
+  for_each_block(space, out.size(), label, KOKKOS_LAMBDA(const std::size_t begin, const std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) {
+      const T sum = pa[i] + pb[i];
+      po[i] = sum > T(0) ? sum : T(0);
+    }
+  });
+}
+
 /// into += from over contiguous views of equal size.
 template <class Space, class From, class Into>
 void accumulate(const Space& space, const From& from, const Into& into, const char* label) {
