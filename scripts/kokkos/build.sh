@@ -368,7 +368,8 @@ fi
 # ---------------------------------------------------------------- toolchain
 case $command in
   openmp)
-    install_missing g++ make cmake patch libopenblas-dev
+    # libopenblas0-openmp: the BLAS hpf links with Kokkos OpenMP (one OpenMP thread pool).
+    install_missing g++ make cmake patch libopenblas-dev libopenblas0-openmp
     cxx=$(command -v g++)
     toolchain="$("$cxx" -dumpfullversion) $(cmake --version | sed -n 1p)" ;;
   cuda)

@@ -5,9 +5,11 @@
 HPF_PACKAGES_TRAIN=(build-essential cmake ninja-build pkg-config
                     libtrilinos-kokkos-dev libtrilinos-kokkos-kernels-dev libopenblas-dev libdnnl-dev zlib1g-dev
                     libopenmpi-dev openmpi-bin doctest-dev dataset-fashion-mnist)
-# The tests also need PyTorch (the numerical reference), GNU time (compile-budget tests) and MPICH
-# (the second MPI the suite runs on).
-HPF_PACKAGES_TEST=("${HPF_PACKAGES_TRAIN[@]}" python3 python3-numpy python3-torch time libmpich-dev mpich)
+# The tests also need PyTorch (the numerical reference), GNU time (compile-budget tests), MPICH
+# (the second MPI the suite runs on) and OpenBLAS' OpenMP build (the Kokkos OpenMP pass's BLAS,
+# which shares Kokkos' threads: cmake/hpfBlas.cmake).
+HPF_PACKAGES_TEST=("${HPF_PACKAGES_TRAIN[@]}" python3 python3-numpy python3-torch time libmpich-dev mpich
+                   libopenblas0-openmp)
 
 # hpf_install_packages PKG...: apt-get install those of PKG that are not installed yet.
 hpf_install_packages() {

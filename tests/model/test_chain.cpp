@@ -1,7 +1,11 @@
+#include <hpf/layers/batch_norm.hpp>
 #include <hpf/layers/dense.hpp>
 #include <hpf/layers/flatten.hpp>
+#include <hpf/layers/identity.hpp>
 #include <hpf/layers/relu.hpp>
+#include <hpf/model/chain.hpp>
 #include <hpf/model/network.hpp>
+#include <hpf/model/residual.hpp>
 #include <hpf/model/sequential.hpp>
 
 #include <support/fill.hpp>
@@ -59,4 +63,76 @@ TEST_CASE("Chain: no backward work below the first layer that learns unless the 
   CHECK(without == with);
   const auto input_gradient = hpf_test::to_host(dx);
   CHECK(std::any_of(input_gradient.begin(), input_gradient.end(), [](double g) { return g != 0.0; }));
+}
+
+namespace {
+/// Output, parameter gradients and input gradient of one training step of M on fixed data and
+/// parameters (the parameters of `Reference`, copied flat: both models hold the same ones),
+/// with the regions the step pushed.
+struct StepResult {
+  std::vector<double> output, gradients, input_gradient;
+  std::vector<std::string> regions;
+};
+template <class M>
+StepResult one_step(const std::vector<double>& parameters) {
+  constexpr std::size_t n = 4;
+  using Space = Kokkos::DefaultExecutionSpace;
+  hpf::Network<M, double> net;
+  REQUIRE(net.parameters().size() == parameters.size());
+  auto host = Kokkos::create_mirror_view(net.parameters());
+  for (std::size_t i = 0; i < parameters.size(); ++i) host(i) = parameters[i];
+  Kokkos::deep_copy(net.parameters(), host);
+  auto tape = net.make_tape(n);
+  hpf_test::fill_uniform(net.input(tape, n), 7);
+  hpf::Buffer<double, Space> dy("dy", 3 * n), dx("dx", M::input_shape::size * n);
+  hpf_test::fill_uniform(dy, 8);
+  regions.clear();
+  Kokkos::Tools::Experimental::set_push_region_callback(record_region);
+  net.forward(tape, n);
+  net.zero_grad();
+  net.backward(tape, 1.0, hpf::activation_view(dy, 3, n, 1),
+               hpf::activation_view(dx, M::input_shape::channels, n, M::input_shape::spatial));
+  Kokkos::Tools::Experimental::set_push_region_callback(nullptr);
+  return {hpf_test::to_host(net.output(tape)), hpf_test::to_host(net.gradients()), hpf_test::to_host(dx), regions};
+}
+template <class M>
+std::vector<double> initial_parameters() {
+  hpf::Network<M, double> net;
+  return hpf_test::to_host(net.parameters());
+}
+}  // namespace
+
+TEST_CASE("Chain: a ReLU after BatchNorm or Residual runs in their passes, with the same bits") {
+  // The Identity in each reference keeps the ReLU from following the layer directly. BatchNorm's
+  // outputs have mean 0 per channel, so the ReLU zeroes about half of them.
+  SUBCASE("BatchNorm, ReLU: forward and backward") {
+    using Fused = hpf::Sequential<hpf::Input<2, 3, 3>, hpf::BatchNorm, hpf::ReLU, hpf::Flatten, hpf::Dense<3>>;
+    using Apart = hpf::Sequential<hpf::Input<2, 3, 3>, hpf::BatchNorm, hpf::Identity, hpf::ReLU, hpf::Flatten, hpf::Dense<3>>;
+    const auto parameters = initial_parameters<Fused>();
+    const StepResult fused = one_step<Fused>(parameters);
+    CHECK(count_of("hpf::BatchNorm::forward_relu") == 1);
+    CHECK(count_of("hpf::BatchNorm::backward_relu") == 1);
+    CHECK(count_of("hpf::ReLU::") == 0);
+    const StepResult apart = one_step<Apart>(parameters);
+    CHECK(count_of("hpf::ReLU::forward") == 1);
+    CHECK(count_of("hpf::ReLU::backward") == 1);
+    CHECK(fused.output == apart.output);
+    CHECK(fused.gradients == apart.gradients);
+    CHECK(fused.input_gradient == apart.input_gradient);
+  }
+  SUBCASE("Residual, ReLU: forward") {
+    using Body = hpf::Chain<hpf::BatchNorm>;
+    using Fused = hpf::Sequential<hpf::Input<2, 3, 3>, hpf::Residual<Body>, hpf::ReLU, hpf::Flatten, hpf::Dense<3>>;
+    using Apart =
+        hpf::Sequential<hpf::Input<2, 3, 3>, hpf::Residual<Body>, hpf::Identity, hpf::ReLU, hpf::Flatten, hpf::Dense<3>>;
+    const auto parameters = initial_parameters<Fused>();
+    const StepResult fused = one_step<Fused>(parameters);
+    CHECK(count_of("hpf::ReLU::forward") == 0);
+    CHECK(count_of("hpf::ReLU::backward") == 1);
+    const StepResult apart = one_step<Apart>(parameters);
+    CHECK(count_of("hpf::ReLU::forward") == 1);
+    CHECK(fused.output == apart.output);
+    CHECK(fused.gradients == apart.gradients);
+    CHECK(fused.input_gradient == apart.input_gradient);
+  }
 }

@@ -61,6 +61,9 @@ struct Context {
   /// Host callback after each layer's forward with the layer's index, kind and output (e.g. to
   /// find the first layer whose output is not finite). Empty in normal runs: costs one test.
   std::function<void(std::size_t, std::string_view, ConstActivation<T, Space>)> after_forward;
+  /// Host callback after each layer's forward that does not look at outputs (a pipeline stage
+  /// lets its messages in flight progress there): unlike after_forward, layers may still fuse.
+  std::function<void()> between_layers;
 };
 
 /// Gradient scratch a layer implementation needs (0 for leaf layers, which define no scratch()).

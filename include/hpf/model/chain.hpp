@@ -363,6 +363,7 @@ class ChainImpl<type_list<Bound...>, T, Space, NameBase> {
       const auto run = fuse && facts::applies_next_relu_forward[i] ? ops_[i]->forward_relu : ops_[i]->forward;
       run(children[i], ctx, input_of(i, x, tape, n), out, tapes[i]);
       if (ctx.after_forward) ctx.after_forward(NameBase + i, ops_[i]->name, out);
+      if (ctx.between_layers) ctx.between_layers();
     }
   }
 

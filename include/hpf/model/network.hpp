@@ -166,9 +166,7 @@ class Network {
     check_batch(tape, n);
     tape.batch = n;
     Context<T, Space> ctx = context(tape, mode);
-    if (between_layers) {
-      ctx.after_forward = [f = std::move(between_layers)](std::size_t, std::string_view, ConstActivation<T, Space>) { f(); };
-    }
+    ctx.between_layers = std::move(between_layers);
     layers_.forward(ctx, input(tape, n), output(tape), tape.layers);
   }
 
