@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
 """hpf against PyTorch on the whole 2-core machine, in one run: hpf as 1 rank x 2 threads (Kokkos
-OpenMP) and as 2 ranks x 1 thread (data parallelism, Kokkos Serial, the same global batch), PyTorch
+OpenMP, with OpenBLAS' OpenMP build that hpf's CMake package links there) and as 2 ranks x 1 thread
+(data parallelism, Kokkos Serial, the same global batch), PyTorch
 with 2 threads in its stock setting and in the two settings docs/reference.md found best
 (OMP_WAIT_POLICY=PASSIVE for the MLP, one OpenBLAS thread for the CNN), and both frameworks on
 1 thread as the baseline of the speed-ups. Prints the tables and writes the `two-cores` section of
@@ -34,6 +35,7 @@ MODELS = {
     "mlp": ("MLP 784-512-512-10, batch 128, Fashion-MNIST", 128, 100, 20, 5),
     "cnn": ("CNN conv32-pool-conv64-pool-fc128-fc10, batch 64, Fashion-MNIST", 64, 20, 5, 5),
     "resnet20": ("ResNet-20 (option A), batch 64, synthetic 3x32x32", 64, 5, 2, 3),
+    "resnet56": ("ResNet-56 (option A), batch 64, synthetic 3x32x32", 64, 3, 1, 3),
 }
 SECTION = "two-cores"
 # Thread placement of the 2-thread hpf process and of the 2 ranks (README, "Ranks x threads").
@@ -154,16 +156,38 @@ def report(args, data):
             return f"**{text}**" if bold else text
 
         ratio = (rates[hpf_best] / rates[torch_best]) if hpf_best and torch_best else None
+        threads_vs_ranks = rates["hpf 1x2"] / rates["hpf 2x1"] if rates["hpf 1x2"] and rates["hpf 2x1"] else None
+        threads_vs_torch = rates["hpf 1x2"] / rates[torch_best] if rates["hpf 1x2"] and torch_best else None
         quiet = sum(h.quiet_count(runs[n], args.quiet) for n in names)
         total = sum(len(runs[n]) for n in names)
         rows.append([model] + [cell(n, "hpf 1x1" if n.startswith("hpf") else "pytorch 1x1") for n in names]
+                    + [f"{r:.2f}x" if r else "-" for r in (threads_vs_ranks, threads_vs_torch)]
                     + [f"**{ratio:.2f}x**" if ratio else "-", f"{quiet} / {total}"])
     headers = (["model"] + [label for _, label, _, _ in configurations(args, args.models[0])]
-               + ["best hpf / best PyTorch (2 cores)", "quiet runs / runs"])
+               + ["hpf 1 x 2 / hpf 2 x 1", "hpf 1 x 2 / best PyTorch (2 threads)", "best hpf / best PyTorch (2 cores)",
+                  "quiet runs / runs"])
     out.append("images/s (speed-up over the same framework's 1-thread run); bold: each framework's best 2-core "
                "configuration.")
     out.append("")
     out.append(h.markdown_table(headers, rows, "l" + "r" * (len(headers) - 1)))
+    out.append("")
+    out.append("Peak resident memory (MiB) of the fastest run of each: one process with 2 threads holds one copy "
+               "of the model and the whole batch's activations; 2 ranks hold a copy each (parameters, gradients, "
+               "optimizer state, buffers) and half the activations each.")
+    out.append("")
+    memory_rows = []
+    for model in args.models:
+        runs = data[model]
+        one = h.best(runs["hpf 1x2"])[1]
+        two = h.best(runs["hpf 2x1"])[1]
+        torch_runs = [h.best(runs[n])[1] for n in ("pytorch 2", "pytorch 2 passive", "pytorch 2 blas1")]
+        torch = max((r for r in torch_runs if r), key=lambda r: r["images_per_s"], default=None)
+        ranks = rank_values(two, "rank_peak_rss_mib") if two else []
+        memory_rows.append([model, h.fmt(one and one.get("peak_rss_mib"), 0),
+                            f"{sum(ranks):.0f} ({' + '.join(f'{v:.0f}' for v in ranks)})" if ranks else "-",
+                            h.fmt(torch and torch.get("peak_rss_mib"), 0)])
+    out.append(h.markdown_table(["model", "hpf, 1 rank x 2 threads", "hpf, 2 ranks x 1 thread (sum of ranks)",
+                                 "PyTorch, fastest 2-thread setting"], memory_rows, "lrrr"))
     out.append("")
     out.append("Commands (run from the repository root; the runner launches exactly these; "
                f"{args.models[-1]} shown):")
@@ -178,6 +202,16 @@ def report(args, data):
         out.append(h.command_text([h.repo_relative(c, ROOT) for c in cmd], overrides))
     out.append("```")
     return "\n".join(out) + "\n"
+
+
+def rank_values(result, key):
+    """A `rank_*` field (one value per rank, comma-separated) as floats."""
+    value = result.get(key)
+    if value is None:
+        return []
+    if isinstance(value, (int, float)):
+        return [float(value)]
+    return [float(v) for v in str(value).split(",") if v]
 
 
 def main():

@@ -175,6 +175,59 @@ void check_onednn_against_gemm(std::size_t n) {
 }
 }  // namespace
 
+namespace {
+/// Weight and bias gradients of OneDnnConvolution with `lanes` lanes for a batch of n (oneDNN on
+/// one thread: the lanes' own setting, so that lanes = 1 makes the same primitives).
+std::vector<float> lane_gradients(const hpf::detail::WindowGeometry& g, std::size_t out, std::size_t n,
+                                  std::size_t lanes, const std::vector<float>& x, const std::vector<float>& dy) {
+  hpf::detail::OneDnnOnOneThread one_thread;
+  hpf::detail::OneDnnConvolution conv(g, out, /*bias=*/true, std::make_shared<hpf::detail::OneDnnDevice>(), lanes);
+  std::vector<float> weight(out * g.patch(), 0.5f), gradients(out * g.patch() + out, 0.25f);  // gradients accumulate
+  std::vector<float> scratch(conv.workspace(n) + 16);
+  conv.backward(Kokkos::DefaultHostExecutionSpace(), x.data(), weight.data(), dy.data(), nullptr, gradients.data(),
+                gradients.data() + out * g.patch(), n, scratch.data());
+  return gradients;
+}
+}  // namespace
+
+TEST_CASE("Conv2D: oneDNN weight gradients are the same bits for any number of lanes") {
+  // 8x8 outputs: sub-batches of 4 images; 37 images: 10 sub-batches (the last of 1 image) in 2
+  // groups, so lanes share groups unevenly and a remainder sub-batch has its own primitives.
+  const hpf::detail::WindowGeometry g(3, 8, 8, 3, 1, 1);
+  constexpr std::size_t out = 5, n = 37;
+  std::vector<float> x(g.channels * n * g.in_spatial()), dy(out * n * g.out_spatial());
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 7919) % 1000) / 500.0f - 1.0f;
+  for (std::size_t i = 0; i < dy.size(); ++i) dy[i] = static_cast<float>((i * 104729) % 1000) / 500.0f - 1.0f;
+  const auto one = lane_gradients(g, out, n, 1, x, dy);
+  CHECK(lane_gradients(g, out, n, 2, x, dy) == one);
+  CHECK(lane_gradients(g, out, n, 3, x, dy) == one);
+  // And they are the gradients: a direct sum in double, plus what the buffers held.
+  double worst = 0;
+  for (std::size_t o = 0; o < out; ++o) {
+    for (std::size_t c = 0; c < g.channels; ++c) {
+      for (std::size_t ky = 0; ky < 3; ++ky) {
+        for (std::size_t kx = 0; kx < 3; ++kx) {
+          double sum = 0.25;
+          for (std::size_t j = 0; j < n; ++j) {
+            for (std::size_t oy = 0; oy < 8; ++oy) {
+              for (std::size_t ox = 0; ox < 8; ++ox) {
+                const long iy = static_cast<long>(oy + ky) - 1, ix = static_cast<long>(ox + kx) - 1;
+                if (iy < 0 || ix < 0 || iy >= 8 || ix >= 8) continue;
+                sum += double(dy[(o * n + j) * 64 + oy * 8 + ox]) * double(x[(c * n + j) * 64 + static_cast<std::size_t>(iy * 8 + ix)]);
+              }
+            }
+          }
+          worst = std::max(worst, std::abs(sum - double(one[o * g.patch() + (c * 3 + ky) * 3 + kx])));
+        }
+      }
+    }
+    double bias = 0.25;
+    for (std::size_t i = 0; i < n * 64; ++i) bias += dy[o * n * 64 + i];
+    worst = std::max(worst, std::abs(bias - double(one[out * g.patch() + o])));
+  }
+  CHECK(worst < 1e-3);
+}
+
 TEST_CASE("Conv2D: oneDNN (float on the host) agrees with the im2col + GEMM path") {
   check_onednn_against_gemm<hpf::Sequential<hpf::Input<3, 9, 8>, hpf::Conv2D<16, 3, hpf::Pad<1>>>>(4);
   check_onednn_against_gemm<hpf::Sequential<hpf::Input<3, 9, 8>, hpf::Conv2D<16, 3, hpf::Pad<1>>>>(3);  // odd batch

@@ -81,8 +81,9 @@ class OneDnnConvolution {
     auto dst = out(p.forward_dst, user_dst, slots);
     std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
     if (bias_) args.insert({DNNL_ARG_BIAS, dnnl::memory(p.bias, engine(), const_cast<float*>(bias))});
+    add_scratchpad(args, p.forward.scratchpad_desc(), slots);
     p.run_forward.execute(stream(), args);
-    if (p.forward_dst.needed()) p.forward_dst.run.execute(stream(), dst, user_dst);
+    if (p.forward_dst.needed()) convert(p.forward_dst, dst, user_dst, slots, stream());
     stream().wait();
   }
 
@@ -99,9 +100,10 @@ class OneDnnConvolution {
       const auto wei = in(p.data_weights, const_cast<float*>(weight), slots, stream());
       dnnl::memory user_dx(p.src, engine(), dx);
       auto diff_src = out(p.data_diff_src, user_dx, slots);
-      p.run_backward_data
-          .execute(stream(), {{DNNL_ARG_DIFF_DST, grad}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DIFF_SRC, diff_src}});
-      if (p.data_diff_src.needed()) p.data_diff_src.run.execute(stream(), diff_src, user_dx);
+      std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_DIFF_DST, grad}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DIFF_SRC, diff_src}};
+      add_scratchpad(args, p.backward_data.scratchpad_desc(), slots);
+      p.run_backward_data.execute(stream(), args);
+      if (p.data_diff_src.needed()) convert(p.data_diff_src, diff_src, user_dx, slots, stream());
     }
     stream().wait();
   }
@@ -112,7 +114,8 @@ class OneDnnConvolution {
   /// each time: on ResNet-20 making them per sub-batch cost more than running them).
   struct Conversion {
     dnnl::memory::desc from, to;
-    dnnl::reorder run;  // made only when needed()
+    dnnl::reorder run;             // made only when needed()
+    dnnl::memory::desc scratchpad;  // its scratch memory (see own_scratchpad)
     bool needed() const { return !(from == to); }
   };
   struct Plan {
@@ -124,7 +127,7 @@ class OneDnnConvolution {
     dnnl::convolution_forward run_forward;
     dnnl::convolution_backward_data run_backward_data;
     dnnl::convolution_backward_weights run_backward_weights;
-    dnnl::reorder add_weight_grad, add_bias_grad;  // hpf's gradient += oneDNN's, in hpf's layout
+    Conversion add_weight_grad, add_bias_grad;  // hpf's gradient += oneDNN's, in hpf's layout
     Conversion forward_src, forward_weights, forward_dst;    // forward_dst: back to hpf's layout
     Conversion data_diff_dst, data_weights, data_diff_src;   // data_diff_src: back to hpf's layout
     Conversion weights_src, weights_diff_dst;
@@ -164,31 +167,53 @@ class OneDnnConvolution {
   dnnl::engine& engine() const { return device_->engine; }
   dnnl::stream& stream() const { return device_->stream; }
 
-  Conversion conversion(const dnnl::memory::desc& from, const dnnl::memory::desc& to) const {
-    Conversion c{from, to, {}};
-    if (c.needed()) c.run = dnnl::reorder(dnnl::reorder::primitive_desc(engine(), from, engine(), to));
+  /// Every primitive here gets its scratch memory from hpf's workspace (oneDNN's own is one
+  /// buffer shared by all primitives, which lanes running side by side would overwrite).
+  static dnnl::primitive_attr own_scratchpad(dnnl::primitive_attr attr = {}) {
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    return attr;
+  }
+  void add_scratchpad(std::unordered_map<int, dnnl::memory>& args, const dnnl::memory::desc& scratchpad,
+                      Slots& slots) const {
+    if (scratchpad.get_size() > 0) args.insert({DNNL_ARG_SCRATCHPAD, dnnl::memory(scratchpad, engine(), slots.take(scratchpad))});
+  }
+  /// A copy from one layout to another, or with `add` a sum into `to` (a sum post-op: micro-batches
+  /// accumulate gradients).
+  Conversion conversion(const dnnl::memory::desc& from, const dnnl::memory::desc& to, bool add = false) const {
+    Conversion c{from, to, {}, {}};
+    if (!c.needed() && !add) return c;
+    dnnl::primitive_attr attr;
+    if (add) {
+      dnnl::post_ops sum;
+      sum.append_sum(1.0f);
+      attr.set_post_ops(sum);
+    }
+    const dnnl::reorder::primitive_desc pd(engine(), from, engine(), to, own_scratchpad(attr));
+    c.run = dnnl::reorder(pd);
+    c.scratchpad = pd.scratchpad_desc();
     return c;
+  }
+  void convert(const Conversion& c, dnnl::memory& from, dnnl::memory& to, Slots& slots, dnnl::stream& on) const {
+    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
+    add_scratchpad(args, c.scratchpad, slots);
+    c.run.execute(on, args);
+  }
+  /// Floats of workspace a conversion takes: its target (if `copies`) and its scratch memory.
+  static std::size_t floats(const Conversion& c, bool copies) {
+    return (copies && c.needed() ? Slots::floats(c.to) : 0) + Slots::floats(c.scratchpad);
   }
   /// `data` (in hpf's layout) as the primitive wants it: itself, or a converted copy in workspace.
   dnnl::memory in(const Conversion& c, float* data, Slots& slots, dnnl::stream& on) const {
     dnnl::memory user(c.from, engine(), data);
     if (!c.needed()) return user;
     dnnl::memory copy(c.to, engine(), slots.take(c.to));
-    c.run.execute(on, user, copy);
+    convert(c, user, copy, slots, on);
     return copy;
   }
   /// Where a primitive writes a result that `c` converts to hpf's `user` memory: user itself, or
   /// workspace.
   dnnl::memory out(const Conversion& c, const dnnl::memory& user, Slots& slots) const {
     return c.needed() ? dnnl::memory(c.from, engine(), slots.take(c.from)) : user;
-  }
-  /// A reorder that adds `from` to `to` (a sum post-op): micro-batches accumulate gradients.
-  dnnl::reorder adding_reorder(const dnnl::memory::desc& from, const dnnl::memory::desc& to) const {
-    dnnl::post_ops add;
-    add.append_sum(1.0f);
-    dnnl::primitive_attr attr;
-    attr.set_post_ops(add);
-    return dnnl::reorder(dnnl::reorder::primitive_desc(engine(), from, engine(), to, attr));
   }
 
   /// Weight and bias gradients, a few images at a time: each sub-batch's sum is computed
@@ -216,12 +241,13 @@ class OneDnnConvolution {
       run_lanes(space, split.lanes, lane_work);
     }
     const Plan& whole = weight_plan(split.chunk, n);
-    for (GradientSum& sum : sums) {  // in group order
+    for (GradientSum& sum : sums) {  // in group order; the lanes' workspace is free again
+      Slots slots(lane_space);
       dnnl::memory own_dw(whole.weights, engine(), weight_grad);
-      whole.add_weight_grad.execute(stream(), sum.weight, own_dw);
+      convert(whole.add_weight_grad, sum.weight, own_dw, slots, stream());
       if (bias_) {
         dnnl::memory own_db(whole.bias, engine(), bias_grad);
-        whole.add_bias_grad.execute(stream(), sum.bias, own_db);
+        convert(whole.add_bias_grad, sum.bias, own_db, slots, stream());
       }
     }
   }
@@ -254,6 +280,7 @@ class OneDnnConvolution {
       }
       std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, grad}, {DNNL_ARG_DIFF_WEIGHTS, part.weight}};
       if (bias_) args.insert({DNNL_ARG_DIFF_BIAS, part.bias});
+      add_scratchpad(args, p.backward_weights.scratchpad_desc(), slots);
       p.run_backward_weights.execute(on, args);
       if (!into_sum) {
         add_into(part.weight, sum.weight, /*overwrite=*/c == begin, on);
@@ -275,7 +302,12 @@ class OneDnnConvolution {
       for (std::size_t i = 0; i < count; ++i) t[i] = overwrite ? f[i] : t[i] + f[i];
       return;
     }
-    (overwrite ? dnnl::reorder(from, to) : adding_reorder(from.get_desc(), to.get_desc())).execute(on, from, to);
+    // Layouts differ (a remainder sub-batch whose primitive chose another): a conversion made
+    // here, with its scratch memory of its own.
+    const Conversion c = conversion(from.get_desc(), to.get_desc(), /*add=*/!overwrite);
+    std::vector<float> scratchpad(Slots::floats(c.scratchpad));
+    Slots slots(scratchpad.data());
+    convert(c, from, to, slots, on);
   }
 
   /// Runs work(lane) for lane in [0, count) in parallel on `space`, oneDNN on one thread in each.
@@ -359,15 +391,15 @@ class OneDnnConvolution {
     p.forward = dnnl::convolution_forward::primitive_desc(
         dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, src_any,
                                         wei_any, bias_any, dst_any, strides, left, right),
-        engine());
+        own_scratchpad(), engine());
     p.backward_data = dnnl::convolution_backward_data::primitive_desc(
         dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, src_any, wei_any, dst_any, strides, left,
                                               right),
-        engine(), p.forward);
+        own_scratchpad(), engine(), p.forward);
     p.backward_weights = dnnl::convolution_backward_weights::primitive_desc(
         dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, src_any, wei_any, bias_any, dst_any,
                                                  strides, left, right),
-        engine(), p.forward);
+        own_scratchpad(), engine(), p.forward);
     p.run_forward = dnnl::convolution_forward(p.forward);
     p.run_backward_data = dnnl::convolution_backward_data(p.backward_data);
     p.run_backward_weights = dnnl::convolution_backward_weights(p.backward_weights);
@@ -379,20 +411,21 @@ class OneDnnConvolution {
     p.data_diff_src = conversion(p.backward_data.diff_src_desc(), p.src);
     p.weights_src = conversion(p.src, p.backward_weights.src_desc());
     p.weights_diff_dst = conversion(p.dst, p.backward_weights.diff_dst_desc());
-    p.add_weight_grad = adding_reorder(p.backward_weights.diff_weights_desc(), p.weights);
-    if (bias_) p.add_bias_grad = adding_reorder(p.backward_weights.diff_bias_desc(), p.bias);
-    auto copy = [](const dnnl::memory::desc& own, const dnnl::memory::desc& wanted) {
-      return wanted == own ? std::size_t{0} : Slots::floats(wanted);
-    };
-    const std::size_t forward = copy(p.src, p.forward.src_desc()) + copy(p.weights, p.forward.weights_desc()) +
-                                copy(p.dst, p.forward.dst_desc());
-    p.weights_workspace = copy(p.src, p.backward_weights.src_desc()) +
-                                      copy(p.dst, p.backward_weights.diff_dst_desc()) +
-                                      Slots::floats(p.backward_weights.diff_weights_desc()) +
-                                      (bias_ ? Slots::floats(p.backward_weights.diff_bias_desc()) : 0);
-    const std::size_t data_phase = copy(p.dst, p.backward_data.diff_dst_desc()) +
-                                   copy(p.weights, p.backward_data.weights_desc()) +
-                                   copy(p.src, p.backward_data.diff_src_desc());
+    p.add_weight_grad = conversion(p.backward_weights.diff_weights_desc(), p.weights, /*add=*/true);
+    if (bias_) p.add_bias_grad = conversion(p.backward_weights.diff_bias_desc(), p.bias, /*add=*/true);
+    // What each phase takes from the workspace, in the order it takes it: converted inputs, the
+    // primitive's result before it is converted back, every primitive's scratch memory.
+    const auto result = [](const Conversion& back) { return back.needed() ? Slots::floats(back.from) : std::size_t{0}; };
+    const std::size_t forward = floats(p.forward_src, true) + floats(p.forward_weights, true) + result(p.forward_dst) +
+                                Slots::floats(p.forward.scratchpad_desc()) + floats(p.forward_dst, false);
+    const std::size_t data_phase = floats(p.data_diff_dst, true) + floats(p.data_weights, true) + result(p.data_diff_src) +
+                                   Slots::floats(p.backward_data.scratchpad_desc()) + floats(p.data_diff_src, false);
+    // (The adds of group sums into hpf's gradient reuse a lane's workspace afterwards.)
+    p.weights_workspace = floats(p.weights_src, true) + floats(p.weights_diff_dst, true) +
+                          Slots::floats(p.backward_weights.diff_weights_desc()) +
+                          (bias_ ? Slots::floats(p.backward_weights.diff_bias_desc()) : 0) +
+                          Slots::floats(p.backward_weights.scratchpad_desc()) + floats(p.add_weight_grad, false) +
+                          floats(p.add_bias_grad, false);
     p.workspace = std::max(forward, data_phase);
     return p;
   }
