@@ -368,8 +368,7 @@ fi
 # ---------------------------------------------------------------- toolchain
 case $command in
   openmp)
-    # libopenblas0-openmp: the BLAS hpf links with Kokkos OpenMP (one OpenMP thread pool).
-    install_missing g++ make cmake patch libopenblas-dev libopenblas0-openmp
+    install_missing g++ make cmake patch libopenblas-dev
     cxx=$(command -v g++)
     toolchain="$("$cxx" -dumpfullversion) $(cmake --version | sed -n 1p)" ;;
   cuda)
