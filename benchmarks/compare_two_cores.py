@@ -138,7 +138,7 @@ def report(args, data):
                "block after warm-up. hpf 2 x 1 trains with the same global batch as everything else (half per "
                "rank, gradients averaged), like one process. Speed-up = against the same framework on 1 thread.")
     out.append("")
-    rows = []
+    rows, memory_rows = [], []
     for model in args.models:
         runs = data[model]
         names = [c[0] for c in configurations(args, model)]
@@ -163,6 +163,7 @@ def report(args, data):
         rows.append([model] + [cell(n, "hpf 1x1" if n.startswith("hpf") else "pytorch 1x1") for n in names]
                     + [f"{r:.2f}x" if r else "-" for r in (threads_vs_ranks, threads_vs_torch)]
                     + [f"**{ratio:.2f}x**" if ratio else "-", f"{quiet} / {total}"])
+        memory_rows.append(memory_row(model, runs, torch_best))
     headers = (["model"] + [label for _, label, _, _ in configurations(args, args.models[0])]
                + ["hpf 1 x 2 / hpf 2 x 1", "hpf 1 x 2 / best PyTorch (2 threads)", "best hpf / best PyTorch (2 cores)",
                   "quiet runs / runs"])
@@ -175,17 +176,6 @@ def report(args, data):
                "of the model and the whole batch's activations; 2 ranks hold a copy each (parameters, gradients, "
                "optimizer state, buffers) and half the activations each.")
     out.append("")
-    memory_rows = []
-    for model in args.models:
-        runs = data[model]
-        one = h.best(runs["hpf 1x2"])[1]
-        two = h.best(runs["hpf 2x1"])[1]
-        torch_runs = [h.best(runs[n])[1] for n in ("pytorch 2", "pytorch 2 passive", "pytorch 2 blas1")]
-        torch = max((r for r in torch_runs if r), key=lambda r: r["images_per_s"], default=None)
-        ranks = rank_values(two, "rank_peak_rss_mib") if two else []
-        memory_rows.append([model, h.fmt(one and one.get("peak_rss_mib"), 0),
-                            f"{sum(ranks):.0f} ({' + '.join(f'{v:.0f}' for v in ranks)})" if ranks else "-",
-                            h.fmt(torch and torch.get("peak_rss_mib"), 0)])
     out.append(h.markdown_table(["model", "hpf, 1 rank x 2 threads", "hpf, 2 ranks x 1 thread (sum of ranks)",
                                  "PyTorch, fastest 2-thread setting"], memory_rows, "lrrr"))
     out.append("")
@@ -202,6 +192,18 @@ def report(args, data):
         out.append(h.command_text([h.repo_relative(c, ROOT) for c in cmd], overrides))
     out.append("```")
     return "\n".join(out) + "\n"
+
+
+def memory_row(model, runs, torch_best):
+    """Peak memory (MiB) of the fastest run of hpf 1 x 2, hpf 2 x 1 (per rank and summed) and PyTorch's
+    fastest 2-thread setting."""
+    one = h.best(runs["hpf 1x2"])[1]
+    two = h.best(runs["hpf 2x1"])[1]
+    torch = h.best(runs[torch_best])[1] if torch_best else None
+    ranks = rank_values(two, "rank_peak_rss_mib") if two else []
+    return [model, h.fmt(one and one.get("peak_rss_mib"), 0),
+            f"{sum(ranks):.0f} ({' + '.join(f'{v:.0f}' for v in ranks)})" if ranks else "-",
+            h.fmt(torch and torch.get("peak_rss_mib"), 0)]
 
 
 def rank_values(result, key):
