@@ -60,13 +60,8 @@ inline int blas_threads() {
 /// The OpenBLAS kernel family (`SkylakeX`, or `Haswell_(hpf_replaced_Prescott)`), spaces removed
 /// (RESULT values hold no spaces).
 inline std::string blas_token() {
-  std::string text = hpf::system::blas_description();
-  const std::string prefix = "OpenBLAS kernels: ";
-  if (text.rfind(prefix, 0) == 0) text = text.substr(prefix.size());
-  const auto threads = text.find(", ");
-  const auto threads_end = text.find(" threads", threads);
-  if (threads != std::string::npos && threads_end != std::string::npos)
-    text.erase(threads, threads_end + 8 - threads);
+  std::string text = hpf::system::blas_kernels();
+  if (text.empty()) text = "not_OpenBLAS";
   std::replace(text.begin(), text.end(), ' ', '_');
   return text;
 }

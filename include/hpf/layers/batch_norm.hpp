@@ -154,7 +154,7 @@ class BatchNormImpl {
           const T* relu_out = &relu_y(c, 0, 0);
           // The gradient reaching the normalisation (through the ReLU: where its output is positive).
           const auto grad_at = [&](std::size_t i) {
-            if constexpr (Relu) return kept_or_zero(grad_out[i], relu_out[i] > T(0));
+            if constexpr (Relu) return relu_gradient(grad_out[i], relu_out[i]);
             return grad_out[i];
           };
           const T mean = saved_mean(c), inv_std = saved_inv_std(c);
@@ -178,10 +178,10 @@ class BatchNormImpl {
   }
 
  private:
-  /// v, or ReLU(v) as hpf::ReLU computes it.
+  /// v, or relu(v).
   template <bool Relu>
   KOKKOS_INLINE_FUNCTION static T activate(T v) {
-    if constexpr (Relu) return v > T(0) ? v : T(0);
+    if constexpr (Relu) return relu(v);
     return v;
   }
   std::size_t channels_;

@@ -75,12 +75,12 @@ class ResidualImpl {
   }
 
   void forward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, Activation<T, Space> y, tape_type& tape) const {
-    forward_then(ctx, x, y, tape, false);
+    forward_then<false>(ctx, x, y, tape);
   }
   /// forward, with a following ReLU applied as the paths are added (a chain fuses Residual, ReLU).
   void forward_relu(const Context<T, Space>& ctx, ConstActivation<T, Space> x, Activation<T, Space> y,
                     tape_type& tape) const {
-    forward_then(ctx, x, y, tape, true);
+    forward_then<true>(ctx, x, y, tape);
   }
 
   void backward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, ConstActivation<T, Space>,
@@ -101,8 +101,9 @@ class ResidualImpl {
   }
 
  private:
-  void forward_then(const Context<T, Space>& ctx, ConstActivation<T, Space> x, Activation<T, Space> y, tape_type& tape,
-                    bool relu) const {
+  template <bool Relu>
+  void forward_then(const Context<T, Space>& ctx, ConstActivation<T, Space> x, Activation<T, Space> y,
+                    tape_type& tape) const {
     const std::size_t n = x.extent(1);
     const auto body_out = output_view(tape.body_output, n);
     body_.forward(ctx, x, body_out, tape.body);
@@ -113,11 +114,7 @@ class ResidualImpl {
       shortcut_out = out;
     }
     trace::Region region("hpf::Residual::add");
-    if (relu) {
-      add_relu(ctx.space, body_out, shortcut_out, y, "hpf::Residual::add_relu");
-    } else {
-      add(ctx.space, body_out, shortcut_out, y, "hpf::Residual::add");
-    }
+    add<Relu>(ctx.space, body_out, shortcut_out, y, Relu ? "hpf::Residual::add_relu" : "hpf::Residual::add");
   }
   static constexpr std::size_t own_scratch(std::size_t n) { return identity ? 0 : In::size * n; }
   static Activation<T, Space> output_view(const Buffer<T, Space>& buffer, std::size_t n) {

@@ -104,13 +104,21 @@ inline std::string blas_threading() {
   }
 }
 
-/// One line describing the BLAS in use, for logs ("OpenBLAS kernels: Haswell, OpenMP threads").
-inline std::string blas_description() {
+/// The OpenBLAS kernel family in use ("Haswell", "SkylakeX (hpf replaced Prescott)"), or "" when
+/// the BLAS is not OpenBLAS.
+inline std::string blas_kernels() {
   const char* core = detail::openblas_core();
-  if (!core) return "BLAS: not OpenBLAS";
-  std::string text = std::string("OpenBLAS kernels: ") + core + ", " + blas_threading() + " threads";
+  if (!core) return "";
+  std::string text = core;
   if (const char* replaced = std::getenv("HPF_BLAS_REEXECUTED")) text += std::string(" (hpf replaced ") + replaced + ")";
   return text;
+}
+
+/// One line describing the BLAS in use, for logs ("OpenBLAS kernels: Haswell, OpenMP threads").
+inline std::string blas_description() {
+  const std::string kernels = blas_kernels();
+  if (kernels.empty()) return "BLAS: not OpenBLAS";
+  return "OpenBLAS kernels: " + kernels + ", " + blas_threading() + " threads";
 }
 
 }  // namespace hpf::system

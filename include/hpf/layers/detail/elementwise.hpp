@@ -13,6 +13,13 @@
 
 namespace hpf::detail {
 
+/// max(v, 0) as hpf::ReLU computes it: every layer that applies a ReLU uses this, so fused and
+/// separate layers give the same bits.
+template <class T>
+KOKKOS_INLINE_FUNCTION T relu(T v) {
+  return v > T(0) ? v : T(0);
+}
+
 /// `keep ? value : T(0)`, the same bits, without a branch on the host: inside a reduction's
 /// unrolled lanes a select became a branch per element and stopped the compiler vectorising
 /// (BatchNorm's backward with a ReLU mask ran 25x slower).
@@ -29,6 +36,11 @@ KOKKOS_INLINE_FUNCTION T kept_or_zero(T value, bool keep) {
   std::memcpy(&value, &bits, sizeof bits);
   return value;
 #endif
+}
+/// The gradient through a ReLU whose output is `relu_output` (positive exactly where its input was).
+template <class T>
+KOKKOS_INLINE_FUNCTION T relu_gradient(T grad_output, T relu_output) {
+  return kept_or_zero(grad_output, relu_output > T(0));
 }
 
 /// Elements per parallel iteration of an element-wise kernel. On the host, a block that one core
@@ -54,29 +66,22 @@ void for_each_block(const Space& space, std::size_t n, const char* label, const 
   });
 }
 
-/// out = a + b over contiguous views of equal size (out may alias a or b).
-template <class Space, class A, class B, class Out>
+/// a + b, or with Relu relu(a + b). (A function, not an `if constexpr` in the kernel: nvcc's
+/// device lambdas may not first capture a variable inside one.)
+template <bool Relu, class T>
+KOKKOS_INLINE_FUNCTION T sum_or_relu(T a, T b) {
+  if constexpr (Relu) return relu(a + b);
+  return a + b;
+}
+
+/// out = a + b over contiguous views of equal size (out may alias a or b); with Relu, relu(a + b).
+template <bool Relu = false, class Space, class A, class B, class Out>
 void add(const Space& space, const A& a, const B& b, const Out& out, const char* label) {
   const auto* pa = a.data();
   const auto* pb = b.data();
   auto* po = out.data();
   for_each_block(space, out.size(), label, KOKKOS_LAMBDA(const std::size_t begin, const std::size_t end) {
-    for (std::size_t i = begin; i < end; ++i) po[i] = pa[i] + pb[i];
-  });
-}
-
-/// out = ReLU(a + b) over contiguous views of equal size (out may alias a or b).
-template <class Space, class A, class B, class Out>
-void add_relu(const Space& space, const A& a, const B& b, const Out& out, const char* label) {
-  using T = typename Out::non_const_value_type;
-  const auto* pa = a.data();
-  const auto* pb = b.data();
-  auto* po = out.data();
-  for_each_block(space, out.size(), label, KOKKOS_LAMBDA(const std::size_t begin, const std::size_t end) {
-    for (std::size_t i = begin; i < end; ++i) {
-      const T sum = pa[i] + pb[i];
-      po[i] = sum > T(0) ? sum : T(0);
-    }
+    for (std::size_t i = begin; i < end; ++i) po[i] = sum_or_relu<Relu>(pa[i], pb[i]);
   });
 }
 

@@ -43,8 +43,9 @@ class OneDnnOnOneThread {
   OneDnnOnOneThread& operator=(const OneDnnOnOneThread&) = delete;
 
  private:
-  get_fn get_ = reinterpret_cast<get_fn>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
-  set_fn set_ = reinterpret_cast<set_fn>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
+  // Looked up once per process: a guard is made per lane of every convolution's backward.
+  static inline const get_fn get_ = reinterpret_cast<get_fn>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
+  static inline const set_fn set_ = reinterpret_cast<set_fn>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
   int saved_ = get_ ? get_() : 1;
 };
 
