@@ -17,9 +17,10 @@ the per-step differences and exits non-zero if they exceed the tolerance:
             ResNet-20) drift from float64 beyond 1e-4 within 3-4 steps in PyTorch itself, as single
             ReLUs flip on values within rounding of zero: for them --check one-step
             --trajectory-steps 3 holds the free trajectory to 1e-4 over the first 3 steps only,
-            and checks each of the first 10 steps from hpf's exact state: losses within 1e-4, and
-            hpf's update within 1e-3 of its size from the float64 update at the median step
-            (under 5e-2 at every step). The pre-activation ResNet-20 is checked over 24 steps
+            and checks each of the first 10 steps from hpf's exact state: the loss within 1e-4 of
+            float64's (or twice PyTorch's float error, which exceeds 1e-4 once the batch is learnt),
+            and hpf's update within 1e-3 of its size from the float64 update at the median step
+            (or twice PyTorch's median) and under 5e-2 at every step. The pre-activation ResNet-20 is checked over 24 steps
             (--check-steps 24): in its first 10, hpf and PyTorch each take 3-5 steps on which a
             flipped ReLU puts the update error at 1e-3 to 4e-2, and the median of 10 falls on one
 
@@ -53,7 +54,8 @@ LOSS_TOLERANCE = {"double": 1e-8, "float": 1e-4}
 LOSS_STEPS = {"double": 50, "float": 10}  # the steps the tolerance covers
 WEIGHT_TOLERANCE = {"double": 1e-8}  # float: reported only
 # One-step check: hpf's update differs from the exact (float64) update from the same state by at
-# most this share of its size at the median step, and by less than UPDATE_LIMIT at any step.
+# most this share of its size at the median step (or DRIFT_FACTOR times PyTorch's median, where
+# PyTorch's own flips put that higher), and by less than UPDATE_LIMIT at any step.
 UPDATE_TOLERANCE = 1e-3
 UPDATE_LIMIT = 5e-2
 # In float, hpf's trajectory may drift from the float64 one at most this many times as far as
@@ -267,12 +269,13 @@ def one_step(model_name, run, states, batches, steps, dtype):
     """Each of the first `steps` steps from hpf's exact state before it, free of the trajectory's
     sensitivity to rounding: the loss against PyTorch in the same precision, and the update (the
     state after the step minus before it) against PyTorch's float64 update, the exact one.
-    Returns per step (loss difference, hpf update error, torch update error, worst tensor), the
+    Returns per step (loss difference, hpf loss error, torch loss error, hpf update error, torch
+    update error, worst tensor): the loss errors against the float64 loss from the same state, the
     update errors relative to the update's largest entry."""
     rows = []
     for k in range(steps):
         loss, theirs = one_step_state(model_name, run, states, batches, k, dtype)
-        _, exact = one_step_state(model_name, run, states, batches, k, torch.float64)
+        exact_loss, exact = one_step_state(model_name, run, states, batches, k, torch.float64)
         ours_error = theirs_error = 0.0
         worst = None
         for name, value in exact.items():
@@ -285,7 +288,8 @@ def one_step(model_name, run, states, batches, steps, dtype):
             if e_ours > ours_error:
                 ours_error, worst = e_ours, name
             theirs_error = max(theirs_error, float(np.max(np.abs(theirs[name] - value))) / update)
-        rows.append((relative(run["losses"][k], loss), ours_error, theirs_error, worst))
+        rows.append((relative(run["losses"][k], loss), relative(run["losses"][k], exact_loss), relative(loss, exact_loss),
+                     ours_error, theirs_error, worst))
     return rows
 
 
@@ -398,22 +402,33 @@ def main():
         rows = one_step(args.model, run, states, batches, covered, dtype)
         print(f"\none step from hpf's state (losses against torch {args.dtype}; updates against torch float64, "
               f"relative to the update's size):")
-        print(f"{'step':>4}  {'loss difference':>15}  {'hpf update error':>16}  {'torch update error':>18}  worst hpf tensor")
-        for k, (loss_diff, ours, theirs, name) in enumerate(rows):
-            print(f"{k:>4}  {loss_diff:>15.3e}  {ours:>16.3e}  {theirs:>18.3e}  {name}")
-        for k, (loss_diff, ours, theirs, name) in enumerate(rows):
-            if loss_diff > tolerance:
-                problems.append(f"from the same state, the losses of step {k} differ by {loss_diff:.3e}")
+        print(f"{'step':>4}  {'loss difference':>15}  {'hpf vs float64':>14}  {'torch vs float64':>16}  "
+              f"{'hpf update error':>16}  {'torch update error':>18}  worst hpf tensor")
+        for k, (loss_diff, ours_loss, theirs_loss, ours, theirs, name) in enumerate(rows):
+            print(f"{k:>4}  {loss_diff:>15.3e}  {ours_loss:>14.3e}  {theirs_loss:>16.3e}  {ours:>16.3e}  {theirs:>18.3e}  {name}")
+        # A loss near zero (a ResNet that has learnt its batch) is a difference of nearly equal
+        # logits: float rounding of the logits alone moves it by more than 1e-4 of itself, in
+        # PyTorch as in hpf. So hpf's loss is held to the tolerance against float64, or within
+        # DRIFT_FACTOR times PyTorch's own float error from the same state where that is larger.
+        for k, (loss_diff, ours_loss, theirs_loss, _, _, _) in enumerate(rows):
+            bound = max(tolerance, DRIFT_FACTOR * theirs_loss)
+            if ours_loss > bound:
+                problems.append(f"from the same state, hpf's loss of step {k} is {ours_loss:.3e} from float64's "
+                                f"(PyTorch float: {theirs_loss:.3e}; bound {bound:.3e})")
         # Now and then a single step moves further from float64, in either framework (a ReLU whose
         # input lies within rounding of zero decides differently): a systematic defect shows in
-        # every step, so the bound is on the median step, with a cap on the worst one.
-        ours = sorted(r[1] for r in rows)
-        theirs = sorted(r[2] for r in rows)
+        # every step, so the bound is on the median step, with a cap on the worst one. Flips fall on
+        # about half of 24 steps of the pre-activation ResNet-20 in either framework, so the median
+        # step can be one by chance (PyTorch's own median: 8.0e-4 on an AMD Zen 4): where PyTorch's
+        # median is that high, hpf's may be DRIFT_FACTOR times as high.
+        ours = sorted(r[3] for r in rows)
+        theirs = sorted(r[4] for r in rows)
         median = lambda v: (v[(len(v) - 1) // 2] + v[len(v) // 2]) / 2
+        median_bound = max(UPDATE_TOLERANCE, DRIFT_FACTOR * median(theirs))
         print(f"update error over {covered} steps: median hpf {median(ours):.3e}, torch {median(theirs):.3e}; "
-              f"worst hpf {ours[-1]:.3e}, torch {theirs[-1]:.3e} (bounds: median <= {UPDATE_TOLERANCE:.0e}, "
+              f"worst hpf {ours[-1]:.3e}, torch {theirs[-1]:.3e} (bounds: median <= {median_bound:.1e}, "
               f"worst < {UPDATE_LIMIT:.0e})")
-        if median(ours) > UPDATE_TOLERANCE or ours[-1] >= UPDATE_LIMIT:
+        if median(ours) > median_bound or ours[-1] >= UPDATE_LIMIT:
             problems.append(f"hpf's float updates are off by a median {median(ours):.3e} (worst {ours[-1]:.3e}) "
                             f"of their size from float64")
     if held and diffs[held_worst] > tolerance:

@@ -35,18 +35,22 @@ class SoftmaxCrossEntropyImpl : public PerSampleLoss<T, Space> {
     Kokkos::parallel_for(
         "hpf::SoftmaxCrossEntropy::forward", Kokkos::RangePolicy<Space>(ctx.space, 0, n),
         KOKKOS_LAMBDA(const std::size_t j) {
-          T max_logit = x(0, j, 0);
-          for (std::size_t k = 1; k < classes; ++k) max_logit = x(k, j, 0) > max_logit ? x(k, j, 0) : max_logit;
-          T sum = 0;
+          // The largest logit's exp(0) = 1 is kept out of the sum of the others: a well-learnt
+          // sample's loss is log1p(others), which 1 + others would round to float's ulp of 1 (and
+          // max + log(sum) - logit to the logit's ulp): up to 5 % of a loss of 3e-5.
+          std::size_t top = 0;
+          for (std::size_t k = 1; k < classes; ++k) top = x(k, j, 0) > x(top, j, 0) ? k : top;
+          const T max_logit = x(top, j, 0);
+          T others = 0;
           for (std::size_t k = 0; k < classes; ++k) {
             const T e = math::exp(x(k, j, 0) - max_logit);
             y(k, j, 0) = e;
-            sum += e;
+            others += k == top ? T(0) : e;
           }
-          const T inv = T(1) / sum;
+          const T inv = T(1) / (T(1) + others);
           for (std::size_t k = 0; k < classes; ++k) y(k, j, 0) *= inv;
           if (with_labels) {
-            losses(j) = max_logit + math::log(sum) - x(labels(j), j, 0);
+            losses(j) = (max_logit - x(labels(j), j, 0)) + math::log1p(others);
           }
         });
   }

@@ -11,10 +11,12 @@ namespace hpf::math {
 #if KOKKOS_VERSION >= 30700
 using Kokkos::exp;
 using Kokkos::log;
+using Kokkos::log1p;
 using Kokkos::sqrt;
 #else
 using Kokkos::Experimental::exp;
 using Kokkos::Experimental::log;
+using Kokkos::Experimental::log1p;
 using Kokkos::Experimental::sqrt;
 #endif
 
