@@ -70,7 +70,10 @@ class OneDnnConvolution {
   /// Floats of workspace a batch of n needs (the blocked copies of the larger phase).
   std::size_t workspace(std::size_t n) const {
     const WeightSplit split = weight_split(n);
-    return std::max(plan(n, n).workspace, split.groups * split.group_floats + split.lanes * split.lane_floats);
+    const BatchCopies& copies = batch_copies(n);
+    const std::size_t gradient = copies.diff_dst.floats(), weight_phase = copies.src.floats() +
+                                 split.groups * split.group_floats + split.lanes * split.lane_floats;
+    return std::max(plan(n, n).workspace, gradient + weight_phase) + gradient;
   }
 
   void forward(const float* x, const float* weight, const float* bias, float* y, std::size_t n, float* scratch) const {
@@ -93,11 +96,17 @@ class OneDnnConvolution {
   template <class HostSpace>
   void backward(const HostSpace& space, const float* x, const float* weight, const float* dy, float* dx,
                 float* weight_grad, float* bias_grad, std::size_t n, float* scratch) const {
-    weight_gradient(space, x, dy, weight_grad, bias_grad, n, scratch);
     const Plan& p = plan(n, n);
+    const BatchCopies& copies = batch_copies(n);
+    // dy converted once for the whole batch: the weight gradient's sub-batches read it at offsets,
+    // and the input gradient too when its primitive chose the same layout.
+    Slots kept(scratch);
+    const dnnl::memory dy_copy = copies.diff_dst.make(const_cast<float*>(dy), kept, *this);
+    weight_gradient(space, x, dy, dy_copy, weight_grad, bias_grad, n, kept.rest());
     if (dx) {  // input gradient
-      Slots slots(scratch);
-      const auto grad = in(p.data_diff_dst, const_cast<float*>(dy), slots, stream());
+      Slots slots(kept.rest());
+      const bool shared = copies.diff_dst.usable && p.backward_data.diff_dst_desc() == dy_copy.get_desc();
+      const auto grad = shared ? dy_copy : in(p.data_diff_dst, const_cast<float*>(dy), slots, stream());
       const auto wei = in(p.data_weights, const_cast<float*>(weight), slots, stream());
       dnnl::memory user_dx(p.src, engine(), dx);
       auto diff_src = out(p.data_diff_src, user_dx, slots);
@@ -145,6 +154,7 @@ class OneDnnConvolution {
       next_ += floats(d);
       return here;
     }
+    float* rest() const { return next_; }  // where the next piece would start
     static std::size_t floats(const dnnl::memory::desc& d) { return (d.get_size() / sizeof(float) + 15) / 16 * 16; }
 
    private:
@@ -164,6 +174,36 @@ class OneDnnConvolution {
     std::size_t lane_floats = 0;   // a lane's blocked copies and one sub-batch's sum
   };
   static constexpr std::size_t sub_batches_per_group = 8;
+
+  /// A whole batch's input or output gradient, converted in one call into the layout the
+  /// weight-gradient sub-batches want, when that layout keeps each image in one piece (images
+  /// outermost): a sub-batch then reads its images at an offset. One conversion instead of one
+  /// per sub-batch (a 32x32 layer of a ResNet at batch 64: 64), and for dy, one shared with the
+  /// input gradient. Not `usable`: each sub-batch converts its own images, as it must for layouts
+  /// that interleave images.
+  struct BatchCopy {
+    bool usable = false;
+    dnnl::memory::format_tag tag{};
+    dnnl::memory::dims image_dims;  // {channels, height, width}
+    Conversion convert;             // hpf's layout of the whole batch -> the copy
+    std::size_t image_floats = 0;   // between consecutive images of the copy
+
+    /// The copy's layout for `images` images.
+    dnnl::memory::desc desc(std::size_t images) const {
+      return dnnl::memory::desc({static_cast<dnnl::memory::dim>(images), image_dims[0], image_dims[1], image_dims[2]},
+                                dnnl::memory::data_type::f32, tag);
+    }
+    /// Whether a sub-batch of `images` wanting `wanted` can read its images from the copy.
+    bool serves(const dnnl::memory::desc& wanted, std::size_t images) const { return usable && wanted == desc(images); }
+    std::size_t floats() const { return usable ? OneDnnConvolution::floats(convert, true) : 0; }
+    /// The copy of `data` (itself when the layouts agree), taken from `slots`; empty if not usable.
+    dnnl::memory make(float* data, Slots& slots, const OneDnnConvolution& conv) const {
+      return usable ? conv.in(convert, data, slots, conv.stream()) : dnnl::memory();
+    }
+  };
+  struct BatchCopies {
+    BatchCopy src, diff_dst;
+  };
 
   dnnl::engine& engine() const { return device_->engine; }
   dnnl::stream& stream() const { return device_->stream; }
@@ -225,15 +265,19 @@ class OneDnnConvolution {
   /// by side, oneDNN on one thread in each (a 1-image sub-batch leaves oneDNN's own threads little
   /// to share: ResNet-20 on 2 threads ran at 1031 images/s, against 1176 with whole-batch chains).
   template <class HostSpace>
-  void weight_gradient(const HostSpace& space, const float* x, const float* dy, float* weight_grad, float* bias_grad,
-                       std::size_t n, float* scratch) const {
+  void weight_gradient(const HostSpace& space, const float* x, const float* dy, const dnnl::memory& dy_copy,
+                       float* weight_grad, float* bias_grad, std::size_t n, float* scratch) const {
     const WeightSplit split = weight_split(n);  // also makes the plans before any lane runs
-    float* const group_space = scratch;
-    float* const lane_space = scratch + split.groups * split.group_floats;
+    const BatchCopies& copies = batch_copies(n);
+    Slots kept(scratch);
+    const SubBatchInputs inputs{x, dy, copies.src.make(const_cast<float*>(x), kept, *this), dy_copy, &copies};
+    stream().wait();  // the copies are complete before lanes read them on streams of their own
+    float* const group_space = kept.rest();
+    float* const lane_space = group_space + split.groups * split.group_floats;
     std::vector<GradientSum> sums(split.groups);
     auto lane_work = [&](std::size_t lane) {
       for (std::size_t group = lane; group < split.groups; group += split.lanes)
-        sums[group] = group_gradient(x, dy, group, split, n, group_space + group * split.group_floats,
+        sums[group] = group_gradient(inputs, group, split, n, group_space + group * split.group_floats,
                                      lane_space + lane * split.lane_floats, split.lanes > 1 ? lane_streams_[lane] : stream());
     };
     if (split.lanes == 1) {
@@ -253,9 +297,25 @@ class OneDnnConvolution {
     }
   }
 
+  /// What the weight-gradient sub-batches read: hpf's x and dy, and their whole-batch copies.
+  struct SubBatchInputs {
+    const float *x, *dy;
+    dnnl::memory x_copy, dy_copy;
+    const BatchCopies* copies;
+  };
+
+  /// A sub-batch's images [first, first + images) as `wanted`: read from the whole batch's copy
+  /// when it serves, else converted from hpf's layout (`data` at the sub-batch's first image).
+  dnnl::memory sub_batch(const BatchCopy& copy, const dnnl::memory& whole, const Conversion& c, const float* data,
+                         std::size_t first, std::size_t images, Slots& slots, dnnl::stream& on) const {
+    if (copy.serves(c.to, images))
+      return dnnl::memory(c.to, engine(), static_cast<float*>(whole.get_data_handle()) + first * copy.image_floats);
+    return in(c, const_cast<float*>(data), slots, on);
+  }
+
   /// The sum of one group's sub-batch gradients, in `sum_space` (in the layout of a whole
   /// sub-batch's plan); `lane_space` holds the blocked copies.
-  GradientSum group_gradient(const float* x, const float* dy, std::size_t group, const WeightSplit& split,
+  GradientSum group_gradient(const SubBatchInputs& inputs, std::size_t group, const WeightSplit& split,
                              std::size_t n, float* sum_space, float* lane_space, dnnl::stream& on) const {
     const Plan& whole = weight_plan(split.chunk, n);
     const auto& sum_weight_desc = whole.backward_weights.diff_weights_desc();
@@ -267,10 +327,13 @@ class OneDnnConvolution {
     const std::size_t end = std::min(begin + sub_batches_per_group, split.chunks);
     for (std::size_t c = begin; c < end; ++c) {
       const std::size_t first = c * split.chunk;
-      const Plan& p = weight_plan(std::min(split.chunk, n - first), n);
+      const std::size_t images = std::min(split.chunk, n - first);
+      const Plan& p = weight_plan(images, n);
       Slots slots(lane_space);
-      const auto src = in(p.weights_src, const_cast<float*>(x) + first * g_.in_spatial(), slots, on);
-      const auto grad = in(p.weights_diff_dst, const_cast<float*>(dy) + first * g_.out_spatial(), slots, on);
+      const auto src = sub_batch(inputs.copies->src, inputs.x_copy, p.weights_src, inputs.x + first * g_.in_spatial(),
+                                 first, images, slots, on);
+      const auto grad = sub_batch(inputs.copies->diff_dst, inputs.dy_copy, p.weights_diff_dst,
+                                  inputs.dy + first * g_.out_spatial(), first, images, slots, on);
       const bool same_layout = p.backward_weights.diff_weights_desc() == sum_weight_desc &&
                                (!bias_ || p.backward_weights.diff_bias_desc() == sum.bias.get_desc());
       const bool into_sum = c == begin && same_layout;  // the group's first sub-batch writes the sum itself
@@ -341,6 +404,40 @@ class OneDnnConvolution {
     split.lane_floats = whole.weights_workspace;
     if (n % split.chunk) split.lane_floats = std::max(split.lane_floats, weight_plan(n % split.chunk, n).weights_workspace);
     return split;
+  }
+
+  /// The whole-batch copies of x and dy for a batch of n, made once per batch size.
+  const BatchCopies& batch_copies(std::size_t n) const {
+    const auto found = batch_copies_.find(n);
+    if (found != batch_copies_.end()) return found->second;
+    const WeightSplit split = weight_split(n);
+    const Plan& sub = weight_plan(split.chunk, n);
+    const Plan& whole = plan(n, n);
+    const auto C = static_cast<dnnl::memory::dim>(g_.channels), O = static_cast<dnnl::memory::dim>(out_);
+    BatchCopies copies{batch_copy(whole.src, sub.weights_src.to, {C, static_cast<dnnl::memory::dim>(g_.height),
+                                                                  static_cast<dnnl::memory::dim>(g_.width)}, split.chunk, n),
+                       batch_copy(whole.dst, sub.weights_diff_dst.to, {O, static_cast<dnnl::memory::dim>(g_.out_height),
+                                                                       static_cast<dnnl::memory::dim>(g_.out_width)}, split.chunk, n)};
+    return batch_copies_.emplace(n, std::move(copies)).first->second;
+  }
+  /// A copy of a batch of n in hpf's layout `user`, for sub-batches of `chunk` images wanting
+  /// `wanted`: usable when `wanted` is one of the layouts that keep images whole.
+  BatchCopy batch_copy(const dnnl::memory::desc& user, const dnnl::memory::desc& wanted, dnnl::memory::dims image_dims,
+                       std::size_t chunk, std::size_t n) const {
+    using tag = dnnl::memory::format_tag;
+    BatchCopy copy;
+    copy.image_dims = std::move(image_dims);
+    if (n == 0) return copy;
+    for (const tag t : {tag::nChw16c, tag::nChw8c, tag::nChw4c, tag::nhwc, tag::nchw}) {
+      copy.tag = t;
+      if (copy.desc(chunk) != wanted) continue;
+      const dnnl::memory::desc whole = copy.desc(n);
+      copy.usable = true;
+      copy.convert = conversion(user, whole);
+      copy.image_floats = whole.get_size() / sizeof(float) / n;
+      break;
+    }
+    return copy;
   }
 
   /// The plan of a weight-gradient sub-batch: with lanes, its primitives are made for one thread.
@@ -437,6 +534,7 @@ class OneDnnConvolution {
   std::shared_ptr<OneDnnDevice> device_;  // the network's engine and stream
   mutable std::map<std::pair<std::size_t, std::size_t>, Plan> plans_;         // per (images, batch)
   mutable std::map<std::pair<std::size_t, std::size_t>, Plan> weight_plans_;  // for one thread, with lanes
+  mutable std::map<std::size_t, BatchCopies> batch_copies_;                     // per batch size
   std::size_t lanes_;
   mutable std::vector<dnnl::stream> lane_streams_;  // one per lane (a stream is not shared by threads)
 };
