@@ -23,6 +23,8 @@ fi
 
 # shellcheck source=lib/debian.sh
 source "$root/scripts/lib/debian.sh"
+# shellcheck source=lib/ccache.sh
+source "$root/scripts/lib/ccache.sh"
 hpf_install_packages "${HPF_PACKAGES_TEST[@]}"
 
 echo "== Kokkos + KokkosKernels for CUDA $arch (cached after the first build)"
@@ -39,7 +41,7 @@ echo "== configuring and building every test, example and benchmark for CUDA ($s
 # shellcheck disable=SC2086
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FLAGS=-O0 -DKokkos_ROOT="$kokkos" \
       -DCMAKE_CXX_COMPILER="$kokkos/bin/nvcc_wrapper" -DHPF_ENABLE_BENCHMARKS=ON -DHPF_CHECK_HEADERS=OFF \
-      ${HPF_CMAKE_ARGS:-}
+      "${hpf_compiler_launcher[@]}" ${HPF_CMAKE_ARGS:-}
 start=$(date +%s)
 cmake --build "$build" -j "$jobs"
 echo "== built in $(( $(date +%s) - start )) s"

@@ -14,6 +14,8 @@ threads=${HPF_TEST_THREADS:-2}
 source "$root/scripts/lib/debian.sh"
 # shellcheck source=lib/ctest.sh
 source "$root/scripts/lib/ctest.sh"
+# shellcheck source=lib/ccache.sh
+source "$root/scripts/lib/ccache.sh"
 hpf_install_packages "${HPF_PACKAGES_TEST[@]}"
 
 echo "== Kokkos + KokkosKernels for OpenMP (cached after the first build)"
@@ -28,7 +30,8 @@ echo "== configuring and building hpf in $build (Kokkos OpenMP, MPICH, $threads 
 # shellcheck disable=SC2086
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKokkos_ROOT="$kokkos" \
       -DMPI_CXX_COMPILER=mpicxx.mpich -DMPIEXEC_EXECUTABLE=/usr/bin/mpiexec.mpich \
-      -DHPF_TEST_THREADS="$threads" -DHPF_ENABLE_BENCHMARKS=OFF -DHPF_CHECK_HEADERS=OFF ${HPF_CMAKE_ARGS:-}
+      -DHPF_TEST_THREADS="$threads" -DHPF_ENABLE_BENCHMARKS=OFF -DHPF_CHECK_HEADERS=OFF "${hpf_compiler_launcher[@]}" \
+      ${HPF_CMAKE_ARGS:-}
 cmake --build "$build" -j "$jobs"
 
 echo "== testing (unit, reference and MPI tests; OpenMP, $threads threads per rank; MPICH)"

@@ -29,13 +29,15 @@ jobs=${HPF_JOBS:-$(nproc)}
 source "$root/scripts/lib/debian.sh"
 # shellcheck source=lib/ctest.sh
 source "$root/scripts/lib/ctest.sh"
+# shellcheck source=lib/ccache.sh
+source "$root/scripts/lib/ccache.sh"
 hpf_install_packages "${HPF_PACKAGES_TEST[@]}"
 
 echo "== configuring and building the tests with ASan + UBSan in $build"
 started=$(date +%s)
 cd "$root"
 # shellcheck disable=SC2086
-cmake --preset asan-ubsan -B "$build" ${HPF_CMAKE_ARGS:-}
+cmake --preset asan-ubsan -B "$build" "${hpf_compiler_launcher[@]}" ${HPF_CMAKE_ARGS:-}
 cmake --build "$build" -j "$jobs" | tee "$build/sanitizer-build.log"
 built=$(date +%s)
 steps=$(sed -n 's/^\[[0-9]*\/\([0-9]*\)\].*/\1/p' "$build/sanitizer-build.log" | tail -n 1)
