@@ -134,9 +134,8 @@ namespace {
 // Forward output, input gradient and accumulated parameter gradients of one float network, over
 // two micro-batches (gradients add up) of n samples each.
 template <class Model>
-std::vector<std::vector<double>> float_results(std::size_t n, bool gemm) {
-  hpf::Network<Model, float> net(hpf::NetworkOptions{
-      .seed = 5, .convolution = gemm ? hpf::ConvolutionAlgorithm::gemm : hpf::ConvolutionAlgorithm::automatic});
+std::vector<std::vector<double>> float_results(std::size_t n, hpf::ConvolutionAlgorithm algorithm) {
+  hpf::Network<Model, float> net(hpf::NetworkOptions{.seed = 5, .convolution = algorithm});
   auto tape = net.make_tape(n);
   using In = typename Model::input_shape;
   using Out = typename Model::output_shape;
@@ -158,10 +157,12 @@ std::vector<std::vector<double>> float_results(std::size_t n, bool gemm) {
   return results;
 }
 
+/// oneDNN's convolutions (`algorithm`: automatic, with Winograd's where it runs, or direct)
+/// against im2col + GEMM.
 template <class Model>
-void check_onednn_against_gemm(std::size_t n) {
-  const auto vendor = float_results<Model>(n, false);
-  const auto gemm = float_results<Model>(n, true);
+void check_onednn_against_gemm(std::size_t n, hpf::ConvolutionAlgorithm algorithm = hpf::ConvolutionAlgorithm::automatic) {
+  const auto vendor = float_results<Model>(n, algorithm);
+  const auto gemm = float_results<Model>(n, hpf::ConvolutionAlgorithm::gemm);
   REQUIRE(vendor.size() == gemm.size());
   for (std::size_t r = 0; r < vendor.size(); ++r) {
     double scale = 0, diff = 0;
@@ -169,9 +170,17 @@ void check_onednn_against_gemm(std::size_t n) {
       scale = std::max(scale, std::abs(gemm[r][i]));
       diff = std::max(diff, std::abs(vendor[r][i] - gemm[r][i]));
     }
-    INFO("result ", r, " (outputs, input gradients, then parameter gradients), n = ", n);
+    INFO("result ", r, " (outputs, input gradients, then parameter gradients), n = ", n,
+         ", direct only: ", algorithm == hpf::ConvolutionAlgorithm::direct);
     CHECK(diff <= 2e-5 * scale);
   }
+}
+
+/// Whether oneDNN runs AVX-512 kernels on this CPU (its Winograd convolutions need them).
+bool onednn_has_avx512() {
+  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  const auto avx512 = static_cast<unsigned>(dnnl::cpu_isa::avx512_core);
+  return (isa & avx512) == avx512;
 }
 }  // namespace
 
@@ -181,7 +190,8 @@ namespace {
 std::vector<float> lane_gradients(const hpf::detail::WindowGeometry& g, std::size_t out, std::size_t n,
                                   std::size_t lanes, const std::vector<float>& x, const std::vector<float>& dy) {
   hpf::detail::OneDnnOnOneThread one_thread;
-  hpf::detail::OneDnnConvolution conv(g, out, /*bias=*/true, std::make_shared<hpf::detail::OneDnnDevice>(), lanes);
+  hpf::detail::OneDnnConvolution conv(g, out, /*bias=*/true, std::make_shared<hpf::detail::OneDnnDevice>(), lanes,
+                                      /*winograd=*/true);
   std::vector<float> weight(out * g.patch(), 0.5f), gradients(out * g.patch() + out, 0.25f);  // gradients accumulate
   std::vector<float> scratch(conv.workspace(n) + 16);
   conv.backward(Kokkos::DefaultHostExecutionSpace(), x.data(), weight.data(), dy.data(), nullptr, gradients.data(),
@@ -193,8 +203,12 @@ std::vector<float> lane_gradients(const hpf::detail::WindowGeometry& g, std::siz
 TEST_CASE("Conv2D: oneDNN weight gradients are the same bits for any number of lanes") {
   // 8x8 outputs: sub-batches of 4 images; 37 images: 10 sub-batches (the last of 1 image) in 2
   // groups, so lanes share groups unevenly and a remainder sub-batch has its own primitives.
-  const hpf::detail::WindowGeometry g(3, 8, 8, 3, 1, 1);
-  constexpr std::size_t out = 5, n = 37;
+  // 3 -> 5 channels run the direct convolution; 32 -> 32 Winograd's, where the CPU has it.
+  std::size_t in = 3, out = 5;
+  SUBCASE("direct") {}
+  SUBCASE("Winograd") { in = out = 32; }
+  const hpf::detail::WindowGeometry g(in, 8, 8, 3, 1, 1);
+  constexpr std::size_t n = 37;
   std::vector<float> x(g.channels * n * g.in_spatial()), dy(out * n * g.out_spatial());
   for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 7919) % 1000) / 500.0f - 1.0f;
   for (std::size_t i = 0; i < dy.size(); ++i) dy[i] = static_cast<float>((i * 104729) % 1000) / 500.0f - 1.0f;
@@ -236,5 +250,31 @@ TEST_CASE("Conv2D: oneDNN (float on the host) agrees with the im2col + GEMM path
   check_onednn_against_gemm<hpf::Sequential<hpf::Input<8, 6, 6>, hpf::Conv2D<16, 1, hpf::Stride<2>, hpf::NoBias>>>(2);
   check_onednn_against_gemm<hpf::Sequential<hpf::Input<2, 11, 10>, hpf::Conv2D<5, 5, hpf::Stride<3>, hpf::Pad<2>>>>(3);
   check_onednn_against_gemm<hpf::Sequential<hpf::Input<2, 7, 9>, hpf::Conv2D<3, 4, hpf::Stride<3>>>>(2);
+  // Winograd's algorithm where the CPU has it (odd sizes: partial tiles), and the direct one.
+  using Wide = hpf::Sequential<hpf::Input<32, 7, 6>, hpf::Conv2D<48, 3, hpf::Pad<1>>>;
+  check_onednn_against_gemm<Wide>(3);
+  check_onednn_against_gemm<Wide>(3, hpf::ConvolutionAlgorithm::direct);
+  check_onednn_against_gemm<hpf::Sequential<hpf::Input<32, 8, 8>, hpf::Conv2D<32, 3, hpf::Pad<1>, hpf::NoBias>>>(2);
+}
+
+TEST_CASE("Conv2D: Winograd's algorithm runs the 3x3 stride-1 layers of 32 or more channels, where oneDNN has it") {
+  const auto device = std::make_shared<hpf::detail::OneDnnDevice>();
+  const auto winograd = [&](std::size_t in, std::size_t out, std::size_t kernel, std::size_t stride, bool asked = true) {
+    return hpf::detail::OneDnnConvolution(hpf::detail::WindowGeometry(in, 16, 16, kernel, stride, kernel / 2), out,
+                                          /*bias=*/false, device, 1, asked)
+        .winograd();
+  };
+  const bool available = onednn_has_avx512();
+  INFO("oneDNN's CPU ISA: ", static_cast<unsigned>(dnnl::get_effective_cpu_isa()));
+  CHECK(winograd(32, 32, 3, 1) == available);
+  CHECK(winograd(64, 64, 3, 1) == available);
+  CHECK(winograd(32, 48, 3, 1) == available);
+  CHECK_FALSE(winograd(16, 16, 3, 1));  // the tile transforms would cost more than they save
+  CHECK_FALSE(winograd(16, 32, 3, 1));
+  CHECK_FALSE(winograd(3, 32, 3, 1));
+  CHECK_FALSE(winograd(32, 32, 3, 2));  // strided: no Winograd kernel
+  CHECK_FALSE(winograd(32, 32, 1, 1));
+  CHECK_FALSE(winograd(32, 32, 5, 1));
+  CHECK_FALSE(winograd(32, 32, 3, 1, /*asked=*/false));  // ConvolutionAlgorithm::direct
 }
 #endif

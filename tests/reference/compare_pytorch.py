@@ -211,6 +211,8 @@ def run_driver(args):
         command += ["--batch", str(args.batch)]
     if args.check == "one-step":
         command += ["--states", str(args.steps)]
+    if args.convolution:
+        command += ["--convolution", args.convolution]
     print("$ " + " ".join(command), flush=True)
     start = time.perf_counter()
     result = subprocess.run(command)
@@ -297,6 +299,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--driver", help="hpf_reference_run executable (run first unless --no-run)")
     parser.add_argument("--no-run", action="store_true", help="compare the files already in --work")
+    parser.add_argument("--convolution", choices=("automatic", "direct"), default=None,
+                        help="hpf's float convolutions: oneDNN with Winograd's algorithm where it runs "
+                             "(automatic, the driver's default) or its direct convolutions only, as PyTorch's")
     parser.add_argument("--model", required=True, choices=MODELS)
     parser.add_argument("--dtype", required=True, choices=sorted(LOSS_TOLERANCE))
     parser.add_argument("--steps", type=int, default=None, help="steps to run (default: those the tolerance covers)")

@@ -63,6 +63,7 @@ struct Settings {
   double lr = 0;          // 0: the model's default
   std::size_t pool = 0;   // ResNet: synthetic images to draw batches from (0: one fixed batch)
   std::size_t states = 0;  // save the full training state before each of the first `states` steps
+  hpf::ConvolutionAlgorithm convolution = hpf::ConvolutionAlgorithm::automatic;
   std::filesystem::path out;
 };
 
@@ -119,9 +120,13 @@ Settings parse(int argc, char** argv) {
       s.pool = std::stoul(value);
     } else if (key == "--states") {
       s.states = std::stoul(value);
+    } else if (key == "--convolution") {
+      if (value != "automatic" && value != "direct") throw std::invalid_argument("--convolution must be automatic or direct");
+      s.convolution = value == "direct" ? hpf::ConvolutionAlgorithm::direct : hpf::ConvolutionAlgorithm::automatic;
     } else {
       throw std::invalid_argument("unknown option " + key +
-                                  " (usage: --model mlp|cnn|resnet20|preact20|regression --dtype float|double --steps N --batch B --out DIR)");
+                                  " (usage: --model mlp|cnn|resnet20|preact20|regression --dtype float|double --steps N --batch B"
+                                  " [--convolution automatic|direct] --out DIR)");
     }
   }
   if (s.out.empty()) throw std::invalid_argument("--out DIR is required");
@@ -155,7 +160,7 @@ void run(const Settings& s, const ModelSettings& m, const hpf::data::Dataset& tr
   hpf::TrainOptions options;
   options.batch = s.batch;
   options.optimizer = m.sgd;
-  options.network = hpf::NetworkOptions{.seed = weight_seed, .init = m.init};
+  options.network = hpf::NetworkOptions{.seed = weight_seed, .init = m.init, .convolution = s.convolution};
   options.data_seed = data_seed;
   options.evaluate = false;
   hpf::Trainer<Model, T> trainer(options, train);

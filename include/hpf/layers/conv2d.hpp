@@ -64,8 +64,9 @@ class Conv2DImpl {
 #if HPF_ENABLE_ONEDNN
     if constexpr (onednn_possible) {
       const KernelResources& kernels = binder.kernels();
-      if (kernels.convolution == ConvolutionAlgorithm::automatic)
-        vendor_.emplace(g_, out_, bias_, kernels.onednn(), static_cast<std::size_t>(Space().concurrency()));
+      if (kernels.convolution != ConvolutionAlgorithm::gemm)
+        vendor_.emplace(g_, out_, bias_, kernels.onednn(), static_cast<std::size_t>(Space().concurrency()),
+                        /*winograd=*/kernels.convolution == ConvolutionAlgorithm::automatic);
     }
 #endif
     const std::size_t k = g_.kernel;

@@ -15,8 +15,14 @@ namespace hpf {
 /// How host float convolutions run.
 enum class ConvolutionAlgorithm {
   /// The vendor convolution (oneDNN, as PyTorch's CPU convolutions) when hpf is built with it and
-  /// the layer runs in float on the host; im2col + GEMM otherwise.
+  /// the layer runs in float on the host, with Winograd's algorithm (forward and both gradients)
+  /// for 3x3 stride-1 layers of 32 or more channels where oneDNN has it for the CPU (AVX-512):
+  /// fewer multiplications, the same bits for any batch size and thread count, rounding errors a
+  /// few times the direct convolution's; im2col + GEMM otherwise.
   automatic,
+  /// The vendor's direct convolution only (PyTorch's choice on the CPU): as `automatic`, without
+  /// Winograd's algorithm.
+  direct,
   /// Always im2col + GEMM (the path of devices and of double precision).
   gemm,
 };

@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <map>
 #include <memory>
@@ -60,20 +61,26 @@ class OneDnnOnOneThread {
 class OneDnnConvolution {
  public:
   /// `lanes`: weight-gradient sub-batches computed side by side, one per thread of the layer's
-  /// host execution space (1: one after another, each on all of oneDNN's threads).
+  /// host execution space (1: one after another, each on all of oneDNN's threads). `winograd`:
+  /// Winograd's algorithm for all three convolutions where it pays (winograd_available).
   OneDnnConvolution(const WindowGeometry& g, std::size_t out_channels, bool bias, std::shared_ptr<OneDnnDevice> device,
-                    std::size_t lanes = 1)
-      : g_(g), out_(out_channels), bias_(bias), device_(std::move(device)), lanes_(std::max<std::size_t>(lanes, 1)) {
+                    std::size_t lanes = 1, bool winograd = false)
+      : g_(g), out_(out_channels), bias_(bias), device_(std::move(device)), lanes_(std::max<std::size_t>(lanes, 1)),
+        winograd_(winograd && winograd_available(g, out_channels, bias, engine())) {
     for (std::size_t lane = 0; lanes_ > 1 && lane < lanes_; ++lane) lane_streams_.emplace_back(engine());
   }
 
-  /// Floats of workspace a batch of n needs (the blocked copies of the larger phase).
+  /// Whether the forward pass and both gradients run Winograd's algorithm (see the constructor).
+  bool winograd() const { return winograd_; }
+
+  /// Floats of workspace a batch of n needs: the forward's, or in the backward, dy's whole-batch
+  /// copy (kept throughout) and the larger of the weight-gradient and input-gradient phases.
   std::size_t workspace(std::size_t n) const {
     const WeightSplit split = weight_split(n);
     const BatchCopies& copies = batch_copies(n);
-    const std::size_t gradient = copies.diff_dst.floats(), weight_phase = copies.src.floats() +
-                                 split.groups * split.group_floats + split.lanes * split.lane_floats;
-    return std::max(plan(n, n).workspace, gradient + weight_phase) + gradient;
+    const std::size_t weight_phase =
+        copies.src.floats() + split.groups * split.group_floats + split.lanes * split.lane_floats;
+    return alignment_slack + copies.diff_dst.floats() + std::max(plan(n, n).workspace, weight_phase);
   }
 
   void forward(const float* x, const float* weight, const float* bias, float* y, std::size_t n, float* scratch) const {
@@ -102,7 +109,7 @@ class OneDnnConvolution {
     // and the input gradient too when its primitive chose the same layout.
     Slots kept(scratch);
     const dnnl::memory dy_copy = copies.diff_dst.make(const_cast<float*>(dy), kept, *this);
-    weight_gradient(space, x, dy, dy_copy, weight_grad, bias_grad, n, kept.rest());
+    weight_gradient(space, x, dy, dy_copy, copies, weight_grad, bias_grad, n, kept.rest());
     if (dx) {  // input gradient
       Slots slots(kept.rest());
       const bool shared = copies.diff_dst.usable && p.backward_data.diff_dst_desc() == dy_copy.get_desc();
@@ -145,10 +152,13 @@ class OneDnnConvolution {
     std::size_t weights_workspace = 0;  // floats: the weight-gradient phase
   };
 
-  /// Carves 64-byte aligned pieces off the workspace for blocked copies.
+  /// Carves 64-byte aligned pieces off the workspace for blocked copies (Winograd's kernels read
+  /// their scratch memory with aligned vector loads: a caller's buffer is aligned up first).
   class Slots {
    public:
-    explicit Slots(float* base) : next_(base) {}
+    static constexpr std::size_t alignment = 64;
+    explicit Slots(float* base)
+        : next_(base + (alignment - reinterpret_cast<std::uintptr_t>(base) % alignment) % alignment / sizeof(float)) {}
     float* take(const dnnl::memory::desc& d) {
       float* here = next_;
       next_ += floats(d);
@@ -160,6 +170,9 @@ class OneDnnConvolution {
    private:
     float* next_;
   };
+
+  /// Floats a caller's workspace may need to be aligned up by (Slots).
+  static constexpr std::size_t alignment_slack = Slots::alignment / sizeof(float) - 1;
 
   /// A sum of weight (and bias) gradients in oneDNN's layout, in workspace.
   struct GradientSum {
@@ -187,6 +200,8 @@ class OneDnnConvolution {
     dnnl::memory::dims image_dims;  // {channels, height, width}
     Conversion convert;             // hpf's layout of the whole batch -> the copy
     std::size_t image_floats = 0;   // between consecutive images of the copy
+    std::size_t chunk = 0;          // images of a whole sub-batch, whose layout is chunk_desc
+    dnnl::memory::desc chunk_desc;
 
     /// The copy's layout for `images` images.
     dnnl::memory::desc desc(std::size_t images) const {
@@ -194,7 +209,9 @@ class OneDnnConvolution {
                                 dnnl::memory::data_type::f32, tag);
     }
     /// Whether a sub-batch of `images` wanting `wanted` can read its images from the copy.
-    bool serves(const dnnl::memory::desc& wanted, std::size_t images) const { return usable && wanted == desc(images); }
+    bool serves(const dnnl::memory::desc& wanted, std::size_t images) const {
+      return usable && wanted == (images == chunk ? chunk_desc : desc(images));
+    }
     std::size_t floats() const { return usable ? OneDnnConvolution::floats(convert, true) : 0; }
     /// The copy of `data` (itself when the layouts agree), taken from `slots`; empty if not usable.
     dnnl::memory make(float* data, Slots& slots, const OneDnnConvolution& conv) const {
@@ -266,9 +283,9 @@ class OneDnnConvolution {
   /// to share: ResNet-20 on 2 threads ran at 1031 images/s, against 1176 with whole-batch chains).
   template <class HostSpace>
   void weight_gradient(const HostSpace& space, const float* x, const float* dy, const dnnl::memory& dy_copy,
-                       float* weight_grad, float* bias_grad, std::size_t n, float* scratch) const {
+                       const BatchCopies& copies, float* weight_grad, float* bias_grad, std::size_t n,
+                       float* scratch) const {
     const WeightSplit split = weight_split(n);  // also makes the plans before any lane runs
-    const BatchCopies& copies = batch_copies(n);
     Slots kept(scratch);
     const SubBatchInputs inputs{x, dy, copies.src.make(const_cast<float*>(x), kept, *this), dy_copy, &copies};
     stream().wait();  // the copies are complete before lanes read them on streams of their own
@@ -369,7 +386,7 @@ class OneDnnConvolution {
     // Layouts differ (a remainder sub-batch whose primitive chose another): a conversion made
     // here, with its scratch memory of its own.
     const Conversion c = conversion(from.get_desc(), to.get_desc(), /*add=*/!overwrite);
-    std::vector<float> scratchpad(Slots::floats(c.scratchpad));
+    std::vector<float> scratchpad(alignment_slack + Slots::floats(c.scratchpad));
     Slots slots(scratchpad.data());
     convert(c, from, to, slots, on);
   }
@@ -433,6 +450,8 @@ class OneDnnConvolution {
       if (copy.desc(chunk) != wanted) continue;
       const dnnl::memory::desc whole = copy.desc(n);
       copy.usable = true;
+      copy.chunk = chunk;
+      copy.chunk_desc = wanted;
       copy.convert = conversion(user, whole);
       copy.image_floats = whole.get_size() / sizeof(float) / n;
       break;
@@ -456,6 +475,45 @@ class OneDnnConvolution {
   std::size_t weight_gradient_chunk(std::size_t n) const {
     constexpr std::size_t pixels = 256;
     return std::clamp<std::size_t>(pixels / g_.out_spatial(), 1, std::max<std::size_t>(n, 1));
+  }
+
+  /// Whether Winograd's algorithm runs this layer forward and for both gradients: oneDNN has it
+  /// on this CPU (3x3, stride 1, AVX-512), and the layer has at least 32 channels in and out.
+  /// Winograd saves multiplications in proportion to channels in x channels out, while its tile
+  /// transforms cost in proportion to the channels alone: on a ResNet's 3x3 layers at batch 64
+  /// (AMD Zen 4, one thread) it took 0.5-0.6x the direct convolution's time with 64 channels,
+  /// 0.65-0.75x with 32, but 0.75-1.25x with 16; the weight gradient's sub-batches of 1 and 4
+  /// images 0.88x and 0.6x. Decided once per layer, not per batch size, so that every batch size
+  /// runs the same kernels. Their bits depend neither on the batch size (forward, input gradient:
+  /// 1 to 64 images) nor on the threads (1 and 2; the weight gradient's sub-batches too), and
+  /// their rounding errors are 1.5-7x the direct convolution's (all checked with oneDNN 2.6).
+  static bool winograd_available(const WindowGeometry& g, std::size_t out, bool bias, const dnnl::engine& engine) {
+    constexpr std::size_t min_channels = 32;
+    if (g.kernel != 3 || g.stride != 1 || g.channels < min_channels || out < min_channels) return false;
+    using dims = dnnl::memory::dims;
+    const auto any = [](dims d) { return dnnl::memory::desc(d, dnnl::memory::data_type::f32, dnnl::memory::format_tag::any); };
+    const auto C = static_cast<dnnl::memory::dim>(g.channels), O = static_cast<dnnl::memory::dim>(out);
+    const auto H = static_cast<dnnl::memory::dim>(g.height), W = static_cast<dnnl::memory::dim>(g.width);
+    const auto OH = static_cast<dnnl::memory::dim>(g.out_height), OW = static_cast<dnnl::memory::dim>(g.out_width);
+    const auto P = static_cast<dnnl::memory::dim>(g.pad);
+    const dims right{OH - 1 + 3 - H - P, OW - 1 + 3 - W - P};
+    const auto src = any({1, C, H, W}), wei = any({O, C, 3, 3}), dst = any({1, O, OH, OW});
+    try {
+      const dnnl::convolution_forward::primitive_desc forward(
+          dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_winograd, src, wei,
+                                          bias ? any({O}) : dnnl::memory::desc(), dst, {1, 1}, {P, P}, right),
+          own_scratchpad(), engine);
+      const dnnl::convolution_backward_data::primitive_desc data(
+          dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_winograd, src, wei, dst, {1, 1}, {P, P}, right),
+          own_scratchpad(), engine, forward);
+      const dnnl::convolution_backward_weights::primitive_desc weights(
+          dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_winograd, src, wei,
+                                                   bias ? any({O}) : dnnl::memory::desc(), dst, {1, 1}, {P, P}, right),
+          own_scratchpad(), engine, forward);
+      return true;
+    } catch (const dnnl::error&) {  // "could not create a primitive descriptor": no such kernel here
+      return false;
+    }
   }
 
   /// Primitives for `n` images of a batch of `batch` (hpf's layout strides by the whole batch).
@@ -486,17 +544,16 @@ class OneDnnConvolution {
     const auto any = [&](dims d) { return dnnl::memory::desc(d, f32, tag::any); };
     const auto src_any = any({N, C, H, W}), dst_any = any({N, O, OH, OW}), wei_any = any({O, C, K, K});
     const auto bias_any = bias_ ? any({O}) : dnnl::memory::desc();
+    const auto algorithm = winograd_ ? dnnl::algorithm::convolution_winograd : dnnl::algorithm::convolution_direct;
     p.forward = dnnl::convolution_forward::primitive_desc(
-        dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, src_any,
-                                        wei_any, bias_any, dst_any, strides, left, right),
+        dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, algorithm, src_any, wei_any, bias_any, dst_any,
+                                        strides, left, right),
         own_scratchpad(), engine());
     p.backward_data = dnnl::convolution_backward_data::primitive_desc(
-        dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, src_any, wei_any, dst_any, strides, left,
-                                              right),
+        dnnl::convolution_backward_data::desc(algorithm, src_any, wei_any, dst_any, strides, left, right),
         own_scratchpad(), engine(), p.forward);
     p.backward_weights = dnnl::convolution_backward_weights::primitive_desc(
-        dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, src_any, wei_any, bias_any, dst_any,
-                                                 strides, left, right),
+        dnnl::convolution_backward_weights::desc(algorithm, src_any, wei_any, bias_any, dst_any, strides, left, right),
         own_scratchpad(), engine(), p.forward);
     p.run_forward = dnnl::convolution_forward(p.forward);
     p.run_backward_data = dnnl::convolution_backward_data(p.backward_data);
@@ -536,6 +593,7 @@ class OneDnnConvolution {
   mutable std::map<std::pair<std::size_t, std::size_t>, Plan> weight_plans_;  // for one thread, with lanes
   mutable std::map<std::size_t, BatchCopies> batch_copies_;                     // per batch size
   std::size_t lanes_;
+  bool winograd_;
   mutable std::vector<dnnl::stream> lane_streams_;  // one per lane (a stream is not shared by threads)
 };
 
