@@ -170,7 +170,10 @@ def report(args, data):
         pt_r = next((r.results[0] for m in args.models for r in data[setting][m]["pytorch"] if r.ok), {})
         out.append(f"- {label}: hpf: OpenBLAS `{hpf_r.get('blas', '?')}` ({hpf_r.get('blas_threads', '?')} thread, "
                    f"`{hpf_r.get('blas_lib', '?')}`), "
-                   f"Kokkos `{hpf_r.get('kokkos_space', '?')}`; PyTorch {pt_r.get('torch', '?')}: OpenBLAS "
+                   f"Kokkos `{hpf_r.get('kokkos_space', '?')}`, oneDNN `{hpf_r.get('onednn_isa', '?')}` for "
+                   "convolutions (Winograd's algorithm for the 3x3 stride-1 layers of 32 or more channels where "
+                   "the ISA is AVX-512, direct for the others); PyTorch "
+                   f"{pt_r.get('torch', '?')}: OpenBLAS "
                    f"`{pt_r.get('blas', '?')}` ({pt_r.get('blas_threads', '?')} thread, "
                    f"`{pt_r.get('blas_lib', '?')}`) for "
                    f"Linear/matmul, oneDNN "

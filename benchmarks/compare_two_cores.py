@@ -194,6 +194,27 @@ def report(args, data):
     return "\n".join(out) + "\n"
 
 
+def readme_summary(args, data):
+    """The README's paragraph on ranks x threads (section `two-cores`): 1 x 2 against 2 x 1 and one
+    thread per model, and the memory one process saves on the largest model."""
+    def rate_of(model, name):
+        return rate(data[model][name])
+
+    def ratio(model, a, b):
+        ra, rb = rate_of(model, a), rate_of(model, b)
+        return f"{ra / rb:.2f}x" if ra and rb else "-"
+
+    parts = [f"{m} {ratio(m, 'hpf 1x2', 'hpf 2x1')} ({ratio(m, 'hpf 1x2', 'hpf 1x1')})" for m in args.models]
+    largest = args.models[-1]
+    one, two = h.best(data[largest]["hpf 1x2"])[1], h.best(data[largest]["hpf 2x1"])[1]
+    ranks = rank_values(two, "rank_peak_rss_mib") if two else []
+    memory = (f" On {largest}, one process holds {h.fmt(one and one.get('peak_rss_mib'), 0)} MiB against "
+              f"{sum(ranks):.0f} MiB for two ranks." if one and ranks else "")
+    return (f"On this 2-core machine (`benchmarks/RESULTS.md`, \"Two cores\", measured {h.today()} by "
+            f"`benchmarks/compare_two_cores.py`, which writes this paragraph), 1 rank x 2 threads trains "
+            "this fast against 2 ranks x 1 thread (and against one thread): " + ", ".join(parts) + "." + memory)
+
+
 def memory_row(model, runs, torch_best):
     """Peak memory (MiB) of the fastest run of hpf 1 x 2, hpf 2 x 1 (per rank and summed) and PyTorch's
     fastest 2-thread setting."""
@@ -226,7 +247,13 @@ def main():
     text = report(args, data)
     h.log(f"measured in {time.monotonic() - start:.0f} s")
     failed = [f"{m}/{n}" for m in data for n, runs in data[m].items() if not any(r.ok for r in runs)]
-    return h.publish(args, SECTION, text, failed)
+    status = h.publish(args, SECTION, text, failed)
+    summary = readme_summary(args, data)
+    print(summary)
+    if not args.no_write:
+        h.replace_section(os.path.join(ROOT, "README.md"), "two-cores", summary)
+        h.log("wrote the 'two-cores' section of README.md")
+    return status
 
 
 if __name__ == "__main__":

@@ -359,12 +359,12 @@ int run_model(const Settings& s) {
       "RESULT framework=hpf model=%s batch=%zu steps=%zu warmup=%zu repeats=%zu images_per_s=%.2f "
       "ms_per_step=%.4f gflop_per_step=%.5f gflops=%.2f peak_rss_mib=%.1f base_rss_mib=%.1f train_peak_rss_mib=%.1f "
       "blas=%s blas_lib=%s blas_threads=%d blas_threading=%s kokkos_space=%s kokkos_concurrency=%d loss_first=%.5f "
-      "loss_last=%.5f block_images_per_s=%s\n",
+      "loss_last=%.5f block_images_per_s=%s onednn_isa=%s\n",
       s.model.c_str(), m.options.batch, steps, warmup, repeats, best_rate,
       1e3 * static_cast<double>(m.options.batch) / best_rate, gflop_per_step, best_rate * gflop_per_image,
       memory.process_peak(), memory.base, memory.train_peak(), blas_token().c_str(), blas_library().c_str(),
       blas_threads(), hpf::system::blas_threading().c_str(), Kokkos::DefaultExecutionSpace::name(), Kokkos::DefaultExecutionSpace().concurrency(), first_loss,
-      last_loss, blocks.str().c_str());
+      last_loss, blocks.str().c_str(), onednn_isa().c_str());
   std::fflush(stdout);
 
   if (s.profile_steps > 0) {

@@ -4,7 +4,12 @@
 #ifndef HPF_BENCHMARKS_COMMON_MEASURE_HPP
 #define HPF_BENCHMARKS_COMMON_MEASURE_HPP
 
+#include <hpf/config.hpp>
 #include <hpf/system/blas.hpp>
+
+#if HPF_ENABLE_ONEDNN
+#include <dnnl.hpp>
+#endif
 
 #include <dlfcn.h>
 #include <sys/resource.h>
@@ -16,6 +21,7 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <utility>
 
 namespace hpf_bench {
 
@@ -64,6 +70,23 @@ inline std::string blas_token() {
   if (text.empty()) text = "not_OpenBLAS";
   std::replace(text.begin(), text.end(), ' ', '_');
   return text;
+}
+
+/// The instruction set oneDNN's kernels use here (`avx512_core`: its Winograd convolutions run),
+/// or `none` when hpf is built without oneDNN.
+inline std::string onednn_isa() {
+#if HPF_ENABLE_ONEDNN
+  using isa = dnnl::cpu_isa;
+  const isa found = dnnl::get_effective_cpu_isa();
+  for (const auto& [known, name] : {std::pair{isa::avx512_core_amx, "avx512_core_amx"}, std::pair{isa::avx512_core_bf16, "avx512_core_bf16"},
+                                    std::pair{isa::avx512_core_vnni, "avx512_core_vnni"}, std::pair{isa::avx512_core, "avx512_core"},
+                                    std::pair{isa::avx2_vnni, "avx2_vnni"}, std::pair{isa::avx2, "avx2"}, std::pair{isa::avx, "avx"},
+                                    std::pair{isa::sse41, "sse41"}})
+    if (found == known) return name;
+  return "isa_" + std::to_string(static_cast<unsigned>(found));
+#else
+  return "none";
+#endif
 }
 
 /// File name of the mapped OpenBLAS library (e.g. libopenblasp-r0.3.21.so), or "unknown".
