@@ -197,11 +197,8 @@ def report(args, data):
 def readme_summary(args, data):
     """The README's paragraph on ranks x threads (section `two-cores`): 1 x 2 against 2 x 1 and one
     thread per model, and the memory one process saves on the largest model."""
-    def rate_of(model, name):
-        return rate(data[model][name])
-
     def ratio(model, a, b):
-        ra, rb = rate_of(model, a), rate_of(model, b)
+        ra, rb = rate(data[model][a]), rate(data[model][b])
         return f"{ra / rb:.2f}x" if ra and rb else "-"
 
     parts = [f"{m} {ratio(m, 'hpf 1x2', 'hpf 2x1')} ({ratio(m, 'hpf 1x2', 'hpf 1x1')})" for m in args.models]
