@@ -47,16 +47,17 @@ using namespace hpf_bench;
 
 struct Settings {
   std::string model = "mlp";
-  std::size_t steps = 0, warmup = 0, repeats = 0, profile_steps = 0;
+  std::size_t batch = 0, steps = 0, warmup = 0, repeats = 0, profile_steps = 0;
   bool sgemm = false, profile_layers = false;
   std::uint64_t seed = 0;
 };
 
 [[noreturn]] void usage(const std::string& problem) {
   std::fprintf(stderr,
-               "%s%susage: hpf_bench_train_throughput [--model mlp|cnn|resnet20|resnet56] [--steps N] [--warmup W]\n"
-               "                                  [--repeats R] [--profile P [--profile-layers]] [--seed S]\n"
+               "%s%susage: hpf_bench_train_throughput [--model mlp|cnn|resnet20|resnet56] [--batch B] [--steps N]\n"
+               "                                  [--warmup W] [--repeats R] [--profile P [--profile-layers]] [--seed S]\n"
                "       hpf_bench_train_throughput --sgemm [--repeats R]\n"
+               "  --batch     images per step (default: mlp 128, others 64)\n"
                "  --steps     steps per timed block (default: mlp 100, cnn 20, resnet20 5, resnet56 3)\n"
                "  --warmup    untimed steps first (default: mlp 20, cnn 5, resnet20 2, resnet56 1)\n"
                "  --repeats   timed blocks; images/s is the best block (default 5; --sgemm: 5)\n"
@@ -89,6 +90,9 @@ Settings parse(int argc, char** argv) {
         usage("--model must be mlp, cnn, resnet20 or resnet56 (got '" + value + "')");
       }
       s.model = value;
+    } else if (flag == "--batch") {
+      s.batch = to_size(flag, value);
+      if (s.batch == 0) usage("--batch must be at least 1");
     } else if (flag == "--steps") {
       s.steps = to_size(flag, value);
     } else if (flag == "--warmup") {
@@ -315,6 +319,7 @@ ModelSetup setup_for(const std::string& model, std::uint64_t seed) {
 template <class Model>
 int run_model(const Settings& s) {
   ModelSetup m = setup_for(s.model, s.seed);
+  if (s.batch) m.options.batch = s.batch;
   const std::size_t steps = s.steps ? s.steps : m.steps;
   const std::size_t warmup = s.warmup ? s.warmup : m.warmup;
   const std::size_t repeats = s.repeats ? s.repeats : 5;
