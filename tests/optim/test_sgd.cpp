@@ -7,7 +7,9 @@
 using Space = Kokkos::DefaultExecutionSpace;
 
 TEST_CASE("Sgd: PyTorch's momentum and weight-decay update, step by step") {
-  const std::size_t n = 5;
+  std::size_t n = 5;
+  SUBCASE("one block") {}
+  SUBCASE("several blocks and a partial one") { n = 2 * hpf::detail::elements_per_block<Space>() + 3; }
   hpf::Buffer<double, Space> p("p", n), g("g", n);
   const auto p0 = hpf_test::fill_uniform(p, 1);
   hpf::Sgd<double, Space> sgd(n, {.learning_rate = 0.1, .momentum = 0.9, .weight_decay = 0.01});

@@ -2,6 +2,7 @@
 #ifndef HPF_LAYERS_DETAIL_ELEMENTWISE_HPP
 #define HPF_LAYERS_DETAIL_ELEMENTWISE_HPP
 
+#include <hpf/tensor/blocks.hpp>
 #include <hpf/tensor/views.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -43,29 +44,6 @@ KOKKOS_INLINE_FUNCTION T relu_gradient(T grad_output, T relu_output) {
   return kept_or_zero(grad_output, relu_output > T(0));
 }
 
-/// Elements per parallel iteration of an element-wise kernel. On the host, a block that one core
-/// streams through in a loop the compiler vectorises: with one iteration per element, GCC's
-/// OpenMP outlining left a scalar loop that branched per element (ReLU backward on Kokkos OpenMP
-/// ran 15x slower than on Serial). 4096 floats are 16 KiB: enough blocks to balance the threads
-/// of a layer of 16 K elements and more, few enough that scheduling costs nothing. On a device,
-/// one element per thread.
-template <class Space>
-constexpr std::size_t elements_per_block() {
-  return Kokkos::SpaceAccessibility<Kokkos::HostSpace, memory_space_t<Space>>::accessible ? 4096 : 1;
-}
-
-/// Calls body(begin, end) for consecutive blocks [begin, end) covering [0, n), in parallel on
-/// `space`. body loops over its block itself, so its loop is what gets vectorised.
-template <class Space, class Body>
-void for_each_block(const Space& space, std::size_t n, const char* label, const Body& body) {
-  constexpr std::size_t block = elements_per_block<Space>();
-  const std::size_t blocks = (n + block - 1) / block;
-  Kokkos::parallel_for(label, Kokkos::RangePolicy<Space>(space, 0, blocks), KOKKOS_LAMBDA(const std::size_t b) {
-    const std::size_t begin = b * block;
-    body(begin, begin + block < n ? begin + block : n);
-  });
-}
-
 /// a + b, or with Relu relu(a + b). (A function, not an `if constexpr` in the kernel: nvcc's
 /// device lambdas may not first capture a variable inside one.)
 template <bool Relu, class T>
@@ -100,7 +78,8 @@ template <class Space, class View>
 void scale(const Space& space, const View& values, typename View::non_const_value_type factor, const char* label) {
   auto* p = values.data();
   for_each_block(space, values.size(), label, KOKKOS_LAMBDA(const std::size_t begin, const std::size_t end) {
-    for (std::size_t i = begin; i < end; ++i) p[i] *= factor;
+    const auto f = factor;  // a local: a store to p could alias the lambda's member (see Sgd)
+    for (std::size_t i = begin; i < end; ++i) p[i] *= f;
   });
 }
 
