@@ -14,6 +14,7 @@
 #include <dnnl.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -292,8 +293,12 @@ class OneDnnConvolution {
     float* const group_space = kept.rest();
     float* const lane_space = group_space + split.groups * split.group_floats;
     std::vector<GradientSum> sums(split.groups);
+    // Each lane takes the next group not yet taken: a lane on a slower core (another process on
+    // its core, a busier cache) takes fewer. Each group's sum has its own place, and the sums are
+    // added in group order, so the bits do not depend on which lane ran which group.
+    std::atomic<std::size_t> next_group{0};
     auto lane_work = [&](std::size_t lane) {
-      for (std::size_t group = lane; group < split.groups; group += split.lanes)
+      for (std::size_t group = next_group++; group < split.groups; group = next_group++)
         sums[group] = group_gradient(inputs, group, split, n, group_space + group * split.group_floats,
                                      lane_space + lane * split.lane_floats, split.lanes > 1 ? lane_streams_[lane] : stream());
     };
@@ -490,30 +495,48 @@ class OneDnnConvolution {
   static bool winograd_available(const WindowGeometry& g, std::size_t out, bool bias, const dnnl::engine& engine) {
     constexpr std::size_t min_channels = 32;
     if (g.kernel != 3 || g.stride != 1 || g.channels < min_channels || out < min_channels) return false;
-    using dims = dnnl::memory::dims;
-    const auto any = [](dims d) { return dnnl::memory::desc(d, dnnl::memory::data_type::f32, dnnl::memory::format_tag::any); };
-    const auto C = static_cast<dnnl::memory::dim>(g.channels), O = static_cast<dnnl::memory::dim>(out);
-    const auto H = static_cast<dnnl::memory::dim>(g.height), W = static_cast<dnnl::memory::dim>(g.width);
-    const auto OH = static_cast<dnnl::memory::dim>(g.out_height), OW = static_cast<dnnl::memory::dim>(g.out_width);
-    const auto P = static_cast<dnnl::memory::dim>(g.pad);
-    const dims right{OH - 1 + 3 - H - P, OW - 1 + 3 - W - P};
-    const auto src = any({1, C, H, W}), wei = any({O, C, 3, 3}), dst = any({1, O, OH, OW});
     try {
-      const dnnl::convolution_forward::primitive_desc forward(
-          dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_winograd, src, wei,
-                                          bias ? any({O}) : dnnl::memory::desc(), dst, {1, 1}, {P, P}, right),
-          own_scratchpad(), engine);
-      const dnnl::convolution_backward_data::primitive_desc data(
-          dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_winograd, src, wei, dst, {1, 1}, {P, P}, right),
-          own_scratchpad(), engine, forward);
-      const dnnl::convolution_backward_weights::primitive_desc weights(
-          dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_winograd, src, wei,
-                                                   bias ? any({O}) : dnnl::memory::desc(), dst, {1, 1}, {P, P}, right),
-          own_scratchpad(), engine, forward);
+      primitive_descriptors(g, out, bias, 1, dnnl::algorithm::convolution_winograd, engine);
       return true;
     } catch (const dnnl::error&) {  // "could not create a primitive descriptor": no such kernel here
       return false;
     }
+  }
+
+  /// The three convolutions' descriptors for `n` images, in the layouts oneDNN chooses.
+  struct PrimitiveDescriptors {
+    dnnl::convolution_forward::primitive_desc forward;
+    dnnl::convolution_backward_data::primitive_desc backward_data;
+    dnnl::convolution_backward_weights::primitive_desc backward_weights;
+  };
+  static PrimitiveDescriptors primitive_descriptors(const WindowGeometry& g, std::size_t out, bool bias, std::size_t n,
+                                                    dnnl::algorithm algorithm, const dnnl::engine& engine) {
+    using dims = dnnl::memory::dims;
+    const auto any = [](dims d) { return dnnl::memory::desc(d, dnnl::memory::data_type::f32, dnnl::memory::format_tag::any); };
+    const auto N = static_cast<dnnl::memory::dim>(n), C = static_cast<dnnl::memory::dim>(g.channels);
+    const auto H = static_cast<dnnl::memory::dim>(g.height), W = static_cast<dnnl::memory::dim>(g.width);
+    const auto O = static_cast<dnnl::memory::dim>(out), K = static_cast<dnnl::memory::dim>(g.kernel);
+    const auto OH = static_cast<dnnl::memory::dim>(g.out_height), OW = static_cast<dnnl::memory::dim>(g.out_width);
+    const auto S = static_cast<dnnl::memory::dim>(g.stride), P = static_cast<dnnl::memory::dim>(g.pad);
+    const dims strides{S, S}, left{P, P};
+    // Right padding that makes oneDNN's output size floor((H + 2P - K) / S) + 1, as hpf's.
+    const dims right{(OH - 1) * S + K - H - P, (OW - 1) * S + K - W - P};
+    const auto src = any({N, C, H, W}), dst = any({N, O, OH, OW}), wei = any({O, C, K, K});
+    const auto bias_desc = bias ? any({O}) : dnnl::memory::desc();
+    PrimitiveDescriptors d{
+        dnnl::convolution_forward::primitive_desc(
+            dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, algorithm, src, wei, bias_desc, dst, strides,
+                                            left, right),
+            own_scratchpad(), engine),
+        {},
+        {}};
+    d.backward_data = dnnl::convolution_backward_data::primitive_desc(
+        dnnl::convolution_backward_data::desc(algorithm, src, wei, dst, strides, left, right), own_scratchpad(), engine,
+        d.forward);
+    d.backward_weights = dnnl::convolution_backward_weights::primitive_desc(
+        dnnl::convolution_backward_weights::desc(algorithm, src, wei, bias_desc, dst, strides, left, right),
+        own_scratchpad(), engine, d.forward);
+    return d;
   }
 
   /// Primitives for `n` images of a batch of `batch` (hpf's layout strides by the whole batch).
@@ -531,30 +554,17 @@ class OneDnnConvolution {
     const auto H = static_cast<dnnl::memory::dim>(g_.height), W = static_cast<dnnl::memory::dim>(g_.width);
     const auto O = static_cast<dnnl::memory::dim>(out_), K = static_cast<dnnl::memory::dim>(g_.kernel);
     const auto OH = static_cast<dnnl::memory::dim>(g_.out_height), OW = static_cast<dnnl::memory::dim>(g_.out_width);
-    const auto S = static_cast<dnnl::memory::dim>(g_.stride), P = static_cast<dnnl::memory::dim>(g_.pad);
     Plan p;
     // [C][B][H*W] is NCHW with strides (H*W, B*H*W, W, 1).
     p.src = dnnl::memory::desc({N, C, H, W}, f32, dims{H * W, B * H * W, W, 1});
     p.dst = dnnl::memory::desc({N, O, OH, OW}, f32, dims{OH * OW, B * OH * OW, OW, 1});
     p.weights = dnnl::memory::desc({O, C, K, K}, f32, tag::oihw);
     p.bias = bias_ ? dnnl::memory::desc({O}, f32, tag::x) : dnnl::memory::desc();
-    const dims strides{S, S}, left{P, P};
-    // Right padding that makes oneDNN's output size floor((H + 2P - K) / S) + 1, as hpf's.
-    const dims right{(OH - 1) * S + K - H - P, (OW - 1) * S + K - W - P};
-    const auto any = [&](dims d) { return dnnl::memory::desc(d, f32, tag::any); };
-    const auto src_any = any({N, C, H, W}), dst_any = any({N, O, OH, OW}), wei_any = any({O, C, K, K});
-    const auto bias_any = bias_ ? any({O}) : dnnl::memory::desc();
-    const auto algorithm = winograd_ ? dnnl::algorithm::convolution_winograd : dnnl::algorithm::convolution_direct;
-    p.forward = dnnl::convolution_forward::primitive_desc(
-        dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, algorithm, src_any, wei_any, bias_any, dst_any,
-                                        strides, left, right),
-        own_scratchpad(), engine());
-    p.backward_data = dnnl::convolution_backward_data::primitive_desc(
-        dnnl::convolution_backward_data::desc(algorithm, src_any, wei_any, dst_any, strides, left, right),
-        own_scratchpad(), engine(), p.forward);
-    p.backward_weights = dnnl::convolution_backward_weights::primitive_desc(
-        dnnl::convolution_backward_weights::desc(algorithm, src_any, wei_any, bias_any, dst_any, strides, left, right),
-        own_scratchpad(), engine(), p.forward);
+    PrimitiveDescriptors d = primitive_descriptors(
+        g_, out_, bias_, n, winograd_ ? dnnl::algorithm::convolution_winograd : dnnl::algorithm::convolution_direct, engine());
+    p.forward = std::move(d.forward);
+    p.backward_data = std::move(d.backward_data);
+    p.backward_weights = std::move(d.backward_weights);
     p.run_forward = dnnl::convolution_forward(p.forward);
     p.run_backward_data = dnnl::convolution_backward_data(p.backward_data);
     p.run_backward_weights = dnnl::convolution_backward_weights(p.backward_weights);
