@@ -182,3 +182,16 @@ TEST_CASE("ordered_sum: lengths and strides") {
     for (std::size_t i = 0; i < 3; ++i) CHECK(bits(out[i]) == bits(by_hand(element(parts, 7, 3, i))));
   }
 }
+
+TEST_CASE("ordered_sum: many blocks, lanes and a partial last lane, for every count") {
+  // Long enough for several of the host's blocks and lanes, with a remainder in both.
+  const std::size_t n = 2 * 4096 + 64 * 3 + 29, stride = n + 5;
+  for (std::size_t count : {1, 2, 3, 4, 5, 6, 7, 8, 12, 23, 64}) {
+    INFO(count, " parts");
+    const auto parts = random_parts(count, n, stride, 300 + unsigned(count));
+    const auto out = run(parts, count, stride, n);
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < n; ++i) wrong += bits(out[i]) != bits(by_levels(element(parts, count, stride, i)));
+    CHECK(wrong == 0);
+  }
+}

@@ -2,6 +2,8 @@
 #ifndef HPF_TENSOR_ORDERED_SUM_HPP
 #define HPF_TENSOR_ORDERED_SUM_HPP
 
+#include <hpf/tensor/blocks.hpp>
+
 #include <Kokkos_Core.hpp>
 
 #include <cstddef>
@@ -15,19 +17,40 @@ inline constexpr std::size_t ordered_sum_max_parts = 64;
 /// neighbours first, ((x0 + x1) + (x2 + x3)) + ..., an odd last part carried up unchanged.
 /// Floating-point addition is not associative; a fixed tree makes the result depend only on the
 /// parts, so R replicas and one process that holds the R partial sums agree to the last bit.
+///
+/// The tree's node at level L covers parts [j 2^L, min((j + 1) 2^L, count)), so it is built like a
+/// binary counter: push each part, and after part p merge the top two entries once per trailing
+/// zero bit of p + 1; what is left (one entry per set bit of count, largest first) is merged from
+/// the top down. On the host a lane of `lanes` elements moves through each step together, so the
+/// adds vectorise (one element per iteration left a scalar loop that took 1.3 ms for the MLP's
+/// 670 K gradient values on 2 replicas).
 template <class Space, class T>
 void ordered_sum(const Space& space, const T* parts, std::size_t count, std::size_t stride, T* out, std::size_t n) {
   KOKKOS_ASSERT(count >= 1 && count <= ordered_sum_max_parts);
-  Kokkos::parallel_for(
-      "hpf::ordered_sum", Kokkos::RangePolicy<Space>(space, 0, n), KOKKOS_LAMBDA(const std::size_t i) {
-        T v[ordered_sum_max_parts];
-        for (std::size_t p = 0; p < count; ++p) v[p] = parts[p * stride + i];
-        for (std::size_t live = count; live > 1; live = (live + 1) / 2) {
-          for (std::size_t j = 0; j < live / 2; ++j) v[j] = v[2 * j] + v[2 * j + 1];
-          if (live % 2) v[live / 2] = v[live - 1];
+  constexpr std::size_t lanes = detail::elements_per_block<Space>() > 1 ? 64 : 1;
+  constexpr std::size_t depth = 7;  // entries alive at once: one per bit of count <= 64, plus one
+  detail::for_each_block(space, n, "hpf::ordered_sum", KOKKOS_LAMBDA(const std::size_t begin, const std::size_t end) {
+    const T* const in = parts;  // local copies: the stores below cannot change them
+    T* const to = out;
+    const std::size_t parts_count = count, part_stride = stride;
+    T stack[depth][lanes];
+    for (std::size_t chunk = begin; chunk < end; chunk += lanes) {
+      const std::size_t width = end - chunk < lanes ? end - chunk : lanes;
+      std::size_t top = 0;
+      for (std::size_t p = 0; p < parts_count; ++p) {
+        const T* part = in + p * part_stride + chunk;
+        for (std::size_t k = 0; k < width; ++k) stack[top][k] = part[k];
+        ++top;
+        for (std::size_t done = p + 1; done % 2 == 0; done /= 2, --top) {
+          for (std::size_t k = 0; k < width; ++k) stack[top - 2][k] = stack[top - 2][k] + stack[top - 1][k];
         }
-        out[i] = v[0];
-      });
+      }
+      for (; top > 1; --top) {
+        for (std::size_t k = 0; k < width; ++k) stack[top - 2][k] = stack[top - 2][k] + stack[top - 1][k];
+      }
+      for (std::size_t k = 0; k < width; ++k) to[chunk + k] = stack[0][k];
+    }
+  });
 }
 
 }  // namespace hpf
