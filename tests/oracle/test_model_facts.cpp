@@ -60,6 +60,24 @@ constexpr oracle::MemoryInputs stage1_inputs{.slots = slots_needed(Schedule::one
 static_assert(stage0_inputs.slots == 2 && stage1_inputs.slots == 1);
 static_assert(oracle::stage_memory(two[0], stage0_inputs).total() == 80 + 80 + 80 + 2048 + 256 + 160 + 1024);
 static_assert(oracle::stage_memory(two[1], stage1_inputs).total() == 108 * 3 + 384 + 128 + 216 + 256);
+// What calibration measures of the backend (MachineProfile): Kokkos 3.4 counts an empty view as its
+// 128-byte header, and Kokkos::Serial's team scratch (11,264 B) is allocated once per process.
+// Stage 1 has no BatchNorm buffers: one empty view more. A stage of the loss alone holds four
+// empty state views (parameters, gradients, buffers, momentum) and no buckets.
+constexpr oracle::MemoryInputs with_backend = [] {
+  oracle::MemoryInputs in = stage1_inputs;
+  in.runtime_bytes = 11264;
+  in.empty_view_bytes = 128;
+  return in;
+}();
+static_assert(oracle::stage_memory(two[1], with_backend).total() == 108 * 3 + 384 + 128 + 216 + 256 + 128 + 11264);
+constexpr oracle::StageFacts loss_alone = stage_facts_v<Tiny, Cuts<5>>[1];
+constexpr oracle::MemoryBreakdown loss_memory = oracle::stage_memory(loss_alone, with_backend);
+static_assert(loss_alone.cost.parameters == 0 && loss_memory.gradient_buckets == 0);
+static_assert(loss_memory.parameters + loss_memory.gradients + loss_memory.buffers + loss_memory.optimizer_state == 4 * 128);
+// Its tape: 4 samples of (3 inputs + the loss's 3 outputs and 1 loss) floats and a label; it
+// sends 4 * 3 gradient values.
+static_assert(loss_memory.total() == 4 * 128 + 4 * ((3 + 4) * 4 + 4) + 4 * 3 * 4 + 11264);
 // GPipe keeps every micro-batch: stage 0 holds 4 slots' tapes and received gradients.
 static_assert(oracle::stage_memory(two[0], {.slots = slots_needed(Schedule::gpipe, 2, 0, 4), .capacity = 4,
                                             .first = true, .last = false, .replicas = 2})

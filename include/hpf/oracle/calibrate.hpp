@@ -21,6 +21,7 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -128,6 +129,65 @@ std::vector<UnitTiming> time_layers(const CalibrationOptions& o) {
   return timings;
 }
 
+/// \brief While alive, counts the Kokkos allocations not labelled "hpf::" (the backend's own, as
+/// Kokkos::Serial's team scratch, made once per process when a kernel first needs it) through
+/// Kokkos' allocation callbacks; inactive when a Kokkos tool is loaded, whose callbacks it would
+/// replace. One at a time: the callbacks are global.
+class BackendAllocations {
+ public:
+  BackendAllocations() : active_(!Kokkos::Profiling::profileLibraryLoaded()) {
+    if (!active_) return;
+    state() = {};
+    Kokkos::Tools::Experimental::set_allocate_data_callback(allocated);
+    Kokkos::Tools::Experimental::set_deallocate_data_callback(deallocated);
+  }
+  ~BackendAllocations() {
+    if (!active_) return;
+    Kokkos::Tools::Experimental::set_allocate_data_callback(nullptr);
+    Kokkos::Tools::Experimental::set_deallocate_data_callback(nullptr);
+  }
+  BackendAllocations(const BackendAllocations&) = delete;
+  BackendAllocations& operator=(const BackendAllocations&) = delete;
+
+  bool active() const { return active_; }
+  /// Peak bytes of the backend's allocations so far.
+  std::size_t peak() const { return state().peak; }
+  /// Bytes the callbacks report for an empty view in Space's memory.
+  template <class T, class Space>
+  std::size_t empty_view_bytes() const {
+    state().empty = 0;
+    { const Buffer<T, Space> empty(std::string(empty_label), 0); }
+    return state().empty;
+  }
+
+ private:
+  static constexpr const char* empty_label = "hpf::oracle::empty";
+  struct State {
+    std::map<const void*, std::size_t> live;
+    std::size_t now = 0, peak = 0, empty = 0;
+  };
+  static State& state() {
+    static State s;
+    return s;
+  }
+  static void allocated(Kokkos::Tools::SpaceHandle, const char* label, const void* ptr, std::uint64_t size) {
+    State& s = state();
+    if (std::strcmp(label, empty_label) == 0) s.empty = static_cast<std::size_t>(size);
+    if (std::strncmp(label, "hpf::", 5) == 0) return;
+    s.live[ptr] = static_cast<std::size_t>(size);
+    s.now += static_cast<std::size_t>(size);
+    s.peak = std::max(s.peak, s.now);
+  }
+  static void deallocated(Kokkos::Tools::SpaceHandle, const char*, const void* ptr, std::uint64_t) {
+    State& s = state();
+    if (const auto it = s.live.find(ptr); it != s.live.end()) {
+      s.now -= it->second;
+      s.live.erase(it);
+    }
+  }
+  bool active_;
+};
+
 /// Seconds per parameter of what a step does once over the parameters: the optimizer's step,
 /// the check that the gradients are finite and zeroing them, on `size` values.
 template <class T, class Space>
@@ -174,6 +234,8 @@ double load_seconds_per_element(std::size_t size, std::size_t repeats) {
 /// With HostLoad::busy, the times are stored as those of a busy host (UnitTiming::busy_forward_s):
 /// the caller keeps the host's other cores running the same model meanwhile (hpf-oracle calibrate
 /// starts such load itself), after a calibration alone at the same sizes; sizes and scratch stay.
+/// Alone, it also records what the backend allocates for itself (MachineProfile::runtime_bytes):
+/// the first calibration in a fresh process sees it, later ones keep the largest seen.
 template <class Model, class T = float, class Space = Kokkos::DefaultExecutionSpace>
 void calibrate(MachineProfile& profile, const CalibrationOptions& options = {},
                const std::function<void(const std::string&, const UnitTiming&)>& on_unit = {},
@@ -186,6 +248,8 @@ void calibrate(MachineProfile& profile, const CalibrationOptions& options = {},
     sizes.batches.assign(it->second.batch.begin(), it->second.batch.end());  // the sizes timed alone
     sizes.max_seconds = std::numeric_limits<double>::infinity();
   }
+  std::optional<detail::BackendAllocations> backend;
+  if (!busy) backend.emplace();
   std::vector<UnitTiming> timings = detail::time_layers<Model, T, Space>(sizes);
   std::map<std::string, UnitTiming> measured;  // layers with one key (one kind and shape) averaged
   std::map<std::string, double> copies;
@@ -221,6 +285,10 @@ void calibrate(MachineProfile& profile, const CalibrationOptions& options = {},
   profile.optimizer_s_per_parameter = detail::optimizer_seconds_per_parameter<T, Space>(std::size_t{1} << 20, options.repeats);
   profile.load_s_per_element = detail::load_seconds_per_element<T, Space>(std::size_t{1} << 20, options.repeats);
   profile.threads_per_rank = static_cast<std::size_t>(Space().concurrency());
+  if (backend->active()) {
+    profile.runtime_bytes = std::max(profile.runtime_bytes, backend->peak());
+    profile.empty_view_bytes = backend->template empty_view_bytes<T, Space>();
+  }
 }
 
 }  // namespace hpf::oracle

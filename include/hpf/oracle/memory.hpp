@@ -24,10 +24,11 @@ struct MemoryBreakdown {
   std::size_t gradient_buckets = 0;    ///< the ordered reduction gathers every replica's buckets
   std::size_t workspace = 0;           ///< the layers' shared scratch (im2col columns, vendor kernels)
   std::size_t scratch = 0;             ///< gradient buffers of composites during backward
+  std::size_t runtime = 0;             ///< the Kokkos backend's own (Kokkos::Serial's team scratch)
 
   constexpr std::size_t total() const noexcept {
     return parameters + gradients + buffers + optimizer_state + activations + boundary_gradients + gradient_buckets +
-           workspace + scratch;
+           workspace + scratch + runtime;
   }
 };
 
@@ -47,17 +48,23 @@ struct MemoryInputs {
   /// counts only the stage chain's own gradient buffers.
   std::size_t workspace_elements = 0;
   std::size_t child_scratch_elements = 0;
+  /// Measured by calibration for the backend (MachineProfile): what Kokkos allocates for itself
+  /// once a step's kernels have run, and what it counts for an empty view (Kokkos 3.4: its
+  /// 128-byte header). A stage without parameters still holds its four empty state views.
+  std::size_t runtime_bytes = 0;
+  std::size_t empty_view_bytes = 0;
 };
 
 /// Peak bytes of one rank of stage `stage` (the allocation hpf makes for it, exactly as the engine
 /// makes it: the equations are in docs/oracle.md).
 constexpr MemoryBreakdown stage_memory(const StageFacts& stage, const MemoryInputs& in) {
   const std::size_t d = in.scalar_bytes, c = in.capacity;
+  const auto view = [&](std::size_t bytes) { return bytes > 0 ? bytes : in.empty_view_bytes; };
   MemoryBreakdown m;
-  m.parameters = stage.cost.parameters * d;
-  m.gradients = stage.cost.parameters * d;
-  m.buffers = stage.cost.buffers * d;
-  m.optimizer_state = in.optimizer_values * stage.cost.parameters * d;
+  m.parameters = view(stage.cost.parameters * d);
+  m.gradients = view(stage.cost.parameters * d);
+  m.buffers = view(stage.cost.buffers * d);
+  m.optimizer_state = in.optimizer_values * view(stage.cost.parameters * d);
   const std::size_t labels = in.last && in.classifier ? sizeof(std::int32_t) : 0;
   m.activations = in.slots * c *
                   ((stage.input_elements + stage.cost.activations) * d + stage.cost.saved_indices * sizeof(std::int32_t) + labels);
@@ -66,6 +73,7 @@ constexpr MemoryBreakdown stage_memory(const StageFacts& stage, const MemoryInpu
   if (in.replicas > 1 && in.ordered_reduction) m.gradient_buckets = in.replicas * stage.cost.parameters * d;
   m.workspace = in.workspace_elements * d;
   m.scratch = (2 * stage.largest_inner_output * c + in.child_scratch_elements) * d;
+  m.runtime = in.runtime_bytes;
   return m;
 }
 

@@ -370,6 +370,8 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
     in.optimizer_values = model.optimizer_values;
     in.replicas = R;
     in.ordered_reduction = reduction == GradientReduction::ordered;
+    in.runtime_bytes = profile.runtime_bytes;
+    in.empty_view_bytes = profile.empty_view_bytes;
     std::map<std::size_t, std::size_t> copies;  // per top-level layer: its units in this stage
     for (const UnitFacts& u : model.units) {
       if (in_stage(u, plan.bounds[s], plan.bounds[s + 1], in.last)) ++copies[u.layer];

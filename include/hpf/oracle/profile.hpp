@@ -112,6 +112,10 @@ struct MachineProfile {
   std::map<std::string, UnitTiming> units;
   double optimizer_s_per_parameter = 0;  ///< optimizer step and zeroing gradients
   double load_s_per_element = 0;         ///< batch loading, per input element
+  /// Bytes the Kokkos backend allocates for itself in a fresh process once a step has run
+  /// (Kokkos::Serial's team scratch), and what its allocation records count for an empty view.
+  std::size_t runtime_bytes = 0;
+  std::size_t empty_view_bytes = 0;
   std::optional<Cluster> cluster;
 
   /// Hosts whose cores compute separately: one when the hosts share a machine.
@@ -211,6 +215,8 @@ inline MachineProfile load_profile(const std::string& path) {
     p.threads_per_rank = static_cast<std::size_t>(detail::number_at(*compute, "threads", where, 1));
     p.optimizer_s_per_parameter = detail::number_at(*compute, "optimizer_s_per_parameter", where, 0);
     p.load_s_per_element = detail::number_at(*compute, "load_s_per_element", where, 0);
+    p.runtime_bytes = static_cast<std::size_t>(detail::number_at(*compute, "runtime_bytes", where, 0));
+    p.empty_view_bytes = static_cast<std::size_t>(detail::number_at(*compute, "empty_view_bytes", where, 0));
     if (const auto* units = member(*compute, "units")) {
       for (const auto& [key, u] : units->members) {
         const std::string at = where + ".units[" + key + "]";
@@ -320,6 +326,8 @@ inline void save_compute(const MachineProfile& profile, const std::string& path)
   detail::set_member(compute, "threads", detail::json_number(static_cast<double>(profile.threads_per_rank)));
   detail::set_member(compute, "optimizer_s_per_parameter", detail::json_number(profile.optimizer_s_per_parameter));
   detail::set_member(compute, "load_s_per_element", detail::json_number(profile.load_s_per_element));
+  detail::set_member(compute, "runtime_bytes", detail::json_number(static_cast<double>(profile.runtime_bytes)));
+  detail::set_member(compute, "empty_view_bytes", detail::json_number(static_cast<double>(profile.empty_view_bytes)));
   JsonValue units;
   units.kind = JsonValue::Kind::object;
   if (const JsonValue* old = detail::member(compute, "units")) units = *old;
