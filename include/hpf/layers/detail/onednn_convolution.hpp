@@ -523,20 +523,18 @@ class OneDnnConvolution {
     const dims right{(OH - 1) * S + K - H - P, (OW - 1) * S + K - W - P};
     const auto src = any({N, C, H, W}), dst = any({N, O, OH, OW}), wei = any({O, C, K, K});
     const auto bias_desc = bias ? any({O}) : dnnl::memory::desc();
-    PrimitiveDescriptors d{
-        dnnl::convolution_forward::primitive_desc(
-            dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, algorithm, src, wei, bias_desc, dst, strides,
-                                            left, right),
-            own_scratchpad(), engine),
-        {},
-        {}};
-    d.backward_data = dnnl::convolution_backward_data::primitive_desc(
-        dnnl::convolution_backward_data::desc(algorithm, src, wei, dst, strides, left, right), own_scratchpad(), engine,
-        d.forward);
-    d.backward_weights = dnnl::convolution_backward_weights::primitive_desc(
-        dnnl::convolution_backward_weights::desc(algorithm, src, wei, bias_desc, dst, strides, left, right),
-        own_scratchpad(), engine, d.forward);
-    return d;
+    // The backward descriptors take the forward one as their hint.
+    const dnnl::convolution_forward::primitive_desc forward(
+        dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, algorithm, src, wei, bias_desc, dst, strides,
+                                        left, right),
+        own_scratchpad(), engine);
+    return {forward,
+            dnnl::convolution_backward_data::primitive_desc(
+                dnnl::convolution_backward_data::desc(algorithm, src, wei, dst, strides, left, right), own_scratchpad(),
+                engine, forward),
+            dnnl::convolution_backward_weights::primitive_desc(
+                dnnl::convolution_backward_weights::desc(algorithm, src, wei, bias_desc, dst, strides, left, right),
+                own_scratchpad(), engine, forward)};
   }
 
   /// Primitives for `n` images of a batch of `batch` (hpf's layout strides by the whole batch).
