@@ -171,10 +171,14 @@ TEST_CASE("machine profile: compute written into a profile and read back; bad fi
   const auto written = linear_profile();
   profile.units = written.units;
   profile.optimizer_s_per_parameter = 3e-9;
+  profile.runtime_bytes = 11264;
+  profile.empty_view_bytes = 128;
   oracle::save_compute(profile, path);
   const auto read = oracle::load_profile(path);
   CHECK(read.units.size() == written.units.size());
   CHECK(read.optimizer_s_per_parameter == doctest::Approx(3e-9));
+  CHECK(read.runtime_bytes == 11264);
+  CHECK(read.empty_view_bytes == 128);
   CHECK(read.fit("p2p_latency").seconds(32, 2) == doctest::Approx(1e-6 + 32e-9));  // the rest is kept
   const auto& unit = read.units.begin()->second;
   CHECK(unit.forward(32) == doctest::Approx(32e-3));
@@ -192,6 +196,39 @@ TEST_CASE("machine profile: compute written into a profile and read back; bad fi
   CHECK_THROWS_WITH_AS(oracle::load_profile((dir / "absent.json").string()), doctest::Contains("cannot read"),
                        oracle::ProfileError);
   std::filesystem::remove_all(dir);
+}
+
+namespace {
+std::size_t program_allocations = 0, program_last_size = 0;
+void program_callback(Kokkos::Tools::SpaceHandle, const char*, const void*, std::uint64_t size) {
+  ++program_allocations;
+  program_last_size = static_cast<std::size_t>(size);
+}
+}  // namespace
+
+TEST_CASE("calibration measures what Kokkos counts for an empty view, and leaves a program's own callbacks alone") {
+  auto empty_view_counted = [] {
+    program_allocations = 0;
+    { const Buffer<float, Kokkos::DefaultExecutionSpace> empty("empty", 0); }
+    CHECK(program_allocations == 1);
+    return program_last_size;
+  };
+  SUBCASE("no callbacks set: calibration counts through its own") {
+    oracle::MachineProfile profile;
+    oracle::calibrate<Tiny>(profile, {.batches = {2}, .repeats = 1});
+    Kokkos::Tools::Experimental::set_allocate_data_callback(program_callback);
+    CHECK(profile.empty_view_bytes > 0);  // Kokkos counts an empty view's allocation header
+    CHECK(profile.empty_view_bytes == empty_view_counted());
+  }
+  SUBCASE("the program's callbacks set: calibration does not replace them, and measures nothing") {
+    Kokkos::Tools::Experimental::set_allocate_data_callback(program_callback);
+    oracle::MachineProfile profile;
+    oracle::calibrate<Tiny>(profile, {.batches = {2}, .repeats = 1});
+    CHECK(profile.empty_view_bytes == 0);
+    CHECK(profile.runtime_bytes == 0);
+    CHECK(empty_view_counted() > 0);  // still the program's callback
+  }
+  Kokkos::Tools::Experimental::set_allocate_data_callback(nullptr);
 }
 
 TEST_CASE("cluster profile: compute scaled by its speed, replicas across nodes reduce over the inter-node link") {

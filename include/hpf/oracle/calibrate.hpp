@@ -131,8 +131,8 @@ std::vector<UnitTiming> time_layers(const CalibrationOptions& o) {
 
 /// \brief While alive, counts the Kokkos allocations not labelled "hpf::" (the backend's own, as
 /// Kokkos::Serial's team scratch, made once per process when a kernel first needs it) through
-/// Kokkos' allocation callbacks; inactive when a Kokkos tool is loaded, whose callbacks it would
-/// replace. One at a time: the callbacks are global.
+/// Kokkos' allocation callbacks; inactive while any callbacks are set (a Kokkos tool's, or the
+/// program's own), which it would replace. One at a time: the callbacks are global.
 class BackendAllocations {
  public:
   BackendAllocations() : active_(!Kokkos::Profiling::profileLibraryLoaded()) {
