@@ -189,6 +189,12 @@ TEST_CASE("machine profile: compute written into a profile and read back; bad fi
   std::ofstream(path) << R"({"format": "hpf-machine-profile", "hosts_share_cores": 1})";
   CHECK_THROWS_WITH_AS(oracle::load_profile(path), doctest::Contains("hosts_share_cores must be true or false"),
                        oracle::ProfileError);
+  for (const char* count : {R"("runtime_bytes": -1)", R"("empty_view_bytes": 0.5)", R"("threads": 1e300)"}) {
+    std::ofstream(path) << R"({"format": "hpf-machine-profile", "compute": {)" << count << "}}";
+    const std::string field = std::string(count).substr(1, std::string(count).find('"', 1) - 1);
+    const std::string message = "compute." + field + " must be a whole number >= 0";
+    CHECK_THROWS_WITH_AS(oracle::load_profile(path), doctest::Contains(message.c_str()), oracle::ProfileError);
+  }
   std::ofstream(path) << R"({"format": "something else"})";
   CHECK_THROWS_WITH_AS(oracle::load_profile(path), doctest::Contains("is not an hpf machine profile"), oracle::ProfileError);
   std::ofstream(path) << R"({"format": "hpf-machine-profile", "compute": {"units": {"x": {"batch": [1, 2], "forward_s": [1]}}}})";

@@ -150,6 +150,17 @@ inline double number_at(const JsonValue& object, const std::string& key, const s
   const JsonValue* v = member(object, key);
   return v ? number(*v, where + "." + key) : fallback;
 }
+/// A count (cores, threads, bytes): a whole number >= 0, or `fallback` when absent. A cast of
+/// -1 or 0.5 would become an absurd size far from the file that caused it.
+inline std::size_t count_at(const JsonValue& object, const std::string& key, const std::string& where, std::size_t fallback) {
+  const double v = number_at(object, key, where, static_cast<double>(fallback));
+  if (!(v >= 0) || v != std::floor(v) || v > 9.0e15) {
+    std::ostringstream text;
+    text << v;
+    throw ProfileError(where + "." + key + " must be a whole number >= 0, not " + text.str());
+  }
+  return static_cast<std::size_t>(v);
+}
 inline std::vector<double> numbers(const JsonValue& object, const std::string& key, const std::string& where) {
   const JsonValue* v = member(object, key);
   if (!v || v->kind != JsonValue::Kind::array) throw ProfileError(where + "." + key + " is missing or not an array");
@@ -194,12 +205,12 @@ inline MachineProfile load_profile(const std::string& path) {
   MachineProfile p;
   p.path = path;
   if (const auto* label = member(root, "label")) p.label = label->text;
-  p.hosts = static_cast<std::size_t>(detail::number_at(root, "hosts", path, 1));
+  p.hosts = detail::count_at(root, "hosts", path, 1);
   if (const auto* shared = member(root, "hosts_share_cores")) {
     if (shared->kind != detail::JsonValue::Kind::boolean) throw ProfileError(path + ": hosts_share_cores must be true or false");
     p.hosts_share_cores = shared->boolean;
   }
-  if (const auto* host = member(root, "host")) p.cores = static_cast<std::size_t>(detail::number_at(*host, "cores", path + ": host", 1));
+  if (const auto* host = member(root, "host")) p.cores = detail::count_at(*host, "cores", path + ": host", 1);
   if (const auto* comm = member(root, "comm")) {
     for (const auto& [primitive, by_ranks] : comm->members) {
       CommFit fit;
@@ -212,11 +223,11 @@ inline MachineProfile load_profile(const std::string& path) {
   }
   if (const auto* compute = member(root, "compute")) {
     const std::string where = path + ": compute";
-    p.threads_per_rank = static_cast<std::size_t>(detail::number_at(*compute, "threads", where, 1));
+    p.threads_per_rank = detail::count_at(*compute, "threads", where, 1);
     p.optimizer_s_per_parameter = detail::number_at(*compute, "optimizer_s_per_parameter", where, 0);
     p.load_s_per_element = detail::number_at(*compute, "load_s_per_element", where, 0);
-    p.runtime_bytes = static_cast<std::size_t>(detail::number_at(*compute, "runtime_bytes", where, 0));
-    p.empty_view_bytes = static_cast<std::size_t>(detail::number_at(*compute, "empty_view_bytes", where, 0));
+    p.runtime_bytes = detail::count_at(*compute, "runtime_bytes", where, 0);
+    p.empty_view_bytes = detail::count_at(*compute, "empty_view_bytes", where, 0);
     if (const auto* units = member(*compute, "units")) {
       for (const auto& [key, u] : units->members) {
         const std::string at = where + ".units[" + key + "]";
@@ -247,7 +258,7 @@ inline MachineProfile load_cluster(const std::string& path, MachineProfile machi
   const detail::JsonValue root = detail::read_document(path, "cluster profile", "hpf-cluster-profile");
   Cluster c;
   if (const auto* name = member(root, "name")) c.name = name->text;
-  c.ranks_per_node = static_cast<std::size_t>(detail::number_at(root, "ranks_per_node", path, 1));
+  c.ranks_per_node = detail::count_at(root, "ranks_per_node", path, 1);
   c.compute_speed = detail::number_at(root, "compute_speed", path, 1.0);
   c.memory_bytes_per_rank = detail::number_at(root, "memory_bytes_per_rank", path, 0);
   const auto* intra = member(root, "intra_node");

@@ -37,17 +37,17 @@ void ordered_sum(const Space& space, const T* parts, std::size_t count, std::siz
     for (std::size_t chunk = begin; chunk < end; chunk += lanes) {
       const std::size_t width = end - chunk < lanes ? end - chunk : lanes;
       std::size_t top = 0;
+      const auto merge_top = [&]() {  // the top two entries become their sum, the earlier parts on the left
+        for (std::size_t k = 0; k < width; ++k) stack[top - 2][k] = stack[top - 2][k] + stack[top - 1][k];
+        --top;
+      };
       for (std::size_t p = 0; p < parts_count; ++p) {
         const T* part = in + p * part_stride + chunk;
         for (std::size_t k = 0; k < width; ++k) stack[top][k] = part[k];
         ++top;
-        for (std::size_t done = p + 1; done % 2 == 0; done /= 2, --top) {
-          for (std::size_t k = 0; k < width; ++k) stack[top - 2][k] = stack[top - 2][k] + stack[top - 1][k];
-        }
+        for (std::size_t done = p + 1; done % 2 == 0; done /= 2) merge_top();
       }
-      for (; top > 1; --top) {
-        for (std::size_t k = 0; k < width; ++k) stack[top - 2][k] = stack[top - 2][k] + stack[top - 1][k];
-      }
+      while (top > 1) merge_top();
       for (std::size_t k = 0; k < width; ++k) to[chunk + k] = stack[0][k];
     }
   });
