@@ -120,19 +120,85 @@ TEST_CASE("Chain: a ReLU after BatchNorm or Residual runs in their passes, with 
     CHECK(fused.gradients == apart.gradients);
     CHECK(fused.input_gradient == apart.input_gradient);
   }
-  SUBCASE("Residual, ReLU: forward") {
+  SUBCASE("Residual, ReLU: forward, and backward through the body's last BatchNorm and the identity shortcut") {
     using Body = hpf::Chain<hpf::BatchNorm>;
     using Fused = hpf::Sequential<hpf::Input<2, 3, 3>, hpf::Residual<Body>, hpf::ReLU, hpf::Flatten, hpf::Dense<3>>;
     using Apart =
         hpf::Sequential<hpf::Input<2, 3, 3>, hpf::Residual<Body>, hpf::Identity, hpf::ReLU, hpf::Flatten, hpf::Dense<3>>;
     const auto parameters = initial_parameters<Fused>();
     const StepResult fused = one_step<Fused>(parameters);
-    CHECK(count_of("hpf::ReLU::forward") == 0);
-    CHECK(count_of("hpf::ReLU::backward") == 1);
+    CHECK(count_of("hpf::ReLU::") == 0);
+    CHECK(count_of("hpf::BatchNorm::backward_relu") == 1);
     const StepResult apart = one_step<Apart>(parameters);
     CHECK(count_of("hpf::ReLU::forward") == 1);
+    CHECK(count_of("hpf::ReLU::backward") == 1);
+    CHECK(count_of("hpf::BatchNorm::backward_relu") == 0);
     CHECK(fused.output == apart.output);
     CHECK(fused.gradients == apart.gradients);
     CHECK(fused.input_gradient == apart.input_gradient);
   }
+  SUBCASE("a ReLU that ends a block (the zoo's BasicBlock) runs in place on the block's output, fused") {
+    using Body = hpf::Chain<hpf::BatchNorm, hpf::ReLU, hpf::BatchNorm>;
+    using Fused = hpf::Sequential<hpf::Input<2, 3, 3>, hpf::Chain<hpf::Residual<Body>, hpf::ReLU>, hpf::Flatten, hpf::Dense<3>>;
+    using Apart =
+        hpf::Sequential<hpf::Input<2, 3, 3>, hpf::Chain<hpf::Residual<Body>, hpf::Identity, hpf::ReLU>, hpf::Flatten, hpf::Dense<3>>;
+    const auto parameters = initial_parameters<Fused>();
+    const StepResult fused = one_step<Fused>(parameters);
+    CHECK(count_of("hpf::ReLU::") == 0);
+    CHECK(count_of("hpf::BatchNorm::backward_relu") == 2);  // the body's inner ReLU and the block's
+    const StepResult apart = one_step<Apart>(parameters);
+    CHECK(count_of("hpf::ReLU::forward") == 1);
+    CHECK(count_of("hpf::ReLU::backward") == 1);
+    CHECK(fused.output == apart.output);
+    CHECK(fused.gradients == apart.gradients);
+    CHECK(fused.input_gradient == apart.input_gradient);
+    // The block keeps no buffer for the residual's output: the ReLU's output is the block's.
+    using Block = hpf::bind_t<hpf::Chain<hpf::Residual<Body>, hpf::ReLU>, hpf::Input<2, 3, 3>::shape>;
+    using Residual = hpf::bind_t<hpf::Residual<Body>, hpf::Input<2, 3, 3>::shape>;
+    static_assert(Block::cost.activations == Residual::cost.activations);
+    // Unfused (a look at every layer's output), the residual writes the block's output and the
+    // ReLU runs over it: the same output.
+    hpf::Network<Fused, double> net;
+    auto host = Kokkos::create_mirror_view(net.parameters());
+    for (std::size_t i = 0; i < parameters.size(); ++i) host(i) = parameters[i];
+    Kokkos::deep_copy(net.parameters(), host);
+    auto tape = net.make_tape(4);
+    hpf_test::fill_uniform(net.input(tape, 4), 7);
+    CHECK(!net.first_non_finite_layer(tape, 4).has_value());
+    CHECK(hpf_test::to_host(net.output(tape)) == fused.output);
+  }
+  SUBCASE("a block with a projection shortcut applies its ReLU forward only") {
+    using Body = hpf::Chain<hpf::BatchNorm>;
+    using Shortcut = hpf::Chain<hpf::BatchNorm, hpf::BatchNorm>;
+    using Fused = hpf::Sequential<hpf::Input<2, 3, 3>, hpf::Chain<hpf::Residual<Body, Shortcut>, hpf::ReLU>, hpf::Flatten,
+                                  hpf::Dense<3>>;
+    using Apart = hpf::Sequential<hpf::Input<2, 3, 3>, hpf::Chain<hpf::Residual<Body, Shortcut>, hpf::Identity, hpf::ReLU>,
+                                  hpf::Flatten, hpf::Dense<3>>;
+    const auto parameters = initial_parameters<Fused>();
+    const StepResult fused = one_step<Fused>(parameters);
+    CHECK(count_of("hpf::ReLU::forward") == 0);
+    CHECK(count_of("hpf::ReLU::backward") == 1);
+    const StepResult apart = one_step<Apart>(parameters);
+    CHECK(fused.output == apart.output);
+    CHECK(fused.gradients == apart.gradients);
+    CHECK(fused.input_gradient == apart.input_gradient);
+  }
+}
+
+TEST_CASE("Chain: a last layer that runs in place takes over its predecessor's buffer") {
+  using In = hpf::Input<3>::shape;
+  using Block = hpf::bind_t<hpf::Chain<hpf::Dense<4>, hpf::ReLU>, In>;
+  static_assert(Block::cost.activations == 4);  // the ReLU's output, which the Dense writes
+  // A ReLU after a ReLU: the first reads its output in backward, so the second keeps its own.
+  using Twice = hpf::bind_t<hpf::Chain<hpf::Dense<4>, hpf::ReLU, hpf::ReLU>, In>;
+  static_assert(Twice::cost.activations == 8);
+  // The same training step as the layers side by side in one chain.
+  using Nested = hpf::Sequential<hpf::Input<3>, hpf::Chain<hpf::Dense<4>, hpf::ReLU>, hpf::Dense<3>>;
+  using Flat = hpf::Sequential<hpf::Input<3>, hpf::Dense<4>, hpf::ReLU, hpf::Dense<3>>;
+  const auto parameters = initial_parameters<Nested>();
+  const StepResult nested = one_step<Nested>(parameters);
+  const StepResult flat = one_step<Flat>(parameters);
+  CHECK(nested.output == flat.output);
+  CHECK(nested.gradients == flat.gradients);
+  CHECK(nested.input_gradient == flat.input_gradient);
 }

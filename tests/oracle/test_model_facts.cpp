@@ -47,6 +47,12 @@ static_assert(two[1].cost.parameters == 27 && two[1].cost.activations == 15 && t
 static_assert(two[0].cost.parameters + two[1].cost.parameters == Tiny::cost.parameters &&
               two[0].cost.training_flops() + two[1].cost.training_flops() == Tiny::cost.training_flops());
 
+// A stage that ends in the ReLU: the ReLU runs in place on the stage's output, which the conv
+// writes, so the tape keeps no buffer for the conv's output.
+constexpr auto relu_last = stage_facts_v<Tiny, Cuts<2>>;
+static_assert(relu_last[0].cost.activations == 32 && relu_last[0].output_elements == 32);
+static_assert(relu_last[0].cost == Stage<Tiny, Cuts<2>, 0>::cost);
+
 // Per-rank memory of 2 stages x 2 replicas, 1F1B, micro-batches of 4 samples, SGD with momentum,
 // the ordered reduction (floats). Stage 0 keeps 2 slots: 80 B each of parameters, gradients and
 // momentum; tapes 2 * 4 * ((16 + 40) * 4 + 8 * 4) = 2048; the gradient it receives, 2 * 4 * 8 * 4

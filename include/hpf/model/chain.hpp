@@ -93,15 +93,21 @@ struct chain_facts<type_list<Bound...>> {
   static constexpr std::array<std::size_t, count> output_channels{{Bound::output_shape::channels...}};
   static constexpr std::array<std::size_t, count> output_spatial{{Bound::output_shape::spatial...}};
 
-  /// Child I writes its output over its input, the stored output of child I-1: it can run in
-  /// place, child I-1's backward does not read that output, and neither buffer is the caller's.
+  /// Child I writes its output over its input, the output of child I-1: it can run in place and
+  /// child I-1's backward does not read that output. The first child never does (its input is
+  /// the caller's). The last child's output is the caller's: when it runs in place, child I-1
+  /// writes there instead of into a buffer of its own (if it has one to give up), so a block
+  /// that ends in a ReLU, as a ResNet's does, keeps one activation less.
   static constexpr std::array<bool, count> in_place = [] {
     constexpr std::array<bool, count> runs{{runs_in_place<Bound>()...}};
     constexpr std::array<bool, count> reads{{backward_reads_output<Bound>()...}};
     std::array<bool, count> r{};
     for (std::size_t i = 1; i + 1 < count; ++i) r[i] = runs[i] && !reads[i - 1];
+    if (count >= 2) r[count - 1] = runs[count - 1] && !reads[count - 2] && !r[count - 2];
     return r;
   }();
+  /// The last child runs in place on the caller's output, which child count-2 writes.
+  static constexpr bool last_in_place = in_place[count - 1];
   /// Child I applies child I+1, an in-place ReLU, in its own pass forward (BatchNorm or Residual,
   /// then ReLU) or backward (BatchNorm): one pass over the values instead of two. The results are
   /// the same bits as running both.
@@ -118,6 +124,10 @@ struct chain_facts<type_list<Bound...>> {
     for (std::size_t i = 0; i < count; ++i) r[i] = can[i] && applies_next_relu_forward[i];
     return r;
   }();
+  /// The chain itself can take the backward of a ReLU that follows it: its last child does
+  /// (it has backward_relu) and runs on a buffer of its own.
+  static constexpr bool ends_applying_relu_backward =
+      hpf::applies_next_relu_backward<at_t<type_list<Bound...>, count - 1>>() && !last_in_place;
   /// Which stored buffer holds child I's output (its own, or an in-place predecessor's).
   static constexpr std::array<std::size_t, count> storage = [] {
     std::array<std::size_t, count> r{};
@@ -323,7 +333,7 @@ class ChainImpl<type_list<Bound...>, T, Space, NameBase> {
     const auto& tapes = tape.children;
     for (std::size_t i = 0; i < count; ++i) {
       ops_[i]->reserve(children[i], tapes[i], capacity);
-      if (i + 1 < count && facts::storage[i] == i) {
+      if (i + 1 < count && facts::storage[i] == i && !writes_caller_output(i)) {
         ensure_capacity(tape.outputs[i], facts::output_size[i] * capacity, "hpf::Chain::output");
       }
     }
@@ -359,9 +369,9 @@ class ChainImpl<type_list<Bound...>, T, Space, NameBase> {
     for (std::size_t i = 0; i < count; ++i) {
       const trace::LayerSpan span(ops_[i]->name, NameBase + i);
       if (fuse && i > 0 && facts::applies_next_relu_forward[i - 1]) continue;  // child i-1 applied this ReLU
-      const Activation<T, Space> out = i + 1 == count ? y : stored_output(i, tape, n);
+      const Activation<T, Space> out = output_at(i, y, tape, n);
       const auto run = fuse && facts::applies_next_relu_forward[i] ? ops_[i]->forward_relu : ops_[i]->forward;
-      run(children[i], ctx, input_of(i, x, tape, n), out, tapes[i]);
+      run(children[i], ctx, input_of(i, x, y, tape, n), out, tapes[i]);
       if (ctx.after_forward) ctx.after_forward(NameBase + i, ops_[i]->name, out);
       if (ctx.between_layers) ctx.between_layers();
     }
@@ -369,40 +379,15 @@ class ChainImpl<type_list<Bound...>, T, Space, NameBase> {
 
   void backward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, ConstActivation<T, Space> y,
                 ConstActivation<T, Space> dy, Activation<T, Space> dx, tape_type& tape) const {
-    const std::size_t n = x.extent(1);
-    T* gradients = ctx.scratch_at(2 * largest_inner_output * n);
-    const Context<T, Space> inner = ctx.after_scratch(2 * largest_inner_output * n);
-    const bool input_gradient_wanted = !is_empty(dx);
-    const auto& children = children_;
-    const auto& tapes = tape.children;
-    for (std::size_t i = count; i-- > 0;) {
-      const bool gradient_in_wanted = input_gradient_wanted || facts::parameters_before[i] > 0;
-      if (!gradient_in_wanted && facts::parameters_before[i + 1] == 0) {  // nothing to learn here or below
-        if (ctx.gradients_ready) ctx.gradients_ready(parameter_begin_[i]);
-        continue;
-      }
-      const ConstActivation<T, Space> grad_out = i + 1 == count ? dy : ConstActivation<T, Space>(gradient_view(i, gradients, i % 2, n));
-      Activation<T, Space> grad_in;
-      if (i == 0) {
-        grad_in = dx;
-      } else if (gradient_in_wanted) {
-        grad_in = gradient_view(i - 1, gradients, (i - 1) % 2, n);
-      }
-      const trace::LayerSpan span(ops_[i]->name, NameBase + i);
-      if (i > 0 && facts::applies_next_relu_backward[i - 1]) {  // this ReLU's backward runs in child i-1's
-        if (ctx.gradients_ready) ctx.gradients_ready(parameter_begin_[i]);
-        continue;
-      }
-      if (facts::applies_next_relu_backward[i]) {  // given the ReLU's output and output gradient (an in-place ReLU is never last)
-        const ConstActivation<T, Space> relu_grad_out = gradient_view(i + 1, gradients, (i + 1) % 2, n);
-        const ConstActivation<T, Space> relu_out = stored_output(i + 1, tape, n);
-        ops_[i]->backward_relu(children[i], inner, input_of(i, x, tape, n), relu_out, relu_grad_out, grad_in, tapes[i]);
-      } else {
-        const ConstActivation<T, Space> out = i + 1 == count ? y : ConstActivation<T, Space>(stored_output(i, tape, n));
-        ops_[i]->backward(children[i], inner, input_of(i, x, tape, n), out, grad_out, grad_in, tapes[i]);
-      }
-      if (ctx.gradients_ready) ctx.gradients_ready(parameter_begin_[i]);
-    }
+    backward_through<false>(ctx, x, y, dy, {}, dx, tape);
+  }
+  /// backward, given the output gradient of a ReLU that follows the chain and that ReLU's output
+  /// (relu_y): the last child forms the gradient through the ReLU as it reads it.
+  void backward_relu(const Context<T, Space>& ctx, ConstActivation<T, Space> x, ConstActivation<T, Space> relu_y,
+                     ConstActivation<T, Space> relu_dy, Activation<T, Space> dx, tape_type& tape) const
+    requires(facts::ends_applying_relu_backward)
+  {
+    backward_through<true>(ctx, x, {}, relu_dy, relu_y, dx, tape);  // no child reads the chain's output
   }
 
   /// Child I (for layers with extra entry points, such as the loss).
@@ -419,16 +404,74 @@ class ChainImpl<type_list<Bound...>, T, Space, NameBase> {
   static const typename child_impl<I>::tape_type& child_tape(const tape_type& tape) {
     return *static_cast<const typename child_impl<I>::tape_type*>(tape.children[I]);
   }
-  /// Child i's output as stored in `tape` (the last child's output belongs to the caller).
+  /// Child i's output as stored in `tape` (the last child's output belongs to the caller, and so
+  /// does the one before it when the last runs in place).
   Activation<T, Space> stored_output(std::size_t i, const tape_type& tape, std::size_t n) const {
-    KOKKOS_ASSERT(i + 1 < count);
+    KOKKOS_ASSERT(!writes_caller_output(i));
     return activation_view(tape.outputs[facts::storage[i]], facts::output_channels[i], n, facts::output_spatial[i]);
   }
 
  private:
-  ConstActivation<T, Space> input_of(std::size_t i, ConstActivation<T, Space> x, const tape_type& tape,
-                                     std::size_t n) const {
-    return i == 0 ? x : ConstActivation<T, Space>(stored_output(i - 1, tape, n));
+  /// Child i writes the chain's output y: the last child, and the one before it when the last
+  /// runs in place.
+  static constexpr bool writes_caller_output(std::size_t i) {
+    return i + 1 == count || (i + 2 == count && facts::last_in_place);
+  }
+  Activation<T, Space> output_at(std::size_t i, Activation<T, Space> y, const tape_type& tape, std::size_t n) const {
+    return writes_caller_output(i) ? y : stored_output(i, tape, n);
+  }
+  ConstActivation<T, Space> input_of(std::size_t i, ConstActivation<T, Space> x, ConstActivation<T, Space> y,
+                                     const tape_type& tape, std::size_t n) const {
+    if (i == 0) return x;
+    return writes_caller_output(i - 1) ? y : ConstActivation<T, Space>(stored_output(i - 1, tape, n));
+  }
+
+  /// The backward of every child, last to first; with Relu, the chain's output gradient is a
+  /// following ReLU's (dy, with that ReLU's output relu_y), which the last child applies.
+  template <bool Relu>
+  void backward_through(const Context<T, Space>& ctx, ConstActivation<T, Space> x, ConstActivation<T, Space> y,
+                        ConstActivation<T, Space> dy, ConstActivation<T, Space> relu_y, Activation<T, Space> dx,
+                        tape_type& tape) const {
+    const std::size_t n = x.extent(1);
+    T* gradients = ctx.scratch_at(2 * largest_inner_output * n);
+    const Context<T, Space> inner = ctx.after_scratch(2 * largest_inner_output * n);
+    const bool input_gradient_wanted = !is_empty(dx);
+    const auto& children = children_;
+    const auto& tapes = tape.children;
+    // The output and output gradient of child i (the caller's y and dy for the last).
+    const auto output = [&](std::size_t i) {
+      return writes_caller_output(i) ? y : ConstActivation<T, Space>(stored_output(i, tape, n));
+    };
+    const auto output_gradient = [&](std::size_t i) {
+      return i + 1 == count ? dy : ConstActivation<T, Space>(gradient_view(i, gradients, i % 2, n));
+    };
+    for (std::size_t i = count; i-- > 0;) {
+      const bool gradient_in_wanted = input_gradient_wanted || facts::parameters_before[i] > 0;
+      if (!gradient_in_wanted && facts::parameters_before[i + 1] == 0) {  // nothing to learn here or below
+        if (ctx.gradients_ready) ctx.gradients_ready(parameter_begin_[i]);
+        continue;
+      }
+      Activation<T, Space> grad_in;
+      if (i == 0) {
+        grad_in = dx;
+      } else if (gradient_in_wanted) {
+        grad_in = gradient_view(i - 1, gradients, (i - 1) % 2, n);
+      }
+      const trace::LayerSpan span(ops_[i]->name, NameBase + i);
+      if (i > 0 && facts::applies_next_relu_backward[i - 1]) {  // this ReLU's backward runs in child i-1's
+        if (ctx.gradients_ready) ctx.gradients_ready(parameter_begin_[i]);
+        continue;
+      }
+      const ConstActivation<T, Space> in = input_of(i, x, y, tape, n);
+      if (Relu && i + 1 == count) {  // the following ReLU's output and output gradient
+        ops_[i]->backward_relu(children[i], inner, in, relu_y, dy, grad_in, tapes[i]);
+      } else if (facts::applies_next_relu_backward[i]) {  // given the next child's (a ReLU's) output and output gradient
+        ops_[i]->backward_relu(children[i], inner, in, output(i + 1), output_gradient(i + 1), grad_in, tapes[i]);
+      } else {
+        ops_[i]->backward(children[i], inner, in, output(i), output_gradient(i), grad_in, tapes[i]);
+      }
+      if (ctx.gradients_ready) ctx.gradients_ready(parameter_begin_[i]);
+    }
   }
   static Activation<T, Space> gradient_view(std::size_t i, T* gradients, std::size_t which, std::size_t n) {
     return Activation<T, Space>(gradients + which * largest_inner_output * n, facts::output_channels[i], n,
@@ -457,6 +500,9 @@ struct chain_named_from {
     static constexpr std::size_t leaves = chain_facts<bound_list>::leaves;
     static constexpr bool in_place = false;
     static constexpr bool backward_reads_output = hpf::backward_reads_output<at_t<bound_list, size_v<bound_list> - 1>>();
+    /// backward_relu: the last child takes a following ReLU's gradient (a residual body ending
+    /// in BatchNorm; the chain gives no forward_relu, so a chain never fuses it on its own).
+    static constexpr bool applies_next_relu_backward = chain_facts<bound_list>::ends_applying_relu_backward;
     static std::string describe() { return "[" + chain_facts<bound_list>::describe() + "]"; }
     template <class T, class Space>
     using impl = ChainImpl<bound_list, T, Space, NameBase>;

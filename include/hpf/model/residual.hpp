@@ -38,6 +38,9 @@ class ResidualImpl {
   using Out = typename BodyBound::output_shape;
   using body_impl = typename BodyBound::template impl<T, Space>;
   using shortcut_impl = typename ShortcutBound::template impl<T, Space>;
+  /// The block takes a following ReLU's backward: an identity shortcut adds that gradient as it
+  /// is, and the body's last layer takes it through the ReLU.
+  static constexpr bool fuses_relu_backward = identity && hpf::applies_next_relu_backward<BodyBound>();
 
  public:
   struct tape_type {
@@ -85,22 +88,41 @@ class ResidualImpl {
 
   void backward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, ConstActivation<T, Space>,
                 ConstActivation<T, Space> dy, Activation<T, Space> dx, tape_type& tape) const {
-    const std::size_t n = x.extent(1);
-    T* shortcut_grad = ctx.scratch_at(own_scratch(n));
-    Context<T, Space> inner = ctx.after_scratch(own_scratch(n));
-    inner.gradients_ready = nullptr;
-    body_.backward(inner, x, output_view(tape.body_output, n), dy, dx, tape.body);  // dx = d body
-    if constexpr (identity) {
-      if (!is_empty(dx)) accumulate(ctx.space, dy, dx, "hpf::Residual::shortcut_grad");
-    } else {
-      Activation<T, Space> shortcut_dx;
-      if (!is_empty(dx)) shortcut_dx = Activation<T, Space>(shortcut_grad, In::channels, n, In::spatial);
-      shortcut_.backward(inner, x, output_view(tape.shortcut_output, n), dy, shortcut_dx, tape.shortcut);
-      if (!is_empty(dx)) accumulate(ctx.space, shortcut_dx, dx, "hpf::Residual::shortcut_grad");
-    }
+    backward_through<false>(ctx, x, {}, dy, dx, tape);
+  }
+  /// backward, given the output gradient of a ReLU that follows the block and that ReLU's output:
+  /// the body's last layer and the shortcut's sum form the gradient through the ReLU as they read
+  /// it (a chain fuses Residual, ReLU), instead of a pass that writes it first.
+  void backward_relu(const Context<T, Space>& ctx, ConstActivation<T, Space> x, ConstActivation<T, Space> relu_y,
+                     ConstActivation<T, Space> relu_dy, Activation<T, Space> dx, tape_type& tape) const
+    requires(fuses_relu_backward)
+  {
+    backward_through<true>(ctx, x, relu_y, relu_dy, dx, tape);
   }
 
  private:
+  template <bool Relu>
+  void backward_through(const Context<T, Space>& ctx, ConstActivation<T, Space> x, ConstActivation<T, Space> relu_y,
+                        ConstActivation<T, Space> dy, Activation<T, Space> dx, tape_type& tape) const {
+    const std::size_t n = x.extent(1);
+    Context<T, Space> inner = ctx.after_scratch(own_scratch(n));
+    inner.gradients_ready = nullptr;
+    if constexpr (Relu) {  // dy is the ReLU's: the body and the identity shortcut take it through the ReLU
+      body_.backward_relu(inner, x, relu_y, dy, dx, tape.body);  // dx = d body
+      if (!is_empty(dx)) accumulate_relu_gradient(ctx.space, dy, relu_y, dx, "hpf::Residual::shortcut_grad");
+    } else {
+      body_.backward(inner, x, output_view(tape.body_output, n), dy, dx, tape.body);  // dx = d body
+      if constexpr (identity) {
+        if (!is_empty(dx)) accumulate(ctx.space, dy, dx, "hpf::Residual::shortcut_grad");
+      } else {
+        Activation<T, Space> shortcut_dx;
+        if (!is_empty(dx)) shortcut_dx = Activation<T, Space>(ctx.scratch_at(own_scratch(n)), In::channels, n, In::spatial);
+        shortcut_.backward(inner, x, output_view(tape.shortcut_output, n), dy, shortcut_dx, tape.shortcut);
+        if (!is_empty(dx)) accumulate(ctx.space, shortcut_dx, dx, "hpf::Residual::shortcut_grad");
+      }
+    }
+  }
+
   template <bool Relu>
   void forward_then(const Context<T, Space>& ctx, ConstActivation<T, Space> x, Activation<T, Space> y,
                     tape_type& tape) const {
@@ -155,6 +177,7 @@ struct Residual {
     static constexpr bool in_place = false;
     static constexpr bool backward_reads_output = false;  // reads the paths' outputs, kept apart
     static constexpr bool applies_next_relu_forward = true;  // forward_relu
+    static constexpr bool applies_next_relu_backward = identity_shortcut && hpf::applies_next_relu_backward<body>();
     static std::string describe() {
       return "Residual(body " + body::describe() + ", shortcut " + shortcut::describe() + ")";
     }

@@ -82,19 +82,23 @@ constexpr bool in_stage(const UnitFacts& u, std::size_t begin, std::size_t end, 
 }
 
 /// The facts of the stage [begin, end) of a model with `units`. The stage is a chain of its
-/// top-level layers (a Repeat's copies in it are one child); a child but the first and the last
-/// runs in place when it can and its predecessor's backward does not read its output (Chain).
+/// top-level layers (a Repeat's copies in it are one child). As in Chain: a child but the first
+/// runs in place when it can and its predecessor's backward does not read its output; the last
+/// child (whose output is the stage's) only if its predecessor has a buffer of its own, which it
+/// then gives up.
 constexpr StageFacts stage_facts(std::span<const UnitFacts> units, std::size_t begin, std::size_t end, bool last) {
   StageFacts s{.first_leaf = begin, .end_leaf = end};
   std::size_t children = 0, previous_layer = 0, in_place_saving = 0, newest_saving = 0;
-  bool previous_reads_output = false;
+  bool previous_reads_output = false, newest_in_place = false, before_newest_in_place = false;
   for (const UnitFacts& u : units) {
     if (!in_stage(u, begin, end, last)) continue;
     const bool new_child = children == 0 || u.layer != previous_layer;
     if (children == 0) s.input_elements = u.input_elements;
     if (new_child) {
       if (children > 0) s.largest_inner_output = std::max(s.largest_inner_output, s.output_elements);
-      newest_saving = children > 0 && u.runs_in_place && !previous_reads_output ? u.cost.activations : 0;
+      before_newest_in_place = newest_in_place;
+      newest_in_place = children > 0 && u.runs_in_place && !previous_reads_output;
+      newest_saving = newest_in_place ? u.cost.activations : 0;
       in_place_saving += newest_saving;
       previous_reads_output = u.backward_reads_output;
       ++children;
@@ -103,7 +107,8 @@ constexpr StageFacts stage_facts(std::span<const UnitFacts> units, std::size_t b
     s.cost += u.cost;
     s.output_elements = u.output_elements;
   }
-  s.cost.activations -= in_place_saving - newest_saving;  // the last child keeps its own output
+  const bool last_in_place = newest_in_place && !before_newest_in_place;
+  s.cost.activations -= in_place_saving - (last_in_place ? 0 : newest_saving);
   return s;
 }
 

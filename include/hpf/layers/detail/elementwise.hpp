@@ -73,6 +73,22 @@ void accumulate(const Space& space, const From& from, const Into& into, const ch
   });
 }
 
+/// into += the gradient through a ReLU (grad_output where relu_output > 0, as ReLU's backward
+/// forms it), over contiguous views of equal size.
+template <class Space, class Gradient, class Output, class Into>
+void accumulate_relu_gradient(const Space& space, const Gradient& grad_output, const Output& relu_output,
+                              const Into& into, const char* label) {
+  const auto* pg = grad_output.data();
+  const auto* po = relu_output.data();
+  auto* pi = into.data();
+  for_each_block(space, into.size(), label, KOKKOS_LAMBDA(const std::size_t begin, const std::size_t end) {
+    const auto* g = pg;  // locals: a store through d could alias the lambda's members
+    const auto* o = po;
+    auto* d = pi;
+    for (std::size_t i = begin; i < end; ++i) d[i] += relu_gradient(g[i], o[i]);
+  });
+}
+
 /// values *= factor over a contiguous view.
 template <class Space, class View>
 void scale(const Space& space, const View& values, typename View::non_const_value_type factor, const char* label) {
