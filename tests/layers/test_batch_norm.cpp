@@ -8,6 +8,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <vector>
 
 TEST_CASE("BatchNorm: training forward normalises each channel and updates running statistics") {
   constexpr std::size_t C = 3, H = 4, W = 5, N = 6, S = H * W;
@@ -65,5 +66,24 @@ TEST_CASE("BatchNorm: finite-difference gradients (training mode)") {
     auto r = hpf_test::gradient_check<hpf::Sequential<hpf::Input<5>, hpf::BatchNorm>>(7);
     CHECK(r.worst_input_error < 1e-6);
     CHECK(r.worst_parameter_error < 1e-6);
+  }
+}
+
+TEST_CASE("BatchNorm's reductions: two sums in one pass are the bits of each sum alone") {
+  // Lengths below, at and around the 16 lanes, and long ones with a partial last round.
+  for (const std::size_t n : {0, 1, 15, 16, 17, 33, 1000, 4099}) {
+    std::vector<float> a(n), b(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      a[i] = static_cast<float>((i * 7919) % 1013) / 97.0f - 5.0f;
+      b[i] = static_cast<float>((i * 104729) % 997) / 13.0f - 30.0f;
+    }
+    const auto f = [&](std::size_t i) { return a[i]; };
+    const auto g = [&](std::size_t i) { return double(a[i]) * double(b[i]); };
+    const auto both = hpf::detail::lane_sums<double>(n, f, g);
+    CHECK(both.first == hpf::detail::lane_sum<double>(n, f));
+    CHECK(both.second == hpf::detail::lane_sum<double>(n, g));
+    double plain = 0;  // and they are sums (to rounding)
+    for (std::size_t i = 0; i < n; ++i) plain += g(i);
+    CHECK(both.second == doctest::Approx(plain).epsilon(1e-12));
   }
 }

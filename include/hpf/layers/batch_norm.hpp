@@ -158,10 +158,12 @@ class BatchNormImpl {
             return grad_out[i];
           };
           const T mean = saved_mean(c), inv_std = saved_inv_std(c);
-          const T sum_dy = static_cast<T>(team_sum<accumulator>(team, m, [&](std::size_t i) { return grad_at(i); }));
-          const T sum_dy_xhat = static_cast<T>(team_sum<accumulator>(team, m, [&](std::size_t i) {
-            return accumulator(grad_at(i)) * (accumulator(in[i]) - accumulator(mean)) * accumulator(inv_std);
-          }));
+          const SumPair<accumulator> sums = team_sums<accumulator>(
+              team, m, [&](std::size_t i) { return grad_at(i); },
+              [&](std::size_t i) {
+                return accumulator(grad_at(i)) * (accumulator(in[i]) - accumulator(mean)) * accumulator(inv_std);
+              });
+          const T sum_dy = static_cast<T>(sums.first), sum_dy_xhat = static_cast<T>(sums.second);
           Kokkos::single(Kokkos::PerTeam(team), [&]() {
             gamma_grad(c) += sum_dy_xhat;
             beta_grad(c) += sum_dy;
