@@ -73,15 +73,20 @@ struct StepResult {
   std::vector<double> output, gradients, input_gradient;
   std::vector<std::string> regions;
 };
+/// Sets net's flat parameters to `parameters`.
+template <class Net>
+void set_parameters(Net& net, const std::vector<double>& parameters) {
+  REQUIRE(net.parameters().size() == parameters.size());
+  auto host = Kokkos::create_mirror_view(net.parameters());
+  for (std::size_t i = 0; i < parameters.size(); ++i) host(i) = parameters[i];
+  Kokkos::deep_copy(net.parameters(), host);
+}
 template <class M>
 StepResult one_step(const std::vector<double>& parameters) {
   constexpr std::size_t n = 4;
   using Space = Kokkos::DefaultExecutionSpace;
   hpf::Network<M, double> net;
-  REQUIRE(net.parameters().size() == parameters.size());
-  auto host = Kokkos::create_mirror_view(net.parameters());
-  for (std::size_t i = 0; i < parameters.size(); ++i) host(i) = parameters[i];
-  Kokkos::deep_copy(net.parameters(), host);
+  set_parameters(net, parameters);
   auto tape = net.make_tape(n);
   hpf_test::fill_uniform(net.input(tape, n), 7);
   hpf::Buffer<double, Space> dy("dy", 3 * n), dx("dx", M::input_shape::size * n);
@@ -159,9 +164,7 @@ TEST_CASE("Chain: a ReLU after BatchNorm or Residual runs in their passes, with 
     // Unfused (a look at every layer's output), the residual writes the block's output and the
     // ReLU runs over it: the same output.
     hpf::Network<Fused, double> net;
-    auto host = Kokkos::create_mirror_view(net.parameters());
-    for (std::size_t i = 0; i < parameters.size(); ++i) host(i) = parameters[i];
-    Kokkos::deep_copy(net.parameters(), host);
+    set_parameters(net, parameters);
     auto tape = net.make_tape(4);
     hpf_test::fill_uniform(net.input(tape, 4), 7);
     CHECK(!net.first_non_finite_layer(tape, 4).has_value());
