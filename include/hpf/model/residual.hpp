@@ -29,18 +29,27 @@ struct residual_paths_disagree {
 
 namespace detail {
 
+/// Whether a residual block's bound shortcut is the identity.
+template <class BodyBound, class ShortcutBound>
+inline constexpr bool shortcut_is_identity = std::is_same_v<ShortcutBound, typename Identity::template bind<typename BodyBound::input_shape>>;
+
+/// Whether a residual block of these bound paths takes a following ReLU's backward: an identity
+/// shortcut adds that gradient as it is, and the body's last layer takes it through the ReLU. The
+/// one statement of the rule, for the block's bind (what its chain sees) and its implementation.
+template <class BodyBound, class ShortcutBound>
+inline constexpr bool residual_takes_relu_backward =
+    shortcut_is_identity<BodyBound, ShortcutBound> && hpf::applies_next_relu_backward<BodyBound>();
+
 /// y = body(x) + shortcut(x). Gradient-readiness notifications from inside are held back: the
 /// shortcut's parameters come after the body's in flat storage but finish their backward later.
 template <class BodyBound, class ShortcutBound, class T, class Space>
 class ResidualImpl {
-  static constexpr bool identity = std::is_same_v<ShortcutBound, typename Identity::template bind<typename BodyBound::input_shape>>;
+  static constexpr bool identity = shortcut_is_identity<BodyBound, ShortcutBound>;
   using In = typename BodyBound::input_shape;
   using Out = typename BodyBound::output_shape;
   using body_impl = typename BodyBound::template impl<T, Space>;
   using shortcut_impl = typename ShortcutBound::template impl<T, Space>;
-  /// The block takes a following ReLU's backward: an identity shortcut adds that gradient as it
-  /// is, and the body's last layer takes it through the ReLU.
-  static constexpr bool fuses_relu_backward = identity && hpf::applies_next_relu_backward<BodyBound>();
+  static constexpr bool fuses_relu_backward = residual_takes_relu_backward<BodyBound, ShortcutBound>;
 
  public:
   struct tape_type {
@@ -177,7 +186,7 @@ struct Residual {
     static constexpr bool in_place = false;
     static constexpr bool backward_reads_output = false;  // reads the paths' outputs, kept apart
     static constexpr bool applies_next_relu_forward = true;  // forward_relu
-    static constexpr bool applies_next_relu_backward = identity_shortcut && hpf::applies_next_relu_backward<body>();
+    static constexpr bool applies_next_relu_backward = detail::residual_takes_relu_backward<body, shortcut>;
     static std::string describe() {
       return "Residual(body " + body::describe() + ", shortcut " + shortcut::describe() + ")";
     }
