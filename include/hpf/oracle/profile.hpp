@@ -150,10 +150,10 @@ inline double number_at(const JsonValue& object, const std::string& key, const s
   const JsonValue* v = member(object, key);
   return v ? number(*v, where + "." + key) : fallback;
 }
-/// A count (cores, threads, bytes): a whole number >= 0, or `fallback` when absent. A cast of
-/// -1 or 0.5 would become an absurd size far from the file that caused it.
 /// The largest count a profile holds: below 2^53, every whole number a double can hold exactly.
 inline constexpr double largest_count = 9.0e15;
+/// A count (cores, threads, bytes): a whole number >= 0, or `fallback` when absent. A cast of
+/// -1 or 0.5 would become an absurd size far from the file that caused it.
 inline std::size_t count_at(const JsonValue& object, const std::string& key, const std::string& where, std::size_t fallback) {
   const double v = number_at(object, key, where, static_cast<double>(fallback));
   if (!(v >= 0) || v != std::floor(v) || v > largest_count) {
