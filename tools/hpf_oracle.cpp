@@ -8,6 +8,8 @@
 //
 // Models: the zoo's (hpf::zoo). A user's model gets the same from hpf::oracle::calibrate<Model>
 // and hpf::oracle::rank_strategies(view_of<Model>(...), ...) in their own program.
+#include <hpf/data/fashion_mnist.hpp>
+#include <hpf/data/synthetic.hpp>
 #include <hpf/oracle/calibrate.hpp>
 #include <hpf/oracle/recommend.hpp>
 #include <hpf/zoo/models.hpp>
@@ -16,9 +18,9 @@
 
 #include <chrono>
 #include <csignal>
+#include <poll.h>
 #include <spawn.h>
 #include <sys/wait.h>
-#include <thread>
 #include <unistd.h>
 #include <cstdio>
 #include <cstdlib>
@@ -36,6 +38,7 @@ using namespace hpf::oracle;
 
 const char* const usage_text =
     "usage: hpf-oracle calibrate --model NAME [--profile FILE] [--batches 1,2,4,...]\n"
+    "                            [--data fashion-mnist|synthetic|random]\n"
     "       hpf-oracle rank      --model NAME --ranks P --batch B [--profile FILE] [--cluster FILE]\n"
     "                            [--memory-budget MIB] [--max-stages S] [--top N] [--json]\n"
     "       hpf-oracle predict   --model NAME --ranks P --batch B --stages S --micro-batches M\n"
@@ -46,11 +49,16 @@ const char* const usage_text =
     "             part, calibrate adds the compute part); default $HPF_ORACLE_PROFILE, else the\n"
     "             repository's benchmarks/comm/profiles/local.json\n"
     "  --cluster: a cluster profile (ranks per node, intra- and inter-node alpha/beta, compute speed) to\n"
-    "             extrapolate to; compute rates come from --profile\n";
+    "             extrapolate to; compute rates come from --profile\n"
+    "  --data:    the samples calibrate runs the layers on (pooling and ReLU take time that depends on\n"
+    "             them); default: what the model trains on in hpf's examples and benchmarks,\n"
+    "             fashion-mnist for mlp and cnn, synthetic (N(0, 1) values) for the ResNets;\n"
+    "             random: values uniform in [-1, 1)\n";
 
 struct Args {
-  std::string command, model, profile, cluster, schedule = "1f1b";
+  std::string command, model, profile, cluster, schedule = "1f1b", data;
   std::size_t ranks = 0, batch = 0, stages = 0, micro_batches = 0, top = 0, max_stages = 0;
+  std::size_t ready_fd = 0;  ///< load: where to tell the calibration it computes (0: nowhere)
   double memory_budget_mib = 0;
   bool json = false;
   std::vector<std::size_t> batches, cuts;
@@ -97,12 +105,14 @@ Args parse(int argc, char** argv) {
     else if (flag == "--profile") a.profile = value;
     else if (flag == "--cluster") a.cluster = value;
     else if (flag == "--schedule") a.schedule = value;
+    else if (flag == "--data") a.data = value;
     else if (flag == "--ranks") a.ranks = count(flag, value);
     else if (flag == "--batch") a.batch = count(flag, value);
     else if (flag == "--stages") a.stages = count(flag, value);
     else if (flag == "--micro-batches") a.micro_batches = count(flag, value);
     else if (flag == "--top") a.top = count(flag, value);
     else if (flag == "--max-stages") a.max_stages = count(flag, value);
+    else if (flag == "--ready-fd" && a.command == "load") a.ready_fd = count(flag, value);
     else if (flag == "--memory-budget") a.memory_budget_mib = static_cast<double>(count(flag, value));
     else if (flag == "--batches" || flag == "--cuts") {
       auto& list = flag == "--batches" ? a.batches : a.cuts;
@@ -117,6 +127,10 @@ Args parse(int argc, char** argv) {
   }
   if (a.model.empty()) fail("--model is required");
   if (a.schedule != "1f1b" && a.schedule != "gpipe") fail("--schedule must be 1f1b or gpipe, not '" + a.schedule + "'");
+  if (a.data.empty()) a.data = a.model == "mlp" || a.model == "cnn" ? "fashion-mnist" : "synthetic";
+  if (a.data != "fashion-mnist" && a.data != "synthetic" && a.data != "random") {
+    fail("--data must be fashion-mnist, synthetic or random, not '" + a.data + "'");
+  }
   if (a.command != "calibrate" && a.command != "load" && (a.ranks == 0 || a.batch == 0)) fail(a.command + " needs --ranks and --batch");
   if (a.command == "predict" && (a.stages == 0 || a.micro_batches == 0)) fail("predict needs --stages and --micro-batches");
   if (a.profile.empty()) {
@@ -164,54 +178,94 @@ void print_table(const std::vector<Prediction>& ranked, const Args& a, const Mac
               static_cast<double>(a.batch) / ranked.front().time_s, ranked.size(), query_us);
 }
 
-/// `hpf-oracle load`: trains the model's forward and backward on 32 samples until stopped, the
-/// work other cores do while calibrate measures a busy host.
+/// The samples calibrate and load run the model on (--data); none for `random`.
 template <class Model>
-[[noreturn]] void load_forever() {
+std::optional<hpf::data::Dataset> samples(const Args& a, std::size_t count) {
+  using In = typename Model::input_shape;
+  if (a.data == "fashion-mnist") return hpf::data::load_fashion_mnist().train;
+  if (a.data == "synthetic") return hpf::data::synthetic_dataset(count, In::channels, In::height, In::width, 10, 0);
+  return std::nullopt;
+}
+
+/// File descriptor on which a load process tells the calibration that it computes.
+constexpr int load_ready_fd = 3;
+
+/// `hpf-oracle load`: trains the model's forward and backward on 32 samples until stopped, the
+/// work other cores do while calibrate measures a busy host; writes a byte to --ready-fd after its
+/// first pass.
+template <class Model>
+[[noreturn]] void load_forever(const Args& a) {
   hpf::Network<Model, float, Kokkos::DefaultExecutionSpace> net;
   auto tape = net.make_tape(32);
-  Kokkos::deep_copy(tape.input, 0.5f);
+  const std::optional<hpf::data::Dataset> data = samples<Model>(a, 32);
+  hpf::oracle::detail::load_calibration_input(net, tape, data ? &*data : nullptr, 32);
   if constexpr (decltype(net)::classifier) Kokkos::deep_copy(tape.labels, 1);
-  for (;;) {
+  for (bool first = true;; first = false) {
     net.forward(tape, 32, hpf::Mode::train);
     net.backward(tape, 1.0f / 32);
     Kokkos::fence();
+    const int ready = static_cast<int>(a.ready_fd);
+    if (first && ready > 0 && write(ready, "r", 1) == 1) close(ready);
   }
 }
 
-/// Starts `count` copies of this program running `load` for the model; stops them on destruction.
+/// Starts `count` copies of this program running `load` for the model and returns once each has
+/// computed a pass (loading the data set takes a while); stops them on destruction.
 class Load {
  public:
-  Load(std::size_t count, const std::string& model) {
+  Load(std::size_t count, const Args& a) {
+    int ready[2];
+    if (pipe(ready) != 0) throw std::runtime_error("cannot make a pipe for the load processes of the busy calibration");
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addclose(&actions, ready[0]);  // before the dup2: it may be load_ready_fd
+    posix_spawn_file_actions_adddup2(&actions, ready[1], load_ready_fd);
+    if (ready[1] != load_ready_fd) posix_spawn_file_actions_addclose(&actions, ready[1]);
     const std::string self = "/proc/self/exe";
-    for (std::size_t i = 0; i < count; ++i) {
-      const char* args[] = {"hpf-oracle", "load", "--model", model.c_str(), nullptr};
+    bool spawned = true;
+    for (std::size_t i = 0; i < count && spawned; ++i) {
+      const std::string fd = std::to_string(load_ready_fd);
+      const char* args[] = {"hpf-oracle", "load", "--model", a.model.c_str(), "--data", a.data.c_str(), "--ready-fd", fd.c_str(), nullptr};
       pid_t pid = 0;
-      if (posix_spawn(&pid, self.c_str(), nullptr, nullptr, const_cast<char* const*>(args), environ) != 0) {
-        throw std::runtime_error("cannot start the load processes for the busy calibration");
-      }
-      pids_.push_back(pid);
+      spawned = posix_spawn(&pid, self.c_str(), &actions, nullptr, const_cast<char* const*>(args), environ) == 0;
+      if (spawned) pids_.push_back(pid);
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));  // past their start-up
+    posix_spawn_file_actions_destroy(&actions);
+    close(ready[1]);
+    std::size_t started = 0;
+    for (char byte = 0; spawned && started < count; ++started) {
+      pollfd wait_for{ready[0], POLLIN, 0};
+      if (poll(&wait_for, 1, 120'000) != 1 || read(ready[0], &byte, 1) != 1) break;
+    }
+    close(ready[0]);
+    if (started < count) {
+      stop();
+      throw std::runtime_error("the load processes of the busy calibration did not start ('hpf-oracle load --model " +
+                               a.model + " --data " + a.data + "')");
+    }
   }
-  ~Load() {
-    for (const pid_t pid : pids_) kill(pid, SIGKILL);
-    for (const pid_t pid : pids_) waitpid(pid, nullptr, 0);
-  }
+  ~Load() { stop(); }
   Load(const Load&) = delete;
   Load& operator=(const Load&) = delete;
 
  private:
+  void stop() {
+    for (const pid_t pid : pids_) kill(pid, SIGKILL);
+    for (const pid_t pid : pids_) waitpid(pid, nullptr, 0);
+    pids_.clear();
+  }
   std::vector<pid_t> pids_;
 };
 
 template <class Model>
 int run(const Args& a) {
-  if (a.command == "load") load_forever<Model>();
+  if (a.command == "load") load_forever<Model>(a);
   if (a.command == "calibrate") {
     MachineProfile profile = load_profile(a.profile);
     CalibrationOptions o;
     if (!a.batches.empty()) o.batches = a.batches;
+    const std::optional<hpf::data::Dataset> data = samples<Model>(a, o.batches.back());
+    o.samples = data ? &*data : nullptr;
     const auto start = std::chrono::steady_clock::now();
     calibrate<Model>(profile, o, [](const std::string& key, const UnitTiming& t) {
       std::printf("  %-70s fwd %8.3f ms  bwd %8.3f ms at %g samples\n", key.c_str(), t.forward_s.back() * 1e3,
@@ -220,11 +274,11 @@ int run(const Args& a) {
     const std::size_t slots = profile.cores / std::max<std::size_t>(1, profile.threads_per_rank);
     if (slots > 1) {  // again with every other core busy with the same model
       std::printf("  again with %zu more processes running the model (a busy host)\n", slots - 1);
-      Load load(slots - 1, a.model);
+      Load load(slots - 1, a);
       calibrate<Model>(profile, o, {}, HostLoad::busy);
     }
     save_compute(profile, a.profile);
-    std::printf("hpf-oracle: calibrated %s in %.1f s into %s\n", a.model.c_str(),
+    std::printf("hpf-oracle: calibrated %s on %s samples in %.1f s into %s\n", a.model.c_str(), a.data.c_str(),
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), a.profile.c_str());
     return 0;
   }

@@ -8,11 +8,13 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <unistd.h>
+#include <vector>
 
 namespace {
 
@@ -235,6 +237,65 @@ TEST_CASE("calibration measures what Kokkos counts for an empty view, and leaves
     CHECK(empty_view_counted() > 0);  // still the program's callback
   }
   Kokkos::Tools::Experimental::set_allocate_data_callback(nullptr);
+}
+
+TEST_CASE("calibration runs the layers on the samples given (its shard's own, cycled), else on values in [-1, 1)") {
+  using Net = Network<Tiny, float, Kokkos::DefaultExecutionSpace>;
+  Net net;
+  auto tape = net.make_tape(5);
+  auto input = [&] {
+    auto host = Kokkos::create_mirror_view(tape.input);
+    Kokkos::deep_copy(host, tape.input);
+    return std::vector<float>(host.data(), host.data() + 5 * 16);
+  };
+  SUBCASE("samples: the shard's own, in order, from the first again when the batch is larger") {
+    // 6 samples in 2 shards; shard 1 holds samples 1, 3 and 5, whose values are 100 * index + position.
+    const data::Shard shard{.index = 1, .count = 2};
+    std::vector<float> values;
+    for (std::size_t i : {1, 3, 5}) {
+      for (std::size_t v = 0; v < 16; ++v) values.push_back(static_cast<float>(100 * i + v));
+    }
+    const auto samples = data::Dataset::from_values(6, {1, 4, 4}, 3, shard, values, {0, 1, 2});
+    oracle::detail::load_calibration_input(net, tape, &samples, 5);
+    const std::vector<float> loaded = input();
+    const std::size_t held[] = {1, 3, 5};
+    for (std::size_t k = 0; k < 5; ++k) {
+      const std::size_t sample = held[k % 3];
+      CHECK(loaded[k * 16] == static_cast<float>(100 * sample));
+      CHECK(loaded[k * 16 + 15] == static_cast<float>(100 * sample + 15));
+    }
+    oracle::MachineProfile profile;
+    oracle::calibrate<Tiny>(profile, {.batches = {2, 4}, .repeats = 1, .samples = &samples});
+    CHECK(profile.units.size() == oracle::layer_keys<Tiny>().size());
+  }
+  SUBCASE("no samples: values uniform in [-1, 1), not all alike (pooling and ReLU branch on them)") {
+    oracle::detail::load_calibration_input(net, tape, nullptr, 5);
+    const std::vector<float> loaded = input();
+    CHECK(std::all_of(loaded.begin(), loaded.end(), [](float v) { return v >= -1 && v < 1; }));
+    CHECK(std::count_if(loaded.begin(), loaded.end(), [](float v) { return v < 0; }) > 20);
+    CHECK(std::count_if(loaded.begin(), loaded.end(), [](float v) { return v > 0; }) > 20);
+  }
+  SUBCASE("samples of another shape, or none held, are named") {
+    oracle::MachineProfile profile;
+    const auto colour = data::Dataset::from_values(2, {3, 4, 4}, 3, {}, std::vector<float>(2 * 48, 0.5f), {0, 1});
+    CHECK_THROWS_WITH_AS(oracle::calibrate<Tiny>(profile, {.batches = {2}, .samples = &colour}),
+                         "hpf::oracle::calibrate: the samples are 3x4x4 but the model's input is 1x4x4",
+                         std::invalid_argument);
+    const auto labels_only = data::Dataset::from_values(2, {1, 4, 4}, 3, {.images = false}, {}, {0, 1});
+    CHECK_THROWS_WITH_AS(oracle::calibrate<Tiny>(profile, {.batches = {2}, .samples = &labels_only}),
+                         "hpf::oracle::calibrate: the samples hold no images", std::invalid_argument);
+  }
+}
+
+TEST_CASE("calibration times every size it can afford, in rounds over the sizes") {
+  oracle::MachineProfile profile;
+  oracle::calibrate<Tiny>(profile, {.batches = {1, 2, 4}, .repeats = 3});
+  for (const auto& [key, timing] : profile.units) {
+    CHECK(timing.batch == std::vector<double>{1, 2, 4});
+    CHECK(std::all_of(timing.forward_s.begin(), timing.forward_s.end(), [](double s) { return s >= 0; }));
+  }
+  oracle::calibrate<Tiny>(profile, {.batches = {1, 2, 4}, .repeats = 3, .max_seconds = 0});
+  for (const auto& [key, timing] : profile.units) CHECK(timing.batch == std::vector<double>{1});
 }
 
 TEST_CASE("cluster profile: compute scaled by its speed, replicas across nodes reduce over the inter-node link") {

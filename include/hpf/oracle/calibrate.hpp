@@ -2,10 +2,12 @@
 #ifndef HPF_ORACLE_CALIBRATE_HPP
 #define HPF_ORACLE_CALIBRATE_HPP
 
+#include <hpf/data/dataset.hpp>
 #include <hpf/model/network.hpp>
 #include <hpf/optim/optimizer.hpp>
 #include <hpf/oracle/model_view.hpp>
 #include <hpf/oracle/profile.hpp>
+#include <hpf/parallel/batch_loader.hpp>
 #include <hpf/parallel/partition.hpp>
 #include <hpf/tensor/finite.hpp>
 #include <hpf/trace/recorder.hpp>
@@ -31,8 +33,13 @@ namespace hpf::oracle {
 /// \brief At which micro-batch sizes, and how long, calibration times a model's layers.
 struct CalibrationOptions {
   std::vector<std::size_t> batches{1, 2, 4, 8, 16, 32, 64, 128};
-  std::size_t repeats = 5;  ///< timed passes per size: the median is kept
-  double max_seconds = 60;  ///< larger sizes are skipped once calibration took this long
+  std::size_t repeats = 5;  ///< timed passes per size (one per round over the sizes): the median is kept
+  double max_seconds = 60;  ///< larger sizes are skipped once the smaller ones' passes take this long
+  /// Samples like those the model trains on (images of its input shape; this shard's own, taken
+  /// in order and cycled): the layers run on them. Pooling and ReLU take time that depends on
+  /// the values: the CNN's max pooling ran 1.3-1.7x slower on uniform random values than on
+  /// Fashion-MNIST's images, whose backgrounds are zero. Null: values uniform in [-1, 1).
+  const data::Dataset* samples = nullptr;
 };
 
 namespace detail {
@@ -72,43 +79,86 @@ void fill_like_data(const View& view) {
   Kokkos::deep_copy(view, host);
 }
 
+/// Throws std::invalid_argument unless `samples` can feed Model's input: images of its shape.
+template <class Model>
+void check_samples(const data::Dataset& samples) {
+  using In = typename Model::input_shape;
+  const std::string what = "hpf::oracle::calibrate: the samples ";
+  if (!samples.has_images() || samples.local_size() == 0) throw std::invalid_argument(what + "hold no images");
+  if (samples.sample_size() != In::size || samples.channels() != In::channels) {
+    throw std::invalid_argument(what + "are " + samples.shape_text() + " but the model's input is " + shape_string<In>());
+  }
+}
+
+/// Puts the input of `n` samples into `tape`: the first `n` of `samples` (its shard's own, cycled)
+/// in the layout a step loads, or values uniform in [-1, 1) without samples.
+template <class Net>
+void load_calibration_input(Net& net, typename Net::Tape& tape, const data::Dataset* samples, std::size_t n) {
+  if (!samples) {
+    fill_like_data(tape.input);
+    return;
+  }
+  const data::Shard& shard = samples->shard();
+  std::vector<std::size_t> indices(n);
+  for (std::size_t k = 0; k < n; ++k) indices[k] = shard.index + (k % samples->local_size()) * shard.count;
+  BatchLoader<typename Net::scalar_type, typename Net::execution_space>().load_inputs(*samples, indices, net, tape);
+}
+
 /// Per top-level layer of Model: seconds forward and backward at each size of `o.batches`, timed
 /// inside the whole model (each layer reads what the one before it wrote, and backward finds the
 /// activations forward left, as in training), with the scratch its kernels ask for.
 template <class Model, class T, class Space>
 std::vector<UnitTiming> time_layers(const CalibrationOptions& o) {
   using Net = Network<Model, T, Space>;
+  using Seconds = std::vector<double>;  // per top-level layer
   static_assert(HPF_ENABLE_TRACE, "hpf::oracle::calibrate times layers by their trace spans: build with HPF_ENABLE_TRACE=1");
+  if (o.samples) check_samples<Model>(*o.samples);
   Net net;
   auto tape = net.make_tape(o.batches.back());
-  fill_like_data(tape.input);  // not constant: max pooling and ReLU branch on the values
   if constexpr (Net::classifier) Kokkos::deep_copy(tape.labels, 1);
-  std::vector<UnitTiming> timings(Model::size);
-  trace::Recorder recorder(std::size_t{1} << 20);
-  const auto started = Clock::now();
+  // One forward and backward of n samples: each top-level layer's seconds, forward and backward.
+  auto pass = [&](std::size_t n) {
+    load_calibration_input(net, tape, o.samples, n);
+    trace::Recorder recorder(std::size_t{1} << 20);
+    trace::activate(&recorder, true);
+    net.forward(tape, n, Mode::train);
+    Kokkos::fence();
+    const auto forward_events = static_cast<std::ptrdiff_t>(recorder.events().size());
+    net.backward(tape, T(1) / static_cast<T>(n));
+    Kokkos::fence();
+    trace::activate(nullptr, false);
+    const std::vector<trace::Event>& events = recorder.events();
+    return std::pair{outermost_layer_seconds({events.begin(), events.begin() + forward_events}, Model::size),
+                     outermost_layer_seconds({events.begin() + forward_events, events.end()}, Model::size)};
+  };
+  // A first round warms every size up (its first pass builds the kernels' plans for it); a size
+  // joins while the rounds of the smaller ones fit o.max_seconds. Then each round passes over
+  // every size once: a disturbance of the host (seconds, on a shared machine) spoils one pass of
+  // several sizes rather than every pass of one, and the median leaves it out.
+  std::vector<std::size_t> sizes;
+  double round_seconds = 0;
   for (const std::size_t n : o.batches) {
-    if (!timings[0].batch.empty() && seconds_since(started) > o.max_seconds) break;
-    std::vector<std::vector<double>> forward(Model::size), backward(Model::size);
-    for (std::size_t r = 0; r < o.repeats + 1; ++r) {  // the first pass of a size warms up
-      recorder = trace::Recorder(std::size_t{1} << 20);
-      trace::activate(&recorder, true);
-      net.forward(tape, n, Mode::train);
-      Kokkos::fence();
-      const std::size_t forward_events = recorder.events().size();
-      net.backward(tape, T(1) / static_cast<T>(n));
-      Kokkos::fence();
-      trace::activate(nullptr, false);
-      if (r == 0) continue;
-      const std::vector<trace::Event>& events = recorder.events();
-      const auto f = outermost_layer_seconds({events.begin(), events.begin() + static_cast<std::ptrdiff_t>(forward_events)}, Model::size);
-      const auto b = outermost_layer_seconds({events.begin() + static_cast<std::ptrdiff_t>(forward_events), events.end()}, Model::size);
+    if (!sizes.empty() && round_seconds * static_cast<double>(o.repeats + 1) > o.max_seconds) break;
+    const auto start = Clock::now();
+    pass(n);
+    round_seconds += seconds_since(start);
+    sizes.push_back(n);
+  }
+  std::vector<std::vector<Seconds>> forward(sizes.size(), std::vector<Seconds>(Model::size)), backward = forward;
+  for (std::size_t r = 0; r < o.repeats; ++r) {
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      const auto [f, b] = pass(sizes[i]);
       for (std::size_t u = 0; u < Model::size; ++u) {
-        forward[u].push_back(f[u]);
-        backward[u].push_back(b[u]);
+        forward[i][u].push_back(f[u]);
+        backward[i][u].push_back(b[u]);
       }
     }
+  }
+  std::vector<UnitTiming> timings(Model::size);
+  using where = hpf::detail::layer_positions<Model>;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    const std::size_t n = sizes[i];
     std::array<double, Model::size> workspace{}, scratch{};
-    using where = hpf::detail::layer_positions<Model>;
     for_each_index<Model::size>([&](auto u) {
       const auto& child = net.layers().template child<decltype(u)::value>();
       workspace[u] = static_cast<double>(child.workspace(n));
@@ -120,8 +170,8 @@ std::vector<UnitTiming> time_layers(const CalibrationOptions& o) {
     });
     for (std::size_t u = 0; u < Model::size; ++u) {
       timings[u].batch.push_back(static_cast<double>(n));
-      timings[u].forward_s.push_back(median(forward[u]));
-      timings[u].backward_s.push_back(median(backward[u]));
+      timings[u].forward_s.push_back(median(forward[i][u]));
+      timings[u].backward_s.push_back(median(backward[i][u]));
       timings[u].workspace_elements.push_back(workspace[u]);
       timings[u].scratch_elements.push_back(scratch[u]);
     }
@@ -228,9 +278,10 @@ double load_seconds_per_element(std::size_t size, std::size_t repeats) {
 
 /// \brief Times every top-level layer of Model (a Repeat: per copy of its block) forward and
 /// backward inside the whole model at each micro-batch size, on this process's backend and
-/// threads, and the optimizer and batch loading per value; adds them to `profile` under each
-/// layer's key (its kind and input shape), replacing what was there: models sharing layers
-/// share their timings (PreActResNet-164's calibrate PreActResNet-1001's blocks).
+/// threads and on `options.samples` (give it the training data), and the optimizer and batch
+/// loading per value; adds them to `profile` under each layer's key (its kind and input shape),
+/// replacing what was there: models sharing layers share their timings (PreActResNet-164's
+/// calibrate PreActResNet-1001's blocks).
 /// With HostLoad::busy, the times are stored as those of a busy host (UnitTiming::busy_forward_s):
 /// the caller keeps the host's other cores running the same model meanwhile (hpf-oracle calibrate
 /// starts such load itself), after a calibration alone at the same sizes; sizes and scratch stay.
