@@ -13,6 +13,7 @@ the `oracle-fabrics` section of benchmarks/RESULTS.md; measures nothing.
 import argparse
 import csv
 import os
+import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -43,6 +44,16 @@ def read(label):
                  f"run_oracle_accuracy.py --label {label} first")
     with open(path) as f:
         return [r for r in csv.DictReader(f) if r["ranks"] == RANKS and r["status"] == "ok"]
+
+
+def measured_on(results, label):
+    """The machine the label's section of RESULTS.md says its CSV was measured on ('' if none)."""
+    name = "oracle" if label == "local" else f"oracle-{label}"
+    with open(results) as f:
+        text = f.read()
+    begin = text.find(f"<!-- {name}:begin -->")
+    found = re.search(r", on: (.+?)\.(?=\s)", text[begin:]) if begin >= 0 else None
+    return found.group(1) if found else ""
 
 
 def describe(r):
@@ -94,7 +105,13 @@ def main():
                          f"{float(data['measured_ms']):.1f} | {describe(pipe)} | {float(pipe['predicted_ms']):.1f} / "
                          f"{float(pipe['measured_ms']):.1f} | {predicted} | {measured} | "
                          f"{'yes' if predicted == measured else '**no**'} |")
-    lines += ["", f"- the winning kind agrees in **{agree} of {total}** (model, fabric) pairs.", "",
+    hosts = {label: measured_on(args.results, label) for label in labels}
+    lines += ["", f"- the winning kind agrees in **{agree} of {total}** (model, fabric) pairs."]
+    lines += [f"- {label} measured on: {hosts[label] or 'unknown (no section in RESULTS.md)'}" for label in labels]
+    if len(set(hosts.values())) > 1:
+        lines.append("- the labels were measured on different machines: times compare within a fabric, not "
+                     "across fabrics.")
+    lines += ["",
               "Regenerate: `/usr/bin/python3 benchmarks/oracle/fabric_ranking.py --labels " + ",".join(labels) + "`."]
     return h.publish(args, SECTION, "\n".join(lines) + "\n", [])
 
