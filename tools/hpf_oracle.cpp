@@ -210,7 +210,7 @@ template <class Model>
 }
 
 /// Starts `count` copies of this program running `load` for the model and returns once each has
-/// computed a pass (loading the data set takes a while); stops them on destruction.
+/// computed a pass, so that every timed pass runs beside them; stops them on destruction.
 class Load {
  public:
   Load(std::size_t count, const Args& a) {
@@ -225,7 +225,8 @@ class Load {
     bool spawned = true;
     for (std::size_t i = 0; i < count && spawned; ++i) {
       const std::string fd = std::to_string(load_ready_fd);
-      const char* args[] = {"hpf-oracle", "load", "--model", a.model.c_str(), "--data", a.data.c_str(), "--ready-fd", fd.c_str(), nullptr};
+      const char* args[] = {"hpf-oracle", "load", "--model", a.model.c_str(), "--data", a.data.c_str(),
+                            "--ready-fd", fd.c_str(), nullptr};
       pid_t pid = 0;
       spawned = posix_spawn(&pid, self.c_str(), &actions, nullptr, const_cast<char* const*>(args), environ) == 0;
       if (spawned) pids_.push_back(pid);

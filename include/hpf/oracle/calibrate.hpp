@@ -86,7 +86,8 @@ void check_samples(const data::Dataset& samples) {
   const std::string what = "hpf::oracle::calibrate: the samples ";
   if (!samples.has_images() || samples.local_size() == 0) throw std::invalid_argument(what + "hold no images");
   if (samples.sample_size() != In::size || samples.channels() != In::channels) {
-    throw std::invalid_argument(what + "are " + samples.shape_text() + " but the model's input is " + shape_string<In>());
+    throw std::invalid_argument(what + "are " + samples.shape_text() + " but the model's input is " +
+                                shape_string<In>());
   }
 }
 
