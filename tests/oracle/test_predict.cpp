@@ -287,7 +287,7 @@ TEST_CASE("calibration runs the layers on the samples given (its shard's own, cy
   }
 }
 
-TEST_CASE("calibration times every size it can afford, in rounds over the sizes") {
+TEST_CASE("calibration times every size within its time budget, and the first one even without budget") {
   oracle::MachineProfile profile;
   oracle::calibrate<Tiny>(profile, {.batches = {1, 2, 4}, .repeats = 3});
   for (const auto& [key, timing] : profile.units) {
