@@ -90,6 +90,17 @@ deb $mirror bookworm main
 deb $mirror bookworm-updates main
 deb http://deb.debian.org/debian-security bookworm-security main
 SOURCES
+# A new machine's /etc/hosts, as Debian's installer writes it. debootstrap writes none, and without
+# 'localhost' in it most of Open MPI's launches wait 5 s: the test suite took 18 minutes, not 9.
+cat > "$work/pristine/etc/hosts" <<HOSTS
+127.0.0.1	localhost
+127.0.1.1	$(hostname)
+
+# The following lines are desirable for IPv6 capable hosts
+::1     localhost ip6-localhost ip6-loopback
+ff02::1 ip6-allnodes
+ff02::2 ip6-allrouters
+HOSTS
 mount_root "$work/pristine"
 step "adding what a new machine has: build-essential cmake ninja-build git python3 sudo (and ccache)"
 chroot "$work/pristine" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive \
