@@ -36,11 +36,7 @@ case "$mode" in
   -h|--help|help) usage; exit 0 ;;
   *) echo "usage: $0 train|test   (--help says what each does)" >&2; exit 2 ;;
 esac
-if ! getent hosts localhost >/dev/null; then
-  # Without it (a chroot or container with no /etc/hosts), Open MPI's launches often wait 5 s each.
-  echo "== note: 'localhost' does not resolve here, so mpiexec launches may wait 5 s each;" \
-       "a Debian machine's /etc/hosts has the line '127.0.0.1 localhost'" >&2
-fi
+hpf_mpi_note_localhost
 build=${HPF_BUILD_DIR:-$root/build}
 jobs=${HPF_JOBS:-$(nproc)}
 

@@ -3,7 +3,8 @@
 # (OpenRTE) and 5.x, PRRTE, MPICH's Hydra, Intel MPI and Slurm's srun: the family is identified
 # by what the launcher says and by the name it resolves to, root and oversubscription flags are
 # added only where that MPI needs them, the printed command is the one that runs, and the
-# compiler wrapper chosen for a build belongs to the launcher's MPI.
+# compiler wrapper chosen for a build belongs to the launcher's MPI; and the quick start's note
+# where 'localhost' does not resolve (a fake getent).
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 launch=$here/../../scripts/launch.sh
@@ -119,6 +120,18 @@ check "quickstart --help names both modes" "2" "$(grep -cE '^  scripts/quickstar
 err=$(bash "$here/../../scripts/quickstart.sh" trian 2>&1); rc=$?
 check "quickstart with a typo exits 2" "2" "$rc"
 check "quickstart with a typo prints its usage" "usage: $here/../../scripts/quickstart.sh train|test   (--help says what each does)" "$err"
+
+# A note where 'localhost' does not resolve (getent fails), nothing where it does.
+mpi_lib=$here/../../scripts/lib/mpi.sh
+mkdir -p "$fakes/unresolved" "$fakes/resolved"
+printf '#!/bin/sh\nexit 2\n' > "$fakes/unresolved/getent"
+printf '#!/bin/sh\necho "127.0.0.1       localhost"\n' > "$fakes/resolved/getent"
+chmod +x "$fakes/unresolved/getent" "$fakes/resolved/getent"
+note=$(PATH=$fakes/unresolved:$PATH bash -c 'source "$1"; hpf_mpi_note_localhost' _ "$mpi_lib" 2>&1); rc=$?
+check "localhost unresolved: exit 0" "0" "$rc"
+check "localhost unresolved: the note names it and the fix" "== note: 'localhost' does not resolve here, so mpiexec launches may wait 5 s each; a Debian machine's /etc/hosts has the line '127.0.0.1 localhost'" "$note"
+note=$(PATH=$fakes/resolved:$PATH bash -c 'source "$1"; hpf_mpi_note_localhost' _ "$mpi_lib" 2>&1)
+check "localhost resolved: no note" "" "$note"
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
