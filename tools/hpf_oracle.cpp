@@ -12,11 +12,13 @@
 #include <hpf/data/synthetic.hpp>
 #include <hpf/oracle/calibrate.hpp>
 #include <hpf/oracle/recommend.hpp>
+#include <hpf/system/runtime.hpp>
 #include <hpf/zoo/models.hpp>
 
 #include <Kokkos_Core.hpp>
 
 #include <chrono>
+#include <dlfcn.h>
 #include <csignal>
 #include <poll.h>
 #include <spawn.h>
@@ -187,6 +189,20 @@ std::optional<hpf::data::Dataset> samples(const Args& a, std::size_t count) {
   return std::nullopt;
 }
 
+/// Prints the threads the layers are timed with: Kokkos' host space, and the pools of the libraries
+/// hpf calls outside Kokkos (OpenBLAS; oneDNN through OpenMP), which training sizes to it ("-":
+/// the library is not loaded).
+void print_threads() {
+  auto threads = [](const char* symbol) {
+    const auto f = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, symbol));
+    return f ? std::to_string(f()) : std::string("-");
+  };
+  const std::string kernels = hpf::system::blas_kernels();
+  std::printf("  threads: Kokkos %s %d, OpenBLAS %s (%s kernels), OpenMP %s\n", Kokkos::DefaultHostExecutionSpace::name(),
+              Kokkos::DefaultHostExecutionSpace().concurrency(), threads("openblas_get_num_threads").c_str(),
+              kernels.empty() ? "-" : kernels.c_str(), threads("omp_get_max_threads").c_str());
+}
+
 /// File descriptor on which a load process tells the calibration that it computes.
 constexpr int load_ready_fd = 3;
 
@@ -267,6 +283,7 @@ int run(const Args& a) {
     if (!a.batches.empty()) o.batches = a.batches;
     const std::optional<hpf::data::Dataset> data = samples<Model>(a, o.batches.back());
     o.samples = data ? &*data : nullptr;
+    print_threads();
     const auto start = std::chrono::steady_clock::now();
     calibrate<Model>(profile, o, [](const std::string& key, const UnitTiming& t) {
       std::printf("  %-70s fwd %8.3f ms  bwd %8.3f ms at %g samples\n", key.c_str(), t.forward_s.back() * 1e3,
@@ -352,7 +369,16 @@ int main(int argc, char** argv) {
   // Only calibration runs kernels; rank and predict stay free of Kokkos' start-up messages, which
   // some backends print on stdout (OpenMP's OMP_PROC_BIND warning would corrupt --json).
   std::optional<Kokkos::ScopeGuard> kokkos;
-  if (a.command == "calibrate" || a.command == "load") kokkos.emplace(argc, argv);
+  if (a.command == "calibrate" || a.command == "load") {
+    // Time the layers as training runs them (hpf::comm::Environment does the same): OpenBLAS'
+    // widest kernels (may re-execute this program), and OpenBLAS' and oneDNN's threads sized to
+    // Kokkos' host space. Without it oneDNN took every core: on 2 cores, the busy calibration's
+    // processes spun against each other and ResNet-20 took 453 s instead of 8 s.
+    const auto runtime = hpf::system::RuntimeOptions::from_environment();
+    hpf::system::configure_before_start(runtime, argv);
+    kokkos.emplace(argc, argv);
+    hpf::system::configure_after_start(runtime, Kokkos::DefaultHostExecutionSpace().concurrency());
+  }
   try {
     return model->second(a);
   } catch (const std::exception& e) {
