@@ -11,6 +11,10 @@ benchmarks/oracle/results/oracle_LABEL.csv.
 
   /usr/bin/python3 benchmarks/oracle/run_oracle_accuracy.py                  # everything (~20 min here)
   /usr/bin/python3 benchmarks/oracle/run_oracle_accuracy.py --quick --no-write
+  # on another machine (the runner refuses a profile measured elsewhere): its communication, then
+  # its compute calibrated at the start of the run
+  /usr/bin/python3 benchmarks/comm/run_comm_benchmark.py
+  /usr/bin/python3 benchmarks/oracle/run_oracle_accuracy.py --calibrate
   /usr/bin/python3 benchmarks/oracle/run_oracle_accuracy.py --models resnet20 --ranks 2,4 --repeats 1
   # an oracle changed, the measurements not: predict again against an earlier run's CSV
   /usr/bin/python3 benchmarks/oracle/run_oracle_accuracy.py --from-csv benchmarks/oracle/results/oracle_local.csv
@@ -130,6 +134,9 @@ def parse_args():
                         "--micro-batches), one run each (unless --repeats)")
     p.add_argument("--repeats", type=int, default=None,
                    help="runs per configuration, round-robin with the others (default 3; --quick 1)")
+    p.add_argument("--calibrate", action="store_true",
+                   help="first calibrate the profile's compute part on this host for the measured models "
+                        "(hpf-oracle calibrate, with the runs' BLAS setting and one thread; about 30 s here)")
     p.add_argument("--mpiexec", default="mpiexec", help="MPI launcher (default: mpiexec on PATH)")
     p.add_argument("--mpiexec-flags", default="--allow-run-as-root --oversubscribe --bind-to none",
                    help="launcher flags before -n (default: %(default)s)")
@@ -188,7 +195,15 @@ def parse_args():
     if args.from_csv:
         if not os.path.exists(args.from_csv):
             p.error(f"--from-csv {args.from_csv}: no such file")
+        if args.calibrate:
+            p.error("--calibrate measures this host, --from-csv predicts against earlier measurements: not both")
     else:
+        # A profile is a fact of one machine: predicting this host's runs from another's misprices
+        # them (an EPYC's profile put the MLP 25 % fast on a Xeon).
+        measured_on, here = profile_host(args.profile), h.machine_description()
+        if measured_on and machine_of(measured_on) != machine_of(here):
+            p.error(f"--profile {args.profile} was measured on: {measured_on}; this host is: {here}. Measure its "
+                    "communication here (benchmarks/comm/run_comm_benchmark.py) and run this with --calibrate")
         if not os.access(args.hpf, os.X_OK):
             p.error(f"{args.hpf} is not an executable: build it first (ninja -C build hpf_bench_parallel_throughput)")
         prefix = shlex.split(args.launcher_prefix)
@@ -197,6 +212,38 @@ def parse_args():
     args.csv_given = bool(args.csv)
     args.csv = args.csv or os.path.join(HERE, "results", f"oracle_{args.label}.csv")
     return args
+
+
+def profile_host(path):
+    """The description of the host a profile was measured on ("" when it does not say)."""
+    try:
+        with open(path) as f:
+            return json.load(f).get("host", {}).get("description", "")
+    except (OSError, ValueError, AttributeError):
+        return ""
+
+
+def machine_of(description):
+    """The machine of a host description (CPU, clock, cores, memory): without the kernel's release."""
+    return ", ".join(part for part in description.split(", ") if not part.startswith("Linux "))
+
+
+def calibrate(args):
+    """Calibrates the profile's compute part for every model measured, in the runs' environment
+    (BLAS setting, one thread): {model: seconds}."""
+    env, overrides = h.bench_env(h.BLAS_SETTINGS[args.setting][0], 1)
+    seconds = {}
+    for model in args.models:
+        cmd = [args.oracle, "calibrate", "--model", model, "--profile", args.profile]
+        start = time.monotonic()
+        proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if proc.returncode != 0:
+            sys.exit(f"run_oracle_accuracy.py: calibration failed (exit {proc.returncode}): "
+                     f"{h.command_text(cmd, overrides)}\n{proc.stdout[-2000:]}")
+        seconds[model] = time.monotonic() - start
+        h.log(f"calibrated {model} in {seconds[model]:.1f} s")
+    args.calibrate_overrides = overrides
+    return seconds
 
 
 def configurations(args):
@@ -667,6 +714,12 @@ def report(args, rows, verdicts, rejected, overrides, runs, oracle_times):
     out.append("")
     out.append(f"Oracle: `{h.repo_relative(args.oracle_shown, ROOT)}` built {args.oracle_built}, machine profile "
                f"{profile_text(args.profile)}.")
+    calibrated = getattr(args, "calibrated", {})
+    if calibrated:
+        out.append("Its compute part was calibrated by this run, before measuring (`--calibrate`: `hpf-oracle "
+                   "calibrate --model M`, with the runs' BLAS setting and one thread): "
+                   + ", ".join(f"{m} {t:.1f} s" for m, t in calibrated.items())
+                   + f" ({sum(calibrated.values()):.0f} s in all).")
     out.append("")
     counts = sorted({r["meas"]["runs"] for r in rows if r["meas"]})
     used = "-".join(str(n) for n in sorted({counts[0], counts[-1]})) if counts else "0"
@@ -728,6 +781,9 @@ def report(args, rows, verdicts, rejected, overrides, runs, oracle_times):
                         + [shlex.quote(o) for o in options]))
     oracle = h.repo_relative(args.oracle_shown, ROOT)
     profile = h.repo_relative(args.profile, ROOT)
+    for model in calibrated:
+        out.append(h.command_text([oracle, "calibrate", "--model", model, "--profile", profile],
+                                  args.calibrate_overrides))
     out.append(f"{oracle} predict --model M --ranks P --batch B --stages S --micro-batches M --schedule X "
                f"--profile {profile} --json   # per configuration")
     for v in verdicts:
@@ -835,6 +891,7 @@ def main():
             args.built = time.strftime("%Y-%m-%d %H:%M", time.localtime(os.path.getmtime(args.hpf)))
             args.hpf = snapshot(args.hpf)
             h.log(f"machine: {h.machine_description()}")
+            args.calibrated = calibrate(args) if args.calibrate else {}
             configs = configurations(args)
             known = set(configs)
             predictions, cases, oracle_times = ask_oracle(args, configs)
