@@ -18,8 +18,8 @@
 #include <Kokkos_Core.hpp>
 
 #include <chrono>
-#include <dlfcn.h>
 #include <csignal>
+#include <dlfcn.h>
 #include <poll.h>
 #include <spawn.h>
 #include <sys/wait.h>
