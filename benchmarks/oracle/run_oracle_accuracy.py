@@ -136,7 +136,7 @@ def parse_args():
                    help="runs per configuration, round-robin with the others (default 3; --quick 1)")
     p.add_argument("--calibrate", action="store_true",
                    help="first calibrate the profile's compute part on this host for the measured models "
-                        "(hpf-oracle calibrate, with the runs' BLAS setting and one thread; about 30 s here)")
+                        "(hpf-oracle calibrate, with the runs' BLAS setting and one thread; about 35 s here)")
     p.add_argument("--mpiexec", default="mpiexec", help="MPI launcher (default: mpiexec on PATH)")
     p.add_argument("--mpiexec-flags", default="--allow-run-as-root --oversubscribe --bind-to none",
                    help="launcher flags before -n (default: %(default)s)")

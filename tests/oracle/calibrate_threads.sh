@@ -2,7 +2,8 @@
 # hpf-oracle calibrate times the layers with the threads training uses: OpenBLAS' and OpenMP's
 # (oneDNN's) pools sized to Kokkos' host space, also when OMP_NUM_THREADS and OPENBLAS_NUM_THREADS
 # are unset. Left at their defaults (every core), the busy calibration's processes spin against
-# each other and time something training never runs.
+# each other and time something training never runs. (The defaults are the core count, so the check
+# bites on any machine with more than one core.)
 # usage: calibrate_threads.sh HPF_ORACLE PROFILE
 set -euo pipefail
 oracle=$1 profile=$2
