@@ -242,7 +242,6 @@ def calibrate(args):
                      f"{h.command_text(cmd, overrides)}\n{proc.stdout[-2000:]}")
         seconds[model] = time.monotonic() - start
         h.log(f"calibrated {model} in {seconds[model]:.1f} s")
-    args.calibrate_overrides = overrides
     return seconds
 
 
@@ -714,7 +713,7 @@ def report(args, rows, verdicts, rejected, overrides, runs, oracle_times):
     out.append("")
     out.append(f"Oracle: `{h.repo_relative(args.oracle_shown, ROOT)}` built {args.oracle_built}, machine profile "
                f"{profile_text(args.profile)}.")
-    calibrated = getattr(args, "calibrated", {})
+    calibrated = args.calibrated
     if calibrated:
         out.append("Its compute part was calibrated by this run, before measuring (`--calibrate`: `hpf-oracle "
                    "calibrate --model M`, with the runs' BLAS setting and one thread): "
@@ -782,8 +781,7 @@ def report(args, rows, verdicts, rejected, overrides, runs, oracle_times):
     oracle = h.repo_relative(args.oracle_shown, ROOT)
     profile = h.repo_relative(args.profile, ROOT)
     for model in calibrated:
-        out.append(h.command_text([oracle, "calibrate", "--model", model, "--profile", profile],
-                                  args.calibrate_overrides))
+        out.append(h.command_text([oracle, "calibrate", "--model", model, "--profile", profile], overrides))
     out.append(f"{oracle} predict --model M --ranks P --batch B --stages S --micro-batches M --schedule X "
                f"--profile {profile} --json   # per configuration")
     for v in verdicts:
@@ -875,6 +873,7 @@ def main():
     args.oracle_built = time.strftime("%Y-%m-%d %H:%M", time.localtime(os.path.getmtime(args.oracle)))
     args.oracle_shown, args.oracle = args.oracle, snapshot(args.oracle)
     args.load_start = h.load_average()
+    args.calibrated = {}  # {model: seconds} with --calibrate
     start = time.monotonic()
     try:
         if args.from_csv:
@@ -891,7 +890,8 @@ def main():
             args.built = time.strftime("%Y-%m-%d %H:%M", time.localtime(os.path.getmtime(args.hpf)))
             args.hpf = snapshot(args.hpf)
             h.log(f"machine: {h.machine_description()}")
-            args.calibrated = calibrate(args) if args.calibrate else {}
+            if args.calibrate:
+                args.calibrated = calibrate(args)
             configs = configurations(args)
             known = set(configs)
             predictions, cases, oracle_times = ask_oracle(args, configs)
