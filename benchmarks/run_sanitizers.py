@@ -13,6 +13,7 @@ Exit status: that of scripts/test_sanitizers.sh (1 on a failed test or any findi
 """
 import argparse
 import datetime
+import json
 import os
 import re
 import subprocess
@@ -24,6 +25,14 @@ import bench_harness as h  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SECTION = "sanitizers"
+
+
+def preset_flags():
+    """The asan-ubsan preset's compile flags, read from CMakePresets.json (what the build used)."""
+    with open(os.path.join(ROOT, "CMakePresets.json")) as f:
+        preset = next(p for p in json.load(f)["configurePresets"] if p["name"] == "asan-ubsan")
+    variables = preset["cacheVariables"]
+    return f"{variables['CMAKE_CXX_FLAGS_RELWITHDEBINFO']} {variables['CMAKE_CXX_FLAGS']}"
 
 
 def main(argv):
@@ -69,8 +78,8 @@ def main(argv):
         f"Written by `benchmarks/run_sanitizers.py` on {h.today()} (hpf {h.git_revision(ROOT)}) from the run of "
         f"{written}, {h.machine_description()}" +
         (f"; load average {load_before} before, {load_after} after. " if load_before else ". ") +
-        "`scripts/test_sanitizers.sh` configures CMakePresets.json's `asan-ubsan` preset (g++ 12, `-O1 -g "
-        "-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all`, Kokkos Serial, Open MPI), "
+        f"`scripts/test_sanitizers.sh` configures CMakePresets.json's `asan-ubsan` preset (g++ 12, `{preset_flags()}`, "
+        "Kokkos Serial, Open MPI), "
         "builds what is out of date in `build-asan` (*steps*: the build steps ninja ran) and runs "
         "`ctest -L 'unit|mpi' -LE 'compile|consumer|accuracy|readme|reference|example|bench'` with `-j` = cores. "
         "Every test's whole output is kept, and a sanitizer report in any of it (any process, ranks and tests "

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The unit and MPI tests built with AddressSanitizer + UndefinedBehaviorSanitizer (g++, -O1 -g,
+# The unit and MPI tests built with AddressSanitizer + UndefinedBehaviorSanitizer (g++, -O1 -g1,
 # CMakePresets.json's "asan-ubsan" preset, in build-asan) and run so that any finding fails: an
 # ASan error, a leak, or undefined behaviour in any process, MPI ranks included. .ci/run calls it.
 #
