@@ -95,6 +95,26 @@ TEST_CASE("transfers and the gradient reduction add what the fitted lines say") 
   CHECK(bucketed.reduction_s < 30e-3);
 }
 
+TEST_CASE("replicas that outnumber the cores reduce as the fit with a core per rank says, scaled") {
+  const auto view = oracle::view_of<Tiny>("tiny");
+  auto profile = linear_profile();
+  profile.cores = 2;
+  profile.comm["buckets_ordered"].by_ranks[2] = {{0, 1e30, 5e-3, 0}};   // 5 ms per bucket
+  profile.comm["buckets_ordered"].by_ranks[4] = {{0, 1e30, 40e-3, 0}};  // all four polling at once
+  profile.comm["buckets_allreduce"].by_ranks[2] = {{0, 1e30, 5e-3, 0}};
+  profile.comm["buckets_allreduce"].by_ranks[4] = {{0, 1e30, 40e-3, 0}};
+  auto four = plan(1, 4, 8, 1, Schedule::one_f_one_b);
+  // Each rank gathers 3 peers' gradients instead of 1, on half a core.
+  CHECK(oracle::predict(view, four, profile).reduction_s == doctest::Approx(5e-3 * 3 * 2));
+  // A ring moves (R - 1) / R of the gradient each way instead of 1 / 2.
+  four.reduction = GradientReduction::allreduce;
+  CHECK(oracle::predict(view, four, profile).reduction_s == doctest::Approx(5e-3 * 1.5 * 2));
+  // With a core per rank the 4-rank fit holds as measured.
+  profile.cores = 4;
+  four.reduction = GradientReduction::ordered;
+  CHECK(oracle::predict(view, four, profile).reduction_s == doctest::Approx(40e-3));
+}
+
 TEST_CASE("messages on one link queue: GPipe's activations arrive one after another") {
   const auto view = oracle::view_of<Tiny>("tiny");
   const auto bounds = oracle::balanced_bounds<Tiny>(2);
