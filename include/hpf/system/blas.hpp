@@ -2,8 +2,9 @@
 #ifndef HPF_SYSTEM_BLAS_HPP
 #define HPF_SYSTEM_BLAS_HPP
 
+#include <hpf/system/reexecute.hpp>
+
 #include <dlfcn.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -68,8 +69,8 @@ inline void select_blas_kernels(char** argv) {
   if (detail::core_width(detail::lower(loaded)) >= detail::core_width(detail::lower(best))) return;
   setenv("OPENBLAS_CORETYPE", best, 1);
   setenv("HPF_BLAS_REEXECUTED", loaded, 1);  // once only, and tells what was replaced
-  execv("/proc/self/exe", argv);
-  // exec failed (no /proc?): carry on with the kernels OpenBLAS chose.
+  reexecute(argv);
+  // exec failed: carry on with the kernels OpenBLAS chose.
   unsetenv("OPENBLAS_CORETYPE");
 }
 
