@@ -289,6 +289,14 @@ def replace_section(path, name, body):
         f.write(text)
 
 
+def read_section(path, name):
+    """The body between `<!-- name:begin -->` and `<!-- name:end -->` in the file at `path`, or ""."""
+    begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
+    text = open(path).read() if os.path.exists(path) else ""
+    i, j = text.find(begin), text.find(end)
+    return text[i + len(begin):j].strip("\n") if i >= 0 and j > i else ""
+
+
 def load_average():
     """The 1, 5 and 15 minute load averages, as the kernel prints them."""
     with open("/proc/loadavg") as f:

@@ -68,6 +68,7 @@ import bench_harness as h  # noqa: E402
 from compare_single_process import snapshot  # noqa: E402
 
 SECTION = "oracle"
+MEASURED_AS = "The measurements: "  # with --from-csv: how the CSV's runs were measured
 # Global batch (the same for every strategy of a model), steps per timed block and warm-up steps:
 # one run (3 blocks) takes about 1-3 s on this machine, start-up included.
 MODELS = {"mlp": (128, 40, 10), "cnn": (128, 12, 3), "resnet20": (64, 4, 1), "resnet56": (64, 2, 1)}
@@ -699,6 +700,17 @@ def profile_text(path):
         return f"`{h.repo_relative(path, ROOT)}`"
 
 
+def measurement_provenance(args):
+    """With --from-csv: when and how the CSV's runs were measured, as the section this run replaces
+    said (its "Measured ..." and "Machine load" paragraphs, or what an earlier --from-csv carried
+    over), so that predicting again keeps the measurements' date, revision and load in view."""
+    previous = [paragraph.strip() for paragraph in h.read_section(args.results, args.section).split("\n\n")]
+    measured = ([p for p in previous if p.startswith(MEASURED_AS)]
+                or [MEASURED_AS + p for p in previous if p.startswith("Measured ")])
+    load = [p for p in previous if p.startswith("**Machine load**")]
+    return [line for p in measured[:1] + load[:1] for line in ("", p)]
+
+
 def report(args, rows, verdicts, rejected, overrides, runs, oracle_times):
     title = "Performance oracle: predicted against measured step time and memory, recommendation"
     out = [f"## {title}" + ("" if args.label == "local" else f" ({args.label})"), ""]
@@ -706,6 +718,7 @@ def report(args, rows, verdicts, rejected, overrides, runs, oracle_times):
         out.append(f"Predictions of {h.today()} (repository at {args.revision}) against the measurements in "
                    f"`{h.repo_relative(args.from_csv, ROOT)}` (`--from-csv`; nothing was measured again), on: "
                    f"{h.machine_description()}.")
+        out += measurement_provenance(args)
     else:
         out.append(f"Measured {h.today()} by `benchmarks/oracle/run_oracle_accuracy.py` with "
                    f"`{h.repo_relative(args.hpf_shown, ROOT)}` built {args.built} (repository at {args.revision} when "
