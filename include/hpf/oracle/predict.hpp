@@ -148,24 +148,20 @@ inline double bucket_seconds(const MachineProfile& profile, double bytes, std::s
   }
   const CommFit& fit = profile.fit(reduction == GradientReduction::ordered ? "buckets_ordered" : "buckets_allreduce");
   const CommFit& used = fit.empty() ? profile.fit("allreduce") : fit;
-  // Replicas that outnumber the host's cores: the benchmark started them together after a barrier,
-  // all polling against the ranks that copy, which training's staggered arrivals do not do (a
-  // 4-rank gather of 2.7 MB: 6.6 ms there, 3.1-4.3 ms in training; docs/oracle.md). Price the
-  // exchange from the largest communicator that had a core per rank instead, as the cluster model
-  // does: the volume a rank receives grows with its peers, and the cores are shared.
+  // The fit of `replicas` processes, unless they outnumber the host's cores: the benchmark started
+  // them together after a barrier, all polling against the ranks that copy, which training's
+  // staggered arrivals do not do (a 4-rank gather of 2.7 MB: 6.6 ms there, 3.1-4.3 ms in training;
+  // docs/oracle.md). Then the largest communicator that had a core per rank, as the cluster model
+  // does: the volume a rank receives grows with its peers. More ranks on the host share the cores.
+  std::size_t measured = replicas;
   if (sharing(profile, replicas) > 1) {
-    std::size_t fitting = 0;
-    for (const auto& [measured, regimes] : used.by_ranks) {
-      if (measured >= 2 && sharing(profile, measured) <= 1) fitting = measured;
-    }
-    if (fitting != 0) {
-      const double r = static_cast<double>(replicas), q = static_cast<double>(fitting);
-      const double volume = reduction == GradientReduction::ordered ? (r - 1) / (q - 1) : ((r - 1) / r) / ((q - 1) / q);
-      return used.seconds(bytes, fitting) * volume * sharing(profile, ranks);
+    for (const auto& entry : used.by_ranks) {
+      if (entry.first >= 2 && sharing(profile, entry.first) <= 1) measured = entry.first;
     }
   }
-  // Fits measured with `replicas` processes alone: more ranks on the host share the cores.
-  return used.seconds(bytes, replicas) * sharing(profile, ranks) / sharing(profile, replicas);
+  const double r = static_cast<double>(replicas), q = static_cast<double>(measured);
+  const double volume = reduction == GradientReduction::ordered ? (r - 1) / (q - 1) : ((r - 1) / r) / ((q - 1) / q);
+  return used.seconds(bytes, measured) * volume * sharing(profile, ranks) / sharing(profile, measured);
 }
 
 /// How late, on average, a rank that waited `waited` seconds sees its message: hpf's wait
