@@ -77,16 +77,26 @@ struct StageTimes {
   std::vector<std::size_t> unit_params;  ///< parameters per unit, in forward order
 };
 
-inline StageTimes stage_times(const ModelView& model, const MachineProfile& profile, std::size_t begin, std::size_t end,
-                              bool last, double m, HostLoad load) {
+/// Each top-level layer's calibration in the profile (null where it has none), looked up once per
+/// prediction.
+inline std::vector<const UnitTiming*> layer_timings(const ModelView& model, const MachineProfile& profile) {
+  std::vector<const UnitTiming*> timings;
+  timings.reserve(model.layer_keys.size());
+  for (const std::string& key : model.layer_keys) timings.push_back(profile.unit(key));
+  return timings;
+}
+
+inline StageTimes stage_times(const ModelView& model, const MachineProfile& profile,
+                              const std::vector<const UnitTiming*>& timings, std::size_t begin, std::size_t end, bool last,
+                              double m, HostLoad load) {
   StageTimes t;
   for (const UnitFacts& u : model.units) {
     if (!in_stage(u, begin, end, last)) continue;
-    const std::string& key = model.layer_keys[u.layer];
-    const UnitTiming* timing = profile.unit(key);
+    const UnitTiming* timing = timings[u.layer];
     if (!timing) {
-      throw ProfileError("hpf::oracle: the profile '" + profile.path + "' has no calibration of '" + key + "' (model " +
-                         model.name + "): run hpf-oracle calibrate for this model (or hpf::oracle::calibrate<Model>)");
+      throw ProfileError("hpf::oracle: the profile '" + profile.path + "' has no calibration of '" +
+                         model.layer_keys[u.layer] + "' (model " + model.name +
+                         "): run hpf-oracle calibrate for this model (or hpf::oracle::calibrate<Model>)");
     }
     t.forward += timing->forward(m, load);
     t.backward_units.push_back(timing->backward(m, load));
@@ -202,12 +212,13 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
   const double speed = profile.cluster ? profile.cluster->compute_speed : 1.0;
   const GradientReduction reduction = resolve(plan.reduction, R);
 
+  const std::vector<const UnitTiming*> timings = detail::layer_timings(model, profile);
   std::vector<StageFacts> facts(S);
   std::vector<detail::StageTimes> times(S);
   for (std::size_t s = 0; s < S; ++s) {
     const bool last = s + 1 == S;
     facts[s] = stage_facts(model.units, plan.bounds[s], plan.bounds[s + 1], last);
-    times[s] = detail::stage_times(model, profile, plan.bounds[s], plan.bounds[s + 1], last, m, load);
+    times[s] = detail::stage_times(model, profile, timings, plan.bounds[s], plan.bounds[s + 1], last, m, load);
     const double load = s == 0 ? profile.load_s_per_element * static_cast<double>(facts[s].input_elements) * m : 0;
     times[s].forward = (times[s].forward + load) / speed;  // sharing the cores: in the playing below
     times[s].backward /= speed;
@@ -226,14 +237,32 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
   struct Played {
     std::vector<double> end, last_backward_start, last_backward_end, computing;  // per stage
   };
+  // What the playing reads per message, looked up once: every micro-batch of a stage sends the
+  // same bytes (a query plays thousands of messages: looking the fits up for each took a third of
+  // its time).
+  std::vector<std::vector<Instruction>> programs(S);
+  struct Link {
+    double latency = 0, busy = 0;  // transfer_seconds, link_busy_seconds
+  };
+  std::vector<Link> to_next(S), to_previous(S);  // s -> s + 1, s -> s - 1
+  for (std::size_t s = 0; s < S; ++s) {
+    programs[s] = stage_program(plan.schedule, S, s, M);
+    if (s + 1 < S) {
+      const double bytes = static_cast<double>(facts[s].output_elements * model.scalar_bytes) * m;
+      to_next[s] = {detail::transfer_seconds(profile, bytes, P, s, s + 1), detail::link_busy_seconds(profile, bytes, P, s, s + 1)};
+    }
+    if (s > 0) {
+      const double bytes = static_cast<double>(facts[s].input_elements * model.scalar_bytes) * m;
+      to_previous[s] = {detail::transfer_seconds(profile, bytes, P, s, s - 1), detail::link_busy_seconds(profile, bytes, P, s, s - 1)};
+    }
+  }
   auto play = [&](bool with_transfers) {
-    std::vector<std::vector<Instruction>> programs(S);
-    for (std::size_t s = 0; s < S; ++s) programs[s] = stage_program(plan.schedule, S, s, M);
     const double unknown = -1;
-    std::vector<std::vector<double>> activation(S, std::vector<double>(M, unknown)), gradient(S, std::vector<double>(M, unknown));
+    // When each stage's micro-batch message arrives (stage s, micro-batch mb at s * M + mb).
+    std::vector<double> activation(S * M, unknown), gradient(S * M, unknown);
     std::vector<std::size_t> next(S, 0);
     std::vector<double> remaining(S, 0);  // compute left of the running forward/backward, in seconds alone
-    std::vector<bool> running(S, false);
+    std::vector<char> running(S, false);
     std::vector<double> blocked_since(S, -1);  // when the stage began waiting for its message
     // Messages between two stages queue on their link, one direction at a time: when it is free
     // (a message arrives its latency after it starts, and keeps the link busy its streaming time).
@@ -250,7 +279,7 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
             const Instruction in = programs[s][next[s]];
             const std::size_t mb = in.micro_batch;
             if (in.op == Op::recv_activation || in.op == Op::recv_gradient) {
-              const double arrival = in.op == Op::recv_activation ? activation[s][mb] : gradient[s][mb];
+              const double arrival = in.op == Op::recv_activation ? activation[s * M + mb] : gradient[s * M + mb];
               if (blocked_since[s] < 0) blocked_since[s] = now;
               const double seen = arrival < 0 ? arrival : arrival + detail::poll_lateness(arrival - blocked_since[s]);
               if (seen < 0 || seen > now) break;
@@ -259,23 +288,20 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
               running[s] = true;
               remaining[s] = in.op == Op::forward ? times[s].forward : times[s].backward;
               if (in.op == Op::backward) out.last_backward_start[s] = now;
-              moved = true;
-              break;
+              break;  // (frees no other stage: only sends do)
             } else if (in.op == Op::send_activation) {
-              const double bytes = static_cast<double>(facts[s].output_elements * model.scalar_bytes) * m;
-              activation[s + 1][mb] = now;
+              activation[(s + 1) * M + mb] = now;
               if (with_transfers) {
                 const double start = std::max(now, forward_link_free[s]);
-                forward_link_free[s] = start + detail::link_busy_seconds(profile, bytes, P, s, s + 1);
-                activation[s + 1][mb] = start + detail::transfer_seconds(profile, bytes, P, s, s + 1);
+                forward_link_free[s] = start + to_next[s].busy;
+                activation[(s + 1) * M + mb] = start + to_next[s].latency;
               }
             } else {
-              const double bytes = static_cast<double>(facts[s].input_elements * model.scalar_bytes) * m;
-              gradient[s - 1][mb] = now;
+              gradient[(s - 1) * M + mb] = now;
               if (with_transfers) {
                 const double start = std::max(now, backward_link_free[s]);
-                backward_link_free[s] = start + detail::link_busy_seconds(profile, bytes, P, s, s - 1);
-                gradient[s - 1][mb] = start + detail::transfer_seconds(profile, bytes, P, s, s - 1);
+                backward_link_free[s] = start + to_previous[s].busy;
+                gradient[(s - 1) * M + mb] = start + to_previous[s].latency;
               }
             }
           }
@@ -291,7 +317,7 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
           ++done;
         } else {  // waiting for a message: wake when it arrives, if it is on its way
           const Instruction in = programs[s][next[s]];
-          const double arrival = in.op == Op::recv_activation ? activation[s][in.micro_batch] : gradient[s][in.micro_batch];
+          const double arrival = in.op == Op::recv_activation ? activation[s * M + in.micro_batch] : gradient[s * M + in.micro_batch];
           if (arrival >= 0) wake = std::min(wake, std::max(now, arrival + detail::poll_lateness(arrival - blocked_since[s])));
         }
       }
@@ -320,7 +346,7 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
   const std::vector<double>& ends = played.end;
   const std::vector<double>& backward_start = played.last_backward_start;
   const std::vector<double>& backward_end = played.last_backward_end;
-  const std::vector<double> ends_free = play(false).end;
+  const std::vector<double> ends_free = S > 1 ? play(false).end : ends;  // one stage sends nothing
 
   // Per stage: buckets become ready as the last backward passes them (from the end of the
   // gradient), each reduction starts when it is ready and the previous one is done. The units'
@@ -390,7 +416,7 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
     }
     for (const UnitFacts& u : model.units) {
       if (!in_stage(u, plan.bounds[s], plan.bounds[s + 1], in.last)) continue;
-      if (const UnitTiming* t = profile.unit(model.layer_keys[u.layer])) {
+      if (const UnitTiming* t = timings[u.layer]) {
         const auto c = static_cast<double>(capacity);
         // A Repeat piece of two or more copies keeps two gradient buffers between its copies.
         const std::size_t between = copies[u.layer] > 1 ? 2 * u.output_elements * capacity : 0;
