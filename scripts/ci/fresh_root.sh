@@ -8,16 +8,20 @@
 # KIND:train runs only the README's first (train) command there: the install through sudo and the
 # main job, without the test suite a second time (CI runs it so, to keep within its time).
 # The train command must exit 0 and print the final test accuracy; the test command must pass.
-# The checkout is at the same path in both roots, and their compilers share one ccache made empty
-# by this step, so the second root's build is a cache hit instead of a second 6-minute compile
-# (ccache is the one thing here a new machine lacks; it caches compiles, never packages).
+# The checkout is at the same path in both roots, and their compilers share one ccache, so the
+# second root's build is a cache hit instead of a second 6-minute compile. That cache is kept
+# between runs of this script on this machine (HPF_FRESH_CCACHE), apart from the host's own builds,
+# so a later run compiles only what changed. ccache is the one thing here a new machine lacks: it
+# caches compiles, never packages, and a header a package should have installed is read for real
+# on every compile (a hit needs its hash), so a missing install step still fails the build.
 # Each root is removed, with its mounts and any process left in it, on every exit, failed or not.
 #
 #   scripts/ci/fresh_root.sh [root[:train]] [user[:train]]   (default: root user; needs root and network to Debian)
 #
 # Environment: HPF_FRESH_MIRROR (Debian mirror, default http://deb.debian.org/debian),
 # HPF_FRESH_DIR (where the roots go, default /var/tmp), HPF_FRESH_TIMEOUT (seconds per command,
-# default 2400).
+# default 2400), HPF_FRESH_CCACHE (the roots' compile cache, default ~/.cache/hpf/fresh-root-ccache;
+# `none`: an empty one for this run only, every file compiled).
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 mirror=${HPF_FRESH_MIRROR:-http://deb.debian.org/debian}
@@ -67,8 +71,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
 
-# mount_root DIR: what programs in a chroot expect, and one download cache shared by this step's
-# roots (made empty here, so nothing comes from the host's caches).
+# mount_root DIR: what programs in a chroot expect, one download cache shared by this step's roots
+# (made empty here: every package comes from the mirror) and the roots' compile cache.
 mount_root() {
   mount -t proc proc "$1/proc"
   mount -t sysfs -o ro sysfs "$1/sys"
@@ -76,13 +80,16 @@ mount_root() {
   mount -t tmpfs -o mode=1777 tmpfs "$1/dev/shm"
   mount --bind "$work/archives" "$1/var/cache/apt/archives"
   mkdir -p "$1/var/cache/hpf-ccache"
-  mount --bind "$work/ccache" "$1/var/cache/hpf-ccache"
+  mount --bind "$compile_cache" "$1/var/cache/hpf-ccache"
   cp /etc/resolv.conf "$1/etc/resolv.conf"
 }
 
 step "debootstrap bookworm (minbase) from $mirror"
-mkdir -p "$work/archives/partial" "$work/ccache"
-chmod 0777 "$work/ccache"
+compile_cache=${HPF_FRESH_CCACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hpf/fresh-root-ccache}
+[ "$compile_cache" != none ] || compile_cache=$work/ccache
+mkdir -p "$work/archives/partial" "$compile_cache"
+chmod 0777 "$compile_cache"  # the unprivileged user's compiles write to it too
+step "compile cache: $compile_cache"
 debootstrap --variant=minbase bookworm "$work/pristine" "$mirror" > "$work/debootstrap.log" 2>&1 ||
   { tail -n 30 "$work/debootstrap.log"; exit 1; }
 # A new machine's apt sources: the release, its updates and security.
@@ -107,6 +114,7 @@ step "adding what a new machine has: build-essential cmake ninja-build git pytho
 chroot "$work/pristine" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive \
   sh -c 'apt-get update -qq && apt-get install -y -qq --no-install-recommends build-essential cmake ninja-build git python3 sudo ca-certificates ccache' \
   > "$work/base.log" 2>&1 || { tail -n 30 "$work/base.log"; exit 1; }
+CCACHE_DIR=/var/cache/hpf-ccache chroot "$work/pristine" ccache --zero-stats >/dev/null  # hits and misses of this run
 unmount_all
 
 # run_commands KIND: copy the pristine root, check out this repository in it and run the README's
@@ -160,8 +168,8 @@ run_commands() {
         summary+=("as $kind: '$command' passed in $(( $(date +%s) - t0 )) s, $(grep -E 'tests passed' "$output" | tail -n 1), ${skips#== }") ;;
     esac
     step "${summary[-1]}"
-    step "compile cache after it: $(CCACHE_DIR=/var/cache/hpf-ccache chroot "$dir" ccache --print-stats 2>/dev/null |
-                                    awk -F'\t' '$1 ~ /^(direct_cache_hit|preprocessed_cache_hit|cache_miss)$/ { printf "%s=%s ", $1, $2 }')"
+    step "compile cache so far in this run: $(CCACHE_DIR=/var/cache/hpf-ccache chroot "$dir" ccache --print-stats 2>/dev/null |
+                                                  awk -F'\t' '$1 ~ /^(direct_cache_hit|preprocessed_cache_hit|cache_miss)$/ { printf "%s=%s ", $1, $2 }')"
   done
   unmount_all
   rm -rf --one-file-system "$dir"
