@@ -2,7 +2,7 @@
 # The README's two commands, exactly as README.md writes them (scripts/ci/readme_commands.sh), on
 # fresh Debian 12 roots made by debootstrap that hold only what a new machine has (minbase plus
 # build-essential, cmake, ninja, git, python3 and sudo, and the installer's /etc/hosts) and none of
-# the host's caches:
+# the host's package or build caches (the roots' own compile cache is below):
 #   root   in one fresh root, as root
 #   user   in another, as an unprivileged user who has sudo
 # KIND:train runs only the README's first (train) command there: the install through sudo and the
