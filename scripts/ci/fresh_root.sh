@@ -20,7 +20,8 @@
 #
 # Environment: HPF_FRESH_MIRROR (Debian mirror, default http://deb.debian.org/debian),
 # HPF_FRESH_DIR (where the roots go, default /var/tmp), HPF_FRESH_TIMEOUT (seconds per command,
-# default 2400), HPF_FRESH_CCACHE (the roots' compile cache, default ~/.cache/hpf/fresh-root-ccache;
+# default 2400), HPF_FRESH_CCACHE (the roots' compile cache, default fresh-root-ccache in
+# HPF_DEPS_CACHE, ~/.cache/hpf, where scripts/kokkos/build.sh keeps its builds;
 # `none`: an empty one for this run only, every file compiled).
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -85,7 +86,7 @@ mount_root() {
 }
 
 step "debootstrap bookworm (minbase) from $mirror"
-compile_cache=${HPF_FRESH_CCACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hpf/fresh-root-ccache}
+compile_cache=${HPF_FRESH_CCACHE:-${HPF_DEPS_CACHE:-${HOME:?HOME is not set}/.cache/hpf}/fresh-root-ccache}
 [ "$compile_cache" != none ] || compile_cache=$work/ccache
 mkdir -p "$work/archives/partial" "$compile_cache"
 chmod 0777 "$compile_cache"  # the unprivileged user's compiles write to it too
