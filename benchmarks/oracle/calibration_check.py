@@ -18,7 +18,6 @@ import shutil
 import statistics
 import sys
 import tempfile
-import types
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -60,8 +59,6 @@ def main():
     env, overrides = h.bench_env(h.BLAS_SETTINGS[args.setting][0], 1)
     configs = [accuracy.make_config(args.model, 1, 1, m, "-") for m in args.micro]
     work = tempfile.mkdtemp(prefix="hpf-calibration-check.")
-    copy = types.SimpleNamespace(oracle=args.oracle, profile=os.path.join(work, "profile.json"), models=[args.model],
-                                 setting=args.setting)
     acc = {m: [] for m in args.micro}
     slowdown = {"measured": [], "predicted": []}
     try:
@@ -72,8 +69,7 @@ def main():
                 if not run.ok:
                     return 1
                 measured[c.micro] = statistics.median(accuracy.floats(run.results[0]["block_ms_per_step"]))
-            shutil.copyfile(args.profile, copy.profile)
-            accuracy.calibrate(copy)  # exits naming the command if it fails
+            copy = accuracy.calibrated_copy(args, [args.model], work)  # exits naming the command if it fails
             predicted = {}
             for c in configs:
                 result, error, _ = accuracy.oracle_call(copy, accuracy.predict_words(c))

@@ -57,7 +57,9 @@ import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+import types
 from collections import namedtuple
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -137,7 +139,8 @@ def parse_args():
                    help="runs per configuration, round-robin with the others (default 3; --quick 1)")
     p.add_argument("--calibrate", action="store_true",
                    help="first calibrate the profile's compute part on this host for the measured models "
-                        "(hpf-oracle calibrate, with the runs' BLAS setting and one thread; about 35 s here)")
+                        "(hpf-oracle calibrate, with the runs' BLAS setting and one thread; about 35 s here), and "
+                        "again after measuring, into a copy, to report how far the host drifted meanwhile")
     p.add_argument("--mpiexec", default="mpiexec", help="MPI launcher (default: mpiexec on PATH)")
     p.add_argument("--mpiexec-flags", default="--allow-run-as-root --oversubscribe --bind-to none",
                    help="launcher flags before -n (default: %(default)s)")
@@ -338,6 +341,34 @@ def ask_oracle(args, configs):
 
 
 # --- measuring -----------------------------------------------------------------------------------
+def calibrated_copy(args, models, directory):
+    """A copy of args.profile in `directory` whose compute part for `models` is calibrated afresh
+    (args.profile stays as it is), as the arguments oracle_call() takes."""
+    copy = types.SimpleNamespace(oracle=args.oracle, profile=os.path.join(directory, "profile.json"), models=models,
+                                 setting=args.setting)
+    shutil.copyfile(args.profile, copy.profile)
+    calibrate(copy)
+    return copy
+
+
+def recalibrate(args, configs, predictions):
+    """With --calibrate, after the measurements: calibrates a copy of the profile again and predicts
+    each model's first configuration from it, to show how far the host drifted while the run
+    measured. {model: (config, predicted s before, predicted s after)}."""
+    work = tempfile.mkdtemp(prefix="hpf-oracle-recalibration.")
+    try:
+        again = calibrated_copy(args, args.models, work)
+        drift = {}
+        for model in args.models:
+            c = next((c for c in configs if c.model == model and isinstance(predictions.get(c), dict)), None)
+            result = oracle_call(again, predict_words(c))[0] if c else None
+            if result and isinstance(result.get("time_s"), (int, float)):
+                drift[model] = (c, predictions[c]["time_s"], result["time_s"])
+        return drift
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def bench_cmd(args, c, exe=None):
     _, steps, warmup = MODELS[c.model]
     return (shlex.split(args.launcher_prefix) + [args.mpiexec] + shlex.split(args.mpiexec_flags)
@@ -732,6 +763,11 @@ def report(args, rows, verdicts, rejected, overrides, runs, oracle_times):
                    "calibrate --model M`, with the runs' BLAS setting and one thread): "
                    + ", ".join(f"{m} {t:.1f} s" for m, t in calibrated.items())
                    + f" ({sum(calibrated.values()):.0f} s in all).")
+    if args.drift:
+        out.append("Calibrated again after the measurements, into a copy (how far the host drifted during the run): "
+                   + ", ".join(f"{name(c)} {ms(before, 2)} ms before, {ms(after, 2)} ms after "
+                               f"({100 * (after / before - 1):+.1f} %)" for c, before, after in args.drift.values())
+                   + ".")
     out.append("")
     counts = sorted({r["meas"]["runs"] for r in rows if r["meas"]})
     used = "-".join(str(n) for n in sorted({counts[0], counts[-1]})) if counts else "0"
@@ -887,6 +923,7 @@ def main():
     args.oracle_shown, args.oracle = args.oracle, snapshot(args.oracle)
     args.load_start = h.load_average()
     args.calibrated = {}  # {model: seconds} with --calibrate
+    args.drift = {}  # with --calibrate: recalibrate()'s
     start = time.monotonic()
     try:
         if args.from_csv:
@@ -917,6 +954,8 @@ def main():
             finally:
                 shutil.rmtree(os.path.dirname(args.hpf), ignore_errors=True)
             meas = measured_rows(args, runs)
+            if args.calibrate:
+                args.drift = recalibrate(args, configs, predictions)
     finally:
         shutil.rmtree(os.path.dirname(args.oracle), ignore_errors=True)
     args.minutes = (time.monotonic() - start) / 60
