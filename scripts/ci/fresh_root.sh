@@ -89,8 +89,10 @@ step "debootstrap bookworm (minbase) from $mirror"
 compile_cache=${HPF_FRESH_CCACHE:-${HPF_DEPS_CACHE:-${HOME:?HOME is not set}/.cache/hpf}/fresh-root-ccache}
 [ "$compile_cache" != none ] || compile_cache=$work/ccache
 mkdir -p "$work/archives/partial" "$compile_cache"
-# The unprivileged user's compiles write to it too: every folder a root run made must stay writable
-# (ccache makes its folders with the caller's umask, so every ccache call here passes CCACHE_UMASK).
+# The unprivileged user's compiles write to it too, so every folder a root run makes must be
+# writable: the cache's own configuration gives every ccache call that uses it umask 000 (ccache
+# makes its folders with the caller's umask), and chmod mends a cache an older run left.
+echo 'umask = 000' > "$compile_cache/ccache.conf"
 chmod -R a+rwX "$compile_cache"
 step "compile cache: $compile_cache"
 debootstrap --variant=minbase bookworm "$work/pristine" "$mirror" > "$work/debootstrap.log" 2>&1 ||
@@ -117,7 +119,7 @@ step "adding what a new machine has: build-essential cmake ninja-build git pytho
 chroot "$work/pristine" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive \
   sh -c 'apt-get update -qq && apt-get install -y -qq --no-install-recommends build-essential cmake ninja-build git python3 sudo ca-certificates ccache' \
   > "$work/base.log" 2>&1 || { tail -n 30 "$work/base.log"; exit 1; }
-CCACHE_DIR=/var/cache/hpf-ccache CCACHE_UMASK=000 chroot "$work/pristine" ccache --zero-stats >/dev/null  # hits and misses of this run
+CCACHE_DIR=/var/cache/hpf-ccache chroot "$work/pristine" ccache --zero-stats >/dev/null  # hits and misses of this run
 unmount_all
 
 # run_commands KIND: copy the pristine root, check out this repository in it and run the README's
@@ -150,7 +152,7 @@ run_commands() {
     timeout --kill-after=30 "$limit" chroot "${user_spec[@]}" "$dir" env -i HOME="$home" USER="$user" LOGNAME="$user" \
       PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 TERM=dumb \
       ${OPENBLAS_CORETYPE:+OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE} ${OPENBLAS_L2_SIZE:+OPENBLAS_L2_SIZE=$OPENBLAS_L2_SIZE} \
-      CMAKE_CXX_COMPILER_LAUNCHER=ccache CCACHE_DIR=/var/cache/hpf-ccache CCACHE_UMASK=000 \
+      CMAKE_CXX_COMPILER_LAUNCHER=ccache CCACHE_DIR=/var/cache/hpf-ccache \
       bash -c "cd $checkout && $command" < /dev/null 2>&1 | tee "$output"
     status=${PIPESTATUS[0]}
     set -e
@@ -171,7 +173,7 @@ run_commands() {
         summary+=("as $kind: '$command' passed in $(( $(date +%s) - t0 )) s, $(grep -E 'tests passed' "$output" | tail -n 1), ${skips#== }") ;;
     esac
     step "${summary[-1]}"
-    step "compile cache so far in this run: $(CCACHE_DIR=/var/cache/hpf-ccache CCACHE_UMASK=000 chroot "$dir" ccache --print-stats 2>/dev/null |
+    step "compile cache so far in this run: $(CCACHE_DIR=/var/cache/hpf-ccache chroot "$dir" ccache --print-stats 2>/dev/null |
                                                   awk -F'\t' '$1 ~ /^(direct_cache_hit|preprocessed_cache_hit|cache_miss)$/ { printf "%s=%s ", $1, $2 }')"
   done
   unmount_all
