@@ -244,17 +244,15 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
   struct Link {
     double latency = 0, busy = 0;  // transfer_seconds, link_busy_seconds
   };
+  auto link = [&](std::size_t elements, std::size_t from, std::size_t to) {  // one micro-batch's message
+    const double bytes = static_cast<double>(elements * model.scalar_bytes) * m;
+    return Link{detail::transfer_seconds(profile, bytes, P, from, to), detail::link_busy_seconds(profile, bytes, P, from, to)};
+  };
   std::vector<Link> to_next(S), to_previous(S);  // s -> s + 1, s -> s - 1
   for (std::size_t s = 0; s < S; ++s) {
     programs[s] = stage_program(plan.schedule, S, s, M);
-    if (s + 1 < S) {
-      const double bytes = static_cast<double>(facts[s].output_elements * model.scalar_bytes) * m;
-      to_next[s] = {detail::transfer_seconds(profile, bytes, P, s, s + 1), detail::link_busy_seconds(profile, bytes, P, s, s + 1)};
-    }
-    if (s > 0) {
-      const double bytes = static_cast<double>(facts[s].input_elements * model.scalar_bytes) * m;
-      to_previous[s] = {detail::transfer_seconds(profile, bytes, P, s, s - 1), detail::link_busy_seconds(profile, bytes, P, s, s - 1)};
-    }
+    if (s + 1 < S) to_next[s] = link(facts[s].output_elements, s, s + 1);
+    if (s > 0) to_previous[s] = link(facts[s].input_elements, s, s - 1);
   }
   auto play = [&](bool with_transfers) {
     const double unknown = -1;
