@@ -44,7 +44,9 @@ Definitions: accuracy = 1 - |predicted - measured| / measured (step time); memor
 worst rank; a case's recommendation is a hit when its measured time is at most 5 % above the
 fastest measured configuration of the case (a recommended configuration outside the list is
 measured too); Kendall tau-b over the predicted and measured times of the measured configurations
-of a case. Nothing here asserts a target: the runner reports.
+of a case, and again with the measured order of two configurations counted as a tie where the
+ranges of their per-run medians overlap (the runs disagree on it). Nothing here asserts a target:
+the runner reports.
 """
 import argparse
 import csv
@@ -497,23 +499,42 @@ def compare(c, pred, m):
     return row
 
 
-def run_spread(m):
-    """(max - min) / median of the per-run medians (the blocks are in run order, BLOCKS per run)."""
+def run_medians(m):
+    """The medians of each run's blocks (the blocks are in run order, BLOCKS per run)."""
     per_run = len(m["blocks"]) // m["runs"] if m["runs"] else 0
     if per_run < 1:
-        return 0.0
-    medians = [statistics.median(m["blocks"][i:i + per_run]) for i in range(0, per_run * m["runs"], per_run)]
-    return (max(medians) - min(medians)) / statistics.median(medians)
+        return []
+    return [statistics.median(m["blocks"][i:i + per_run]) for i in range(0, per_run * m["runs"], per_run)]
 
 
-def kendall_tau_b(x, y):
+def run_spread(m):
+    """(max - min) / median of the per-run medians."""
+    medians = run_medians(m)
+    return (max(medians) - min(medians)) / statistics.median(medians) if medians else 0.0
+
+
+def order(a, b):
+    """-1, 0 or 1 as a < b, a == b or a > b."""
+    return (a > b) - (a < b)
+
+
+def run_order(a, b):
+    """The measured order of two configurations where their runs agree on it: 0 (a tie) when the
+    ranges of their per-run medians overlap, so that another run could have ordered them either way."""
+    ra, rb = run_medians(a["meas"]), run_medians(b["meas"])
+    if not ra or not rb or (min(ra) <= max(rb) and min(rb) <= max(ra)):
+        return 0
+    return order(a["measured_s"], b["measured_s"])
+
+
+def kendall_tau_b(x, y, compare_y=None):
     """Kendall's tau-b of two equally long sequences (None below 2 items or without variation),
-    and the number of discordant pairs."""
+    and the number of discordant pairs. compare_y(i, j) orders y's items in place of y[i] vs y[j]."""
     n, concordant, discordant, tied_x, tied_y = len(x), 0, 0, 0, 0
     for i in range(n):
         for j in range(i + 1, n):
-            dx = (x[i] > x[j]) - (x[i] < x[j])
-            dy = (y[i] > y[j]) - (y[i] < y[j])
+            dx = order(x[i], x[j])
+            dy = compare_y(i, j) if compare_y else order(y[i], y[j])
             tied_x += dx == 0
             tied_y += dy == 0
             concordant += dx * dy > 0
@@ -534,7 +555,8 @@ def judge_cases(cases, rows):
     for (model, p), case in cases.items():
         members = [r for r in rows if r["config"].model == model and r["config"].ranks == p and r["meas"]]
         verdict = {"model": model, "ranks": p, "case": case, "members": len(members), "tau": None,
-                   "discordant": None, "pairs": 0, "hit": None, "fastest": None, "rec_row": None}
+                   "discordant": None, "pairs": 0, "hit": None, "fastest": None, "rec_row": None,
+                   "tau_runs": None, "ordered_pairs": 0}
         if members:
             verdict["fastest"] = min(members, key=lambda r: r["measured_s"])
         rec = case.get("recommended")
@@ -545,9 +567,12 @@ def judge_cases(cases, rows):
                 verdict["hit"] = rec_row["measured_s"] <= (1 + WITHIN) * verdict["fastest"]["measured_s"]
         ranked = [r for r in members if r["pred"] and isinstance(r["pred"].get("time_s"), (int, float))]
         if len(ranked) >= 2:
-            verdict["tau"], verdict["discordant"] = kendall_tau_b([r["pred"]["time_s"] for r in ranked],
-                                                                  [r["measured_s"] for r in ranked])
+            predicted, measured = [r["pred"]["time_s"] for r in ranked], [r["measured_s"] for r in ranked]
+            verdict["tau"], verdict["discordant"] = kendall_tau_b(predicted, measured)
             verdict["pairs"] = len(ranked) * (len(ranked) - 1) // 2
+            verdict["tau_runs"], _ = kendall_tau_b(predicted, measured, lambda i, j: run_order(ranked[i], ranked[j]))
+            verdict["ordered_pairs"] = sum(run_order(ranked[i], ranked[j]) != 0
+                                           for i in range(len(ranked)) for j in range(i + 1, len(ranked)))
         out.append(verdict)
     return out
 
@@ -678,6 +703,16 @@ def summary_lines(args, rows, verdicts, rejected, oracle_times):
     out.append("- ranking: Kendall tau-b per case " + ", ".join(
         f"{v['model']} P={v['ranks']} {v['tau']:.2f}" for v in verdicts if v["tau"] is not None)
         + (f"; **mean {statistics.mean(taus):.2f}**, minimum {min(taus):.2f}." if taus else " -"))
+    resolved = [v for v in verdicts if v["tau_runs"] is not None]
+    if resolved:
+        pairs, ordered = sum(v["pairs"] for v in verdicts), sum(v["ordered_pairs"] for v in verdicts)
+        out.append("  - counting as measured ties the pairs whose runs disagree (the ranges of their per-run medians "
+                   f"overlap: {pairs - ordered} of {pairs} pairs, whose order the next run could reverse): tau-b per "
+                   "case " + ", ".join(f"{v['model']} P={v['ranks']} {v['tau_runs']:.2f}" for v in resolved)
+                   + f"; mean {statistics.mean(v['tau_runs'] for v in resolved):.2f}, minimum "
+                   f"{min(v['tau_runs'] for v in resolved):.2f}" + (
+                       f" ({len(verdicts) - len(resolved)} case(s) without a pair the runs order)"
+                       if len(resolved) < len([v for v in verdicts if v["tau"] is not None]) else "") + ".")
     misses = [v for v in verdicts if v["hit"] is False]
     for v in misses:
         rec, fast = v["rec_row"], v["fastest"]
