@@ -1,0 +1,64 @@
+"""The ranking statistics of benchmarks/oracle/run_oracle_accuracy.py on made-up numbers whose
+answers are worked out by hand: Kendall's tau-b, and the measured order of two configurations that
+counts a pair as a tie where their runs disagree."""
+import importlib.util
+import os
+import sys
+
+root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+spec = importlib.util.spec_from_file_location("run_oracle_accuracy",
+                                              os.path.join(root, "benchmarks", "oracle", "run_oracle_accuracy.py"))
+runner = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(runner)
+
+failures = []
+
+
+def check(what, got, expected, tolerance=1e-12):
+    same = got == expected if expected is None or got is None else abs(got - expected) <= tolerance
+    if not same:
+        failures.append(f"{what}: got {got!r}, expected {expected!r}")
+
+
+def configuration(run_medians, blocks_per_run=3):
+    """A measured configuration whose runs have these medians (each run's blocks spread around it)."""
+    blocks = [b for m in run_medians for b in (m - 0.001, m, m + 0.001)[:blocks_per_run]]
+    return {"meas": {"runs": len(run_medians), "blocks": blocks}, "measured_s": sorted(blocks)[len(blocks) // 2]}
+
+
+# tau-b: identical and reversed orders, one swapped pair of four (5 concordant, 1 discordant of 6).
+check("tau-b, same order", runner.kendall_tau_b([1, 2, 3], [10, 20, 30])[0], 1.0)
+check("tau-b, reversed", runner.kendall_tau_b([1, 2, 3], [30, 20, 10])[0], -1.0)
+tau, discordant = runner.kendall_tau_b([1, 2, 3, 4], [1, 3, 2, 4])
+check("tau-b, one swap of four", tau, 4 / 6)
+check("discordant pairs, one swap of four", discordant, 1)
+# Ties in y: (concordant - discordant) / sqrt((pairs - ties in x) * (pairs - ties in y)).
+check("tau-b, a tie in y", runner.kendall_tau_b([1, 2, 3], [1, 1, 2])[0], 2 / 6 ** 0.5)
+check("tau-b, no variation", runner.kendall_tau_b([1, 2], [5, 5])[0], None)
+
+# Per-run medians and their spread.
+a = configuration([0.100, 0.104, 0.102])
+check("run medians", sum(runner.run_medians(a["meas"])), 0.306)
+check("run spread", runner.run_spread(a["meas"]), 0.004 / 0.102)
+
+# Runs that overlap are a tie; runs apart are ordered; one run per side is ordered by its median.
+b = configuration([0.103, 0.110, 0.108])  # overlaps a (0.103 <= 0.104)
+c = configuration([0.120, 0.125, 0.121])  # above both
+check("overlapping runs tie", runner.run_order(a, b), 0)
+check("separate runs order", runner.run_order(a, c), -1)
+check("separate runs order, reversed", runner.run_order(c, b), 1)
+check("single runs", runner.run_order(configuration([0.2]), configuration([0.1])), 1)
+
+# tau-b with the runs' order: predicted a < b < c; measured a ~ b < c gives 2 concordant pairs of 3,
+# one measured tie: 2 / sqrt(3 * 2).
+rows = [a, b, c]
+tau, _ = runner.kendall_tau_b([1, 2, 3], [r["measured_s"] for r in rows],
+                              lambda i, j: runner.run_order(rows[i], rows[j]))
+check("tau-b with the runs' ties", tau, 2 / 6 ** 0.5)
+# The plain measured medians order a < b, so the plain tau-b is 1.
+check("tau-b on medians", runner.kendall_tau_b([1, 2, 3], [r["measured_s"] for r in rows])[0], 1.0)
+
+for failure in failures:
+    print("FAILED:", failure)
+print(f"{'FAILED' if failures else 'passed'}: oracle accuracy statistics")
+sys.exit(1 if failures else 0)
