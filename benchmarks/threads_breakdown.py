@@ -182,9 +182,13 @@ def report(args, data):
     for model in args.models:
         rows, (_, _, diff, ratio) = model_table(data[model]["one"], data[model]["two"])
         batch = MODELS[model][0]
+        steps = [(a.get(STEP), b.get(STEP)) for a, b in zip(data[model]["one"], data[model]["two"])]
+        ratios = sorted(a / b for a, b in steps if a and b)
         loss = "" if diff is None else (
             f": the 2 threads take **{diff:+.2f} ms ({100 * (ratio - 1):+.1f} %)** per step more than one process "
-            "(medians of the rounds' differences and ratios)")
+            f"(medians of the rounds' differences and ratios; the rounds' ratios ranged from {ratios[0]:.3f} to "
+            f"{ratios[-1]:.3f}, the processes' steps from {h.fmt(min(b for _, b in steps if b), 1)} to "
+            f"{h.fmt(max(b for _, b in steps if b), 1)} ms)")
         out += ["", f"**{model}**, batch {batch} (the processes {batch // 2} each){loss}; machine busy before the runs "
                     f"at most {100 * max(data[model]['busy']):.0f} %.", "",
                 h.markdown_table(["region or kernel", "1 x 2 ms/step", "2 processes ms/step (mean)", "difference ms",
