@@ -50,7 +50,7 @@ def parse_args():
     p.add_argument("--models", default="resnet20,resnet56", help="comma-separated subset of " + ",".join(MODELS))
     p.add_argument("--setting", default="haswell", choices=sorted(h.BLAS_SETTINGS),
                    help="OPENBLAS_CORETYPE setting (default haswell, the machines' default)")
-    p.add_argument("--rounds", type=int, default=7, help="runs of each side per model (medians are kept)")
+    p.add_argument("--rounds", type=int, default=9, help="runs of each side per model (medians are kept)")
     h.add_results_options(p, os.path.join(HERE, "RESULTS.md"))
     args = p.parse_args()
     args.models = [m for m in args.models.split(",") if m]
@@ -189,8 +189,13 @@ def report(args, data):
             f"(medians of the rounds' differences and ratios; the rounds' ratios ranged from {ratios[0]:.3f} to "
             f"{ratios[-1]:.3f}, the processes' steps from {h.fmt(min(b for _, b in steps if b), 1)} to "
             f"{h.fmt(max(b for _, b in steps if b), 1)} ms)")
+        big = [r for r in rows[1:] if r[2] != "-" and float(r[2].replace(",", "")) >= 1.0 and r[4] != "-"]
+        spread = "" if not big else (
+            f" The {len(big)} regions and kernels of at least 1 ms per step take between "
+            f"{100 * (min(float(r[4]) for r in big) - 1):+.0f} % and {100 * (max(float(r[4]) for r in big) - 1):+.0f} % "
+            "with the threads.")
         out += ["", f"**{model}**, batch {batch} (the processes {batch // 2} each){loss}; machine busy before the runs "
-                    f"at most {100 * max(data[model]['busy']):.0f} %.", "",
+                    f"at most {100 * max(data[model]['busy']):.0f} %.{spread}", "",
                 h.markdown_table(["region or kernel", "1 x 2 ms/step", "2 processes ms/step (mean)", "difference ms",
                                   "ratio"], rows, "lrrrr")]
     out += ["", "Commands (run from the repository root; the runner launches exactly these, resnet56 shown, the two "
