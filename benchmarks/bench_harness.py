@@ -303,6 +303,15 @@ def load_average():
         return " ".join(f.read().split()[:3])
 
 
+def add_train_binary_options(parser, root):
+    """--hpf-openmp and --hpf-serial: hpf_bench_train_throughput built against Kokkos OpenMP (in
+    build-openmp) and against Kokkos Serial (in build), for the runners that compare threads."""
+    parser.add_argument("--hpf-openmp", default=os.path.join(root, "build-openmp", "benchmarks", "hpf_bench_train_throughput"),
+                        help="hpf_bench_train_throughput built against Kokkos OpenMP (default: build-openmp/benchmarks/...)")
+    parser.add_argument("--hpf-serial", default=os.path.join(root, "build", "benchmarks", "hpf_bench_train_throughput"),
+                        help="hpf_bench_train_throughput built against Kokkos Serial (default: build/benchmarks/...)")
+
+
 def add_results_options(parser, default_path):
     """--results (the markdown file a runner updates) and --no-write."""
     parser.add_argument("--results", default=default_path, help="markdown file to update")

@@ -44,10 +44,7 @@ PLACEMENT = {"OMP_PROC_BIND": "close", "OMP_PLACES": "cores"}
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--hpf-openmp", default=os.path.join(ROOT, "build-openmp", "benchmarks", "hpf_bench_train_throughput"),
-                   help="hpf_bench_train_throughput built against Kokkos OpenMP (default: build-openmp/benchmarks/...)")
-    p.add_argument("--hpf-serial", default=os.path.join(ROOT, "build", "benchmarks", "hpf_bench_train_throughput"),
-                   help="hpf_bench_train_throughput built against Kokkos Serial (default: build/benchmarks/...)")
+    h.add_train_binary_options(p, ROOT)
     p.add_argument("--hpf-parallel", default=os.path.join(ROOT, "build", "benchmarks", "hpf_bench_parallel_throughput"),
                    help="hpf_bench_parallel_throughput, Kokkos Serial (default: build/benchmarks/...)")
     p.add_argument("--python", default="/usr/bin/python3", help="Python with torch (default /usr/bin/python3)")

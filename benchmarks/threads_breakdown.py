@@ -43,10 +43,7 @@ SMALLEST_ROW_MS = 0.1
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--hpf-openmp", default=os.path.join(ROOT, "build-openmp", "benchmarks", "hpf_bench_train_throughput"),
-                   help="hpf_bench_train_throughput built against Kokkos OpenMP (default: build-openmp/benchmarks/...)")
-    p.add_argument("--hpf-serial", default=os.path.join(ROOT, "build", "benchmarks", "hpf_bench_train_throughput"),
-                   help="hpf_bench_train_throughput built against Kokkos Serial (default: build/benchmarks/...)")
+    h.add_train_binary_options(p, ROOT)
     p.add_argument("--models", default="resnet20,resnet56", help="comma-separated subset of " + ",".join(MODELS))
     p.add_argument("--setting", default="haswell", choices=sorted(h.BLAS_SETTINGS),
                    help="OPENBLAS_CORETYPE setting (default haswell, the machines' default)")
