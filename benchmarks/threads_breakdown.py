@@ -7,9 +7,10 @@ processes started together, one per core (Kokkos Serial, half the batch each): t
 x 1 thread without their gradient reduction. Each side trains --profile steps with Kokkos' tool
 callbacks (`hpf_bench_train_throughput --profile`), which give the milliseconds per step of every
 region name (inclusive: a convolution's backward with everything inside it) and of every kernel. The
-table sets 1 x 2's figure against the mean of the two processes', the step first. Rounds alternate
-which side runs first; each figure is the median over rounds. With perfect threading 1 x 2 would take
-what one of the two processes takes: the differences are what the threads lose, region by region.
+table sets 1 x 2's figure against the mean of the two processes', the step first. A round runs both
+sides back to back, which side first alternating; the figures are medians over rounds, the difference
+and ratio the medians of the rounds' own. With perfect threading 1 x 2 would take what one of the two
+processes takes: the differences are what the threads lose, region by region.
 
   cmake --build build-openmp --target hpf_bench_train_throughput
   cmake --build build --target hpf_bench_train_throughput
