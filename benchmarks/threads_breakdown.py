@@ -94,22 +94,15 @@ def commands(args, model):
     return one, two
 
 
-def run(cmd, env):
-    proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} exited with {proc.returncode}:\n{proc.stdout[-2000:]}")
-    return proc.stdout
-
-
 def run_together(jobs):
+    """Starts every job (cmd, (env, overrides)) at once and returns their outputs; exits naming the
+    command when one fails, after all have ended."""
     procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
              for cmd, (env, _) in jobs]
-    outputs = []
-    for (cmd, _), proc in zip(jobs, procs):
-        out, _ = proc.communicate(timeout=900)
+    outputs = [proc.communicate(timeout=900)[0] for proc in procs]
+    for (cmd, _), proc, out in zip(jobs, procs, outputs):
         if proc.returncode != 0:
-            raise RuntimeError(f"{' '.join(cmd)} exited with {proc.returncode}:\n{out[-2000:]}")
-        outputs.append(out)
+            sys.exit(f"threads_breakdown.py: {' '.join(cmd)} exited with {proc.returncode}:\n{out[-2000:]}")
     return outputs
 
 
@@ -124,7 +117,7 @@ def measure(args):
                 busy, _ = h.wait_until_quiet()
                 data[model]["busy"].append(busy)
                 if side == "one":
-                    data[model]["one"].append(parse_profile(run(one_job[0], one_job[1][0])))
+                    data[model]["one"].append(parse_profile(run_together([one_job])[0]))
                 else:
                     a, b = (parse_profile(o) for o in run_together(two_jobs))
                     data[model]["two"].append({k: (a.get(k, 0.0) + b.get(k, 0.0)) / 2 for k in set(a) | set(b)})
@@ -146,21 +139,18 @@ def medians(profiles_one, profiles_two, value):
 
 
 def model_table(profiles_one, profiles_two):
+    """[(name, 1 x 2 ms, processes' ms, difference, ratio)]: the step first, then every region and
+    kernel of at least SMALLEST_ROW_MS on either side, the others summed in a last row."""
     names = set().union(*profiles_one, *profiles_two) - {STEP}
     typical = {n: max(medians(profiles_one, profiles_two, lambda p: p.get(n))[:2], key=lambda v: v or 0) or 0
                for n in names}
     small = {n for n in names if typical[n] < SMALLEST_ROW_MS}
-
-    def row(name, value):
-        one, two, diff, ratio = medians(profiles_one, profiles_two, value)
-        return [name, h.fmt(one, 2), h.fmt(two, 2), "-" if diff is None else f"{diff:+.2f}",
-                "-" if ratio is None else f"{ratio:.3f}"]
-
-    rows = [row("**whole step**", lambda p: p.get(STEP))]
-    rows += [row(n, lambda p, n=n: p.get(n)) for n in sorted(names - small, key=lambda n: -typical[n])]
-    rows.append(row(f"other regions and kernels (each under {SMALLEST_ROW_MS} ms)",
-                    lambda p: sum(p.get(n, 0.0) for n in small)))
-    return rows, medians(profiles_one, profiles_two, lambda p: p.get(STEP))
+    rows = [("**whole step**", *medians(profiles_one, profiles_two, lambda p: p.get(STEP)))]
+    rows += [(n, *medians(profiles_one, profiles_two, lambda p, n=n: p.get(n)))
+             for n in sorted(names - small, key=lambda n: -typical[n])]
+    rows.append((f"other regions and kernels (each under {SMALLEST_ROW_MS} ms)",
+                 *medians(profiles_one, profiles_two, lambda p: sum(p.get(n, 0.0) for n in small))))
+    return rows
 
 
 def report(args, data):
@@ -178,7 +168,8 @@ def report(args, data):
                "`weight_gradient_lanes` is the convolution's weight gradient run as one single-threaded oneDNN "
                "computation per thread (a single thread runs it inline, so the processes have no such kernel).")
     for model in args.models:
-        rows, (_, _, diff, ratio) = model_table(data[model]["one"], data[model]["two"])
+        rows = model_table(data[model]["one"], data[model]["two"])
+        _, _, _, diff, ratio = rows[0]
         batch = MODELS[model][0]
         steps = [(a.get(STEP), b.get(STEP)) for a, b in zip(data[model]["one"], data[model]["two"])]
         ratios = sorted(a / b for a, b in steps if a and b)
@@ -187,15 +178,16 @@ def report(args, data):
             f"(medians of the rounds' differences and ratios; the rounds' ratios ranged from {ratios[0]:.3f} to "
             f"{ratios[-1]:.3f}, the processes' steps from {h.fmt(min(b for _, b in steps if b), 1)} to "
             f"{h.fmt(max(b for _, b in steps if b), 1)} ms)")
-        big = [r for r in rows[1:] if r[2] != "-" and float(r[2].replace(",", "")) >= 1.0 and r[4] != "-"]
+        big = [r[4] for r in rows[1:] if r[2] is not None and r[2] >= 1.0 and r[4] is not None]
         spread = "" if not big else (
             f" The {len(big)} regions and kernels of at least 1 ms per step take between "
-            f"{100 * (min(float(r[4]) for r in big) - 1):+.0f} % and {100 * (max(float(r[4]) for r in big) - 1):+.0f} % "
-            "with the threads.")
+            f"{100 * (min(big) - 1):+.0f} % and {100 * (max(big) - 1):+.0f} % with the threads.")
+        table = [[name, h.fmt(one, 2), h.fmt(two, 2), "-" if d is None else f"{d:+.2f}", "-" if r is None else f"{r:.3f}"]
+                 for name, one, two, d, r in rows]
         out += ["", f"**{model}**, batch {batch} (the processes {batch // 2} each){loss}; machine busy before the runs "
                     f"at most {100 * max(data[model]['busy']):.0f} %.{spread}", "",
                 h.markdown_table(["region or kernel", "1 x 2 ms/step", "2 processes ms/step (mean)", "difference ms",
-                                  "ratio"], rows, "lrrrr")]
+                                  "ratio"], table, "lrrrr")]
     out += ["", "Commands (run from the repository root; the runner launches exactly these, resnet56 shown, the two "
                 "single-thread processes at once):", "", "```sh", "/usr/bin/python3 benchmarks/threads_breakdown.py"]
     (one_cmd, (_, one_over)), two_jobs = commands(args, args.models[-1])
