@@ -306,10 +306,10 @@ def load_average():
 def add_train_binary_options(parser, root):
     """--hpf-openmp and --hpf-serial: hpf_bench_train_throughput built against Kokkos OpenMP (in
     build-openmp) and against Kokkos Serial (in build), for the runners that compare threads."""
-    parser.add_argument("--hpf-openmp", default=os.path.join(root, "build-openmp", "benchmarks", "hpf_bench_train_throughput"),
-                        help="hpf_bench_train_throughput built against Kokkos OpenMP (default: build-openmp/benchmarks/...)")
-    parser.add_argument("--hpf-serial", default=os.path.join(root, "build", "benchmarks", "hpf_bench_train_throughput"),
-                        help="hpf_bench_train_throughput built against Kokkos Serial (default: build/benchmarks/...)")
+    for option, folder, space in (("--hpf-openmp", "build-openmp", "OpenMP"), ("--hpf-serial", "build", "Serial")):
+        parser.add_argument(option, default=os.path.join(root, folder, "benchmarks", "hpf_bench_train_throughput"),
+                            help=f"hpf_bench_train_throughput built against Kokkos {space} "
+                                 f"(default: {folder}/benchmarks/...)")
 
 
 def add_results_options(parser, default_path):

@@ -163,10 +163,11 @@ def report(args, data):
                "inclusive (a region's row holds the regions and kernels inside it, so rows do not add up), kernels "
                "marked (kernel) on their own. The two processes' figure is their mean; a round runs both sides back to "
                f"back, which side first alternating; the ms columns are medians over {args.rounds} rounds, the "
-               "difference and ratio the medians of the rounds' own (the host drifts between rounds). With perfect threading the 2 threads would take what one "
-               "of the processes takes: the difference column is what the threads lose, region by region. "
-               "`weight_gradient_lanes` is the convolution's weight gradient run as one single-threaded oneDNN "
-               "computation per thread (a single thread runs it inline, so the processes have no such kernel).")
+               "difference and ratio the medians of the rounds' own (the host drifts between rounds). With perfect "
+               "threading the 2 threads would take what one of the processes takes: the difference column is what "
+               "the threads lose, region by region. `weight_gradient_lanes` is the convolution's weight gradient "
+               "run as one single-threaded oneDNN computation per thread (a single thread runs it inline, so the "
+               "processes have no such kernel).")
     for model in args.models:
         rows = model_table(data[model]["one"], data[model]["two"])
         _, _, _, diff, ratio = rows[0]
@@ -182,8 +183,8 @@ def report(args, data):
         spread = "" if not big else (
             f" The {len(big)} regions and kernels of at least 1 ms per step take between "
             f"{100 * (min(big) - 1):+.0f} % and {100 * (max(big) - 1):+.0f} % with the threads.")
-        table = [[name, h.fmt(one, 2), h.fmt(two, 2), "-" if d is None else f"{d:+.2f}", "-" if r is None else f"{r:.3f}"]
-                 for name, one, two, d, r in rows]
+        table = [[name, h.fmt(one, 2), h.fmt(two, 2), "-" if d is None else f"{d:+.2f}",
+                  "-" if r is None else f"{r:.3f}"] for name, one, two, d, r in rows]
         out += ["", f"**{model}**, batch {batch} (the processes {batch // 2} each){loss}; machine busy before the runs "
                     f"at most {100 * max(data[model]['busy']):.0f} %.{spread}", "",
                 h.markdown_table(["region or kernel", "1 x 2 ms/step", "2 processes ms/step (mean)", "difference ms",

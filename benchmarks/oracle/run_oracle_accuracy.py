@@ -570,9 +570,10 @@ def judge_cases(cases, rows):
             predicted, measured = [r["pred"]["time_s"] for r in ranked], [r["measured_s"] for r in ranked]
             verdict["tau"], verdict["discordant"] = kendall_tau_b(predicted, measured)
             verdict["pairs"] = len(ranked) * (len(ranked) - 1) // 2
-            verdict["tau_runs"], _ = kendall_tau_b(predicted, measured, lambda i, j: run_order(ranked[i], ranked[j]))
-            verdict["ordered_pairs"] = sum(run_order(ranked[i], ranked[j]) != 0
-                                           for i in range(len(ranked)) for j in range(i + 1, len(ranked)))
+            orders = {(i, j): run_order(ranked[i], ranked[j])
+                      for i in range(len(ranked)) for j in range(i + 1, len(ranked))}
+            verdict["tau_runs"], _ = kendall_tau_b(predicted, measured, lambda i, j: orders[i, j])
+            verdict["ordered_pairs"] = sum(o != 0 for o in orders.values())
         out.append(verdict)
     return out
 
