@@ -27,8 +27,8 @@ concept ClassificationLoss = LossLayer<Bound> && Bound::classifies;
 
 namespace detail {
 /// \brief What every loss implementation shares: no parameters, no workspace, and a tape of
-/// per-sample losses that forward writes and the network reduces once per micro-batch, in
-/// Kokkos' fixed order (reproducible). Derived classes add forward and backward.
+/// per-sample losses that forward writes and the network reduces once per micro-batch, in sample
+/// order. Derived classes add forward and backward.
 template <class T, class Space>
 class PerSampleLoss {
  public:
@@ -40,14 +40,16 @@ class PerSampleLoss {
   void reserve(tape_type& tape, std::size_t capacity) { ensure_capacity(tape.losses, capacity, "hpf::loss::losses"); }
   std::size_t workspace(std::size_t) const { return 0; }
 
-  /// Sum of the per-sample losses of the last forward over n samples (blocks until done).
+  /// Sum of the per-sample losses of the last forward over n samples (blocks until done). Added
+  /// on the host in sample order: the same bits on any backend and thread count (a Kokkos
+  /// reduction's order follows the threads), for a few hundred values at most.
   template <class Context>
   T loss_sum(const Context& ctx, const tape_type& tape, std::size_t n) const {
-    const auto losses = tape.losses;
+    ctx.space.fence();
+    const auto losses = Kokkos::create_mirror_view_and_copy(
+        Kokkos::HostSpace{}, Kokkos::subview(tape.losses, Kokkos::make_pair(std::size_t{0}, n)));
     T total = 0;
-    Kokkos::parallel_reduce(
-        "hpf::loss::loss_sum", Kokkos::RangePolicy<Space>(ctx.space, 0, n),
-        KOKKOS_LAMBDA(const std::size_t j, T& acc) { acc += losses(j); }, total);
+    for (std::size_t j = 0; j < n; ++j) total += losses(j);
     return total;
   }
 };
