@@ -103,6 +103,26 @@ class Network {
     initialize(options);
   }
 
+  /// Selects the constructor that shares another network's parameters.
+  struct SharedParameters {};
+
+  /// \brief A network on `owner`'s parameters, with gradients, buffers (starting as owner's),
+  /// workspace and vendor kernels of its own: a data shard that trains beside others on its own
+  /// thread (StageEngine). It only reads the parameters; whoever owns them updates them.
+  Network(SharedParameters, const Network& owner, Space space = Space{}) : space_(space) {
+    kernels_.convolution = owner.kernels_.convolution;  // not its oneDNN device: streams are per thread
+    ParameterBinder<T, Space> measure(kernels_);
+    layers_.bind(measure);
+    parameters_ = owner.parameters_;
+    gradients_ = Buffer<T, Space>("hpf::gradients", measure.parameter_storage());
+    buffers_ = Buffer<T, Space>("hpf::buffers", measure.buffer_storage());
+    ParameterBinder<T, Space> binder(parameters_, gradients_, buffers_, kernels_);
+    layers_.bind(binder);
+    tensors_ = binder.tensors();
+    Kokkos::deep_copy(space_, buffers_, owner.buffers_);
+    zero_grad();
+  }
+
   Network(const Network&) = delete;  // layers hold views into this network's storage
   Network& operator=(const Network&) = delete;
 

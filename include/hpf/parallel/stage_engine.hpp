@@ -12,6 +12,7 @@
 #include <hpf/parallel/partition.hpp>
 #include <hpf/parallel/schedule.hpp>
 #include <hpf/parallel/step_options.hpp>
+#include <hpf/parallel/thread_groups.hpp>
 #include <hpf/tensor/finite.hpp>
 #include <hpf/tensor/shape.hpp>
 #include <hpf/trace/region.hpp>
@@ -23,6 +24,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -101,13 +103,19 @@ class StageEngine {
         sampler_(train.size(), options.batch, links_.replicas(), options.data_seed),
         program_(stage_program(options.schedule, links_.stages(), links_.stage(), options.micro_batches)) {
     check_datasets(train, test, options);
-    const std::size_t capacity = (sampler_.local_batch() + options.micro_batches - 1) / options.micro_batches;
-    slots_.resize(slots_needed(options.schedule, links_.stages(), links_.stage(), options.micro_batches));
-    for (Slot& slot : slots_) {
-      slot.tape = net_.make_tape(capacity);
-      if constexpr (!last) slot.output_grad = Buffer<T, Space>("hpf::StageEngine::output_grad", StageModel::output_shape::size * capacity);
-      if constexpr (!first) slot.input_grad = Buffer<T, Space>("hpf::StageEngine::input_grad", StageModel::input_shape::size * capacity);
+    if constexpr (requires { links_.shards_side_by_side(); }) {
+      const std::size_t groups = std::min(links_.shards().size(), thread_groups_available<Space>());
+      if (links_.shards_side_by_side() && groups > 1) {
+        // Made on the threads that will run them: oneDNN fits its primitives to the threads of
+        // the caller that makes them.
+        workers_.resize(groups);
+        run_on_thread_groups<Space>(groups, [&](std::size_t w) {
+          workers_[w].net = std::make_unique<network_type>(typename network_type::SharedParameters{}, net_);
+          workers_[w].slots = make_slots(*workers_[w].net);
+        });
+      }
     }
+    if (workers_.empty()) slots_ = make_slots(net_);
   }
 
   std::size_t steps_per_epoch() const { return sampler_.steps_per_epoch(); }
@@ -129,10 +137,17 @@ class StageEngine {
     links_.begin_step();
     const auto shards = links_.shards();
     shard_losses_.assign(shards.size(), 0.0);
-    for (std::size_t k = 0; k < shards.size(); ++k) {
-      const std::vector<std::size_t> piece = sampler_.piece(epoch, step, shards[k]);
-      shard_losses_[k] = run_program(piece, scale);
-      links_.shard_done(k);
+    if (!workers_.empty() && thread_groups_available<Space>() >= workers_.size()) {
+      if constexpr (requires { links_.shards_side_by_side(); }) {  // only these links have workers
+        run_shards_side_by_side(epoch, step, shards, scale);
+      }
+    } else {
+      if (slots_.empty()) slots_ = make_slots(net_);  // shards side by side, but not now (a Kokkos tool)
+      for (std::size_t k = 0; k < shards.size(); ++k) {
+        const std::vector<std::size_t> piece = sampler_.piece(epoch, step, shards[k]);
+        shard_losses_[k] = run_program(piece, scale, net_, slots_, loader_);
+        links_.shard_done(k);
+      }
     }
     links_.finish_gradients();
     for (Slot& slot : slots_) {
@@ -218,7 +233,10 @@ class StageEngine {
   using model_type = typename stage_position<StageModel>::whole_model;
   const StepOptions& options() const { return options_; }
   /// Micro-batches this stage keeps between forward and backward (its activation slots).
-  std::size_t slots() const { return slots_.size(); }
+  std::size_t slots() const { return slot_count_; }
+  /// Data shards trained side by side, one per thread (TrainOptions::shards_side_by_side); 0 when
+  /// they train one after another.
+  std::size_t shard_threads() const { return workers_.size(); }
 
  private:
   struct Slot {
@@ -230,9 +248,48 @@ class StageEngine {
   static int activation_tag(std::uint32_t m) { return static_cast<int>(2 * (m % (1u << 13))); }
   static int gradient_tag(std::uint32_t m) { return activation_tag(m) + 1; }
 
-  /// This stage's program for one shard's piece of the step; returns the piece's loss sum (on
-  /// the last stage), added micro-batch by micro-batch in order.
-  double run_program(const std::vector<std::size_t>& piece, T scale) {
+  /// A data shard's own network (on net_'s parameters), activation slots and loader, when shards
+  /// train side by side.
+  struct ShardWorker {
+    std::unique_ptr<network_type> net;
+    std::vector<Slot> slots;
+    BatchLoader<T, Space> loader;
+  };
+
+  /// Activation slots of `net` for this stage's micro-batches.
+  std::vector<Slot> make_slots(network_type& net) const {
+    std::vector<Slot> slots(slot_count_);
+    for (Slot& slot : slots) {
+      slot.tape = net.make_tape(slot_capacity_);
+      if constexpr (!last) slot.output_grad = Buffer<T, Space>("hpf::StageEngine::output_grad", StageModel::output_shape::size * slot_capacity_);
+      if constexpr (!first) slot.input_grad = Buffer<T, Space>("hpf::StageEngine::input_grad", StageModel::input_shape::size * slot_capacity_);
+    }
+    return slots;
+  }
+
+  /// The shards of a step side by side: worker w trains shards w, w + W, ... on thread w, each
+  /// from zero gradients and replica 0's buffers (net_'s, as every replica starts a step), and
+  /// parks it with the links, which add the shards in their fixed tree afterwards: the bits of
+  /// the shards one after another.
+  void run_shards_side_by_side(std::size_t epoch, std::size_t step, std::span<const std::size_t> shards, T scale) {
+    std::vector<std::vector<std::size_t>> pieces;  // the sampler is not for several threads
+    for (const std::size_t shard : shards) pieces.push_back(sampler_.piece(epoch, step, shard));
+    links_.prepare_shards();
+    run_on_thread_groups<Space>(workers_.size(), [&](std::size_t w) {
+      ShardWorker& worker = workers_[w];
+      for (std::size_t k = w; k < shards.size(); k += workers_.size()) {
+        worker.net->zero_grad();
+        Kokkos::deep_copy(worker.net->buffers(), net_.buffers());
+        shard_losses_[k] = run_program(pieces[k], scale, *worker.net, worker.slots, worker.loader);
+        links_.shard_done(k, worker.net->gradients(), worker.net->buffers());
+      }
+    });
+  }
+
+  /// This stage's program for one shard's piece of the step, on `net` with its `slots`; returns
+  /// the piece's loss sum (on the last stage), added micro-batch by micro-batch in order.
+  double run_program(const std::vector<std::size_t>& piece, T scale, network_type& net, std::vector<Slot>& slots,
+                     BatchLoader<T, Space>& loader) {
     const std::size_t final_backward = last_backward(piece.size());
     double loss_sum = 0;
     for (std::size_t k = 0; k < program_.size(); ++k) {
@@ -240,13 +297,13 @@ class StageEngine {
       const auto [begin, end] = data::split_range(piece.size(), options_.micro_batches, in.micro_batch);
       const std::size_t n = end - begin;
       if (n == 0) continue;  // a short last batch: every stage of this replica skips the same ones
-      Slot& slot = slots_[in.micro_batch % slots_.size()];
+      Slot& slot = slots[in.micro_batch % slots.size()];
       const std::span<const std::size_t> samples(piece.data() + begin, n);
       const trace::Tags tags = micro_batch_tags(in.micro_batch);
       switch (in.op) {
         case Op::recv_activation:
           if constexpr (!first) {
-            const auto input = net_.input(slot.tape, n);
+            const auto input = net.input(slot.tape, n);
             const trace::Blocking receiving(trace::Track::receive, "receive activation", with_bytes(tags, input));
             links_.receive_from_previous(input, activation_tag(in.micro_batch));
           }
@@ -255,18 +312,18 @@ class StageEngine {
           trace::wait(slot.activation_sent, "send activation", tags);  // its buffer is about to be rewritten
           {
             const trace::Span loading(trace::Track::compute, "load", tags);
-            if constexpr (first) loader_.load_inputs(train_, samples, net_, slot.tape);
-            if constexpr (last) loader_.load_targets(train_, samples, net_, slot.tape);
+            if constexpr (first) loader.load_inputs(train_, samples, net, slot.tape);
+            if constexpr (last) loader.load_targets(train_, samples, net, slot.tape);
           }
           {
             const trace::Span computing(trace::Track::compute, "forward", tags);
-            net_.forward(slot.tape, n, Mode::train, progress_sends());
-            if constexpr (last) loss_sum += static_cast<double>(net_.loss_sum(slot.tape));
+            net.forward(slot.tape, n, Mode::train, progress_sends());
+            if constexpr (last) loss_sum += static_cast<double>(net.loss_sum(slot.tape));
           }
           break;
         case Op::send_activation:
           if constexpr (!last) {
-            const auto output = net_.output(slot.tape);
+            const auto output = net.output(slot.tape);
             auto sending = trace::Pending::open(trace::Track::send, "send activation", with_bytes(tags, output));
             slot.activation_sent = links_.send_to_next(output, activation_tag(in.micro_batch));
             slot.activation_sent.trace_until_complete(std::move(sending));
@@ -289,7 +346,7 @@ class StageEngine {
               progress();
             };
           }
-          net_.backward(slot.tape, scale, output_grad(slot, n), input_grad(slot, n), std::move(ready));
+          net.backward(slot.tape, scale, output_grad(slot, n), input_grad(slot, n), std::move(ready));
           break;
         }
         case Op::send_gradient:
@@ -333,15 +390,19 @@ class StageEngine {
         break;
       }
     }
-    for (Slot& slot : slots_) {
-      const std::size_t n = slot.tape.batch;
-      if (!finding.empty() || n == 0) continue;
-      if (count_non_finite(net_.input(slot.tape, n)) > 0) {
-        finding = first ? "the training data hold non-finite values" : "its input from the previous stage is not finite";
-      } else if (const auto layer = net_.first_non_finite_layer(slot.tape, n)) {
-        finding = "layer " + std::to_string(layer->layer) + " (" + layer->kind + ") produced non-finite values from finite inputs";
+    const auto diagnose = [&](network_type& net, std::vector<Slot>& slots) {
+      for (Slot& slot : slots) {
+        const std::size_t n = slot.tape.batch;
+        if (!finding.empty() || n == 0) continue;
+        if (count_non_finite(net.input(slot.tape, n)) > 0) {
+          finding = first ? "the training data hold non-finite values" : "its input from the previous stage is not finite";
+        } else if (const auto layer = net.first_non_finite_layer(slot.tape, n)) {
+          finding = "layer " + std::to_string(layer->layer) + " (" + layer->kind + ") produced non-finite values from finite inputs";
+        }
       }
-    }
+    };
+    diagnose(net_, slots_);
+    for (ShardWorker& worker : workers_) diagnose(*worker.net, worker.slots);
     if (finding.empty() && count_non_finite(net_.gradients()) > 0) {
       const auto& tensors = net_.tensors();
       for (auto info = tensors.rbegin(); info != tensors.rend(); ++info) {  // backward's order
@@ -456,7 +517,10 @@ class StageEngine {
   Links links_;
   data::Sampler sampler_;
   std::vector<Instruction> program_;
-  std::vector<Slot> slots_;
+  std::size_t slot_count_ = slots_needed(options_.schedule, links_.stages(), links_.stage(), options_.micro_batches);
+  std::size_t slot_capacity_ = (sampler_.local_batch() + options_.micro_batches - 1) / options_.micro_batches;
+  std::vector<Slot> slots_;  ///< net_'s (none while shards train side by side)
+  std::vector<ShardWorker> workers_;
   std::vector<double> shard_losses_;
   typename network_type::Tape eval_tapes_[2];
   Buffer<T, Space> buffers_before_;  ///< the buffers at the start of a step (NonFinitePolicy::skip)

@@ -47,8 +47,10 @@ class Recorder {
 };
 
 namespace detail {
-inline Recorder* active_recorder = nullptr;
-inline bool layer_spans = false;
+// Per thread: a recorder is not for several threads, so work that runs beside the thread that
+// activated it (data shards side by side, hpf::run_on_thread_groups) records nothing.
+inline thread_local Recorder* active_recorder = nullptr;
+inline thread_local bool layer_spans = false;
 }  // namespace detail
 
 /// The recorder spans go to, or null when nothing is being traced (always null when tracing is
@@ -63,7 +65,7 @@ inline Recorder* active() noexcept {
 /// Whether layers record a span each (TraceOptions::layers while a window is open).
 inline bool layer_spans() noexcept { return active() != nullptr && detail::layer_spans; }
 
-/// Starts (`recorder`) or stops (null) recording in this process.
+/// Starts (`recorder`) or stops (null) recording on the calling thread.
 inline void activate(Recorder* recorder, bool layers) noexcept {
   detail::active_recorder = recorder;
   detail::layer_spans = recorder != nullptr && layers;

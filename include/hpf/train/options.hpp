@@ -24,6 +24,13 @@ struct TrainOptions : StepOptions {
   /// per replica. One process given a parallel run's replica count visits exactly that run's
   /// samples, in the same pieces, and reproduces its result.
   std::size_t data_shards = 1;
+  /// hpf::Trainer: train the data shards side by side, one per thread of Kokkos OpenMP (3.x),
+  /// each with single-threaded kernels and a network of its own on the shared parameters, instead
+  /// of one after another on all threads. The same bits (the shards are parked and added in the
+  /// ordered reduction's tree; with GradientReduction::allreduce they run one after another), as
+  /// fast as that many ranks with one thread each. Costs a gradient copy and the workspace per
+  /// shard. Other backends, and steps while a Kokkos tool is loaded, run them one after another.
+  bool shards_side_by_side = false;
   /// Stop each epoch after this many steps (0: whole epochs). For smoke runs and benchmarks.
   std::size_t steps_per_epoch = 0;
   /// Evaluate on the test set after each epoch (when one is given).

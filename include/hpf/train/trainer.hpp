@@ -29,7 +29,7 @@ class Trainer {
   using network_type = typename engine_type::network_type;
 
   Trainer(const TrainOptions& options, const data::Dataset& train, const data::Dataset* test = nullptr)
-      : options_(with_environment_trace(options)), engine_({options.data_shards}, options, train, test) {
+      : options_(with_environment_trace(options)), engine_({options.data_shards, options.shards_side_by_side}, options, train, test) {
     options_.trace.check();
     options_.checkpoint.check();
     if (options_.trace.enabled()) trace::check_writable(options_.trace.path);
@@ -46,6 +46,10 @@ class Trainer {
 
   /// Trains for options.epochs, printing progress, evaluating after each epoch.
   TrainReport fit() { return run_epochs(engine_, options_); }
+
+  /// Data shards training side by side, one per thread (TrainOptions::shards_side_by_side); 0
+  /// when they train one after another.
+  std::size_t shard_threads() const { return engine_.shard_threads(); }
 
   network_type& network() { return engine_.network(); }
   const Optimizer<T, Space>& optimizer() const { return engine_.optimizer(); }
