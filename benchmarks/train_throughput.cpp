@@ -5,6 +5,7 @@
 //   hpf_bench_train_throughput --model resnet20 --steps 5 --warmup 2 --repeats 3
 //   hpf_bench_train_throughput --model cnn --profile 20      # ms/step per kernel and region
 //   hpf_bench_train_throughput --sgemm                       # single-core SGEMM of the same BLAS
+//   hpf_bench_train_throughput --model resnet20 --shards 2 --side-by-side  # one shard per thread
 //
 // images/s is the best of `repeats` timed blocks of `steps` steps after `warmup` steps. Peak RSS
 // is getrusage's ru_maxrss of this process (one model per process); base_rss_mib is the RSS with
@@ -47,8 +48,8 @@ using namespace hpf_bench;
 
 struct Settings {
   std::string model = "mlp";
-  std::size_t batch = 0, steps = 0, warmup = 0, repeats = 0, profile_steps = 0;
-  bool sgemm = false, profile_layers = false;
+  std::size_t batch = 0, steps = 0, warmup = 0, repeats = 0, profile_steps = 0, shards = 1;
+  bool sgemm = false, profile_layers = false, side_by_side = false;
   std::uint64_t seed = 0;
 };
 
@@ -56,13 +57,17 @@ struct Settings {
   std::fprintf(stderr,
                "%s%susage: hpf_bench_train_throughput [--model mlp|cnn|resnet20|resnet56] [--batch B] [--steps N]\n"
                "                                  [--warmup W] [--repeats R] [--profile P [--profile-layers]] [--seed S]\n"
+               "                                  [--shards K [--side-by-side]]\n"
                "       hpf_bench_train_throughput --sgemm [--repeats R]\n"
                "  --batch     images per step (default: mlp 128, others 64)\n"
                "  --steps     steps per timed block (default: mlp 100, cnn 20, resnet20 5, resnet56 3)\n"
                "  --warmup    untimed steps first (default: mlp 20, cnn 5, resnet20 2, resnet56 1)\n"
                "  --repeats   timed blocks; images/s is the best block (default 5; --sgemm: 5)\n"
                "  --profile   then P more steps with Kokkos tool callbacks: ms/step per kernel and region\n"
-               "  --profile-layers  with --profile: also each layer's (region instance's) time, in execution order\n",
+               "  --profile-layers  with --profile: also each layer's (region instance's) time, in execution order\n"
+               "  --shards    data shards per step (TrainOptions::data_shards; default 1): the batch in K pieces\n"
+               "              as K ranks would train it, BatchNorm statistics per piece\n"
+               "  --side-by-side  with --shards: the shards side by side, one per OpenMP thread\n",
                problem.c_str(), problem.empty() ? "" : "\n");
   std::exit(problem.empty() ? 0 : 2);
 }
@@ -79,8 +84,8 @@ Settings parse(int argc, char** argv) {
     const std::string flag = argv[i];
     if (flag.rfind("--kokkos-", 0) == 0) continue;  // Kokkos' own (it reads them at initialisation)
     if (flag == "--help" || flag == "-h") usage("");
-    if (flag == "--sgemm" || flag == "--profile-layers") {
-      (flag == "--sgemm" ? s.sgemm : s.profile_layers) = true;
+    if (flag == "--sgemm" || flag == "--profile-layers" || flag == "--side-by-side") {
+      (flag == "--sgemm" ? s.sgemm : flag == "--side-by-side" ? s.side_by_side : s.profile_layers) = true;
       continue;
     }
     if (i + 1 >= argc) usage(flag + " needs a value");
@@ -103,10 +108,14 @@ Settings parse(int argc, char** argv) {
       s.profile_steps = to_size(flag, value);
     } else if (flag == "--seed") {
       s.seed = to_size(flag, value);
+    } else if (flag == "--shards") {
+      s.shards = to_size(flag, value);
+      if (s.shards == 0) usage("--shards must be at least 1");
     } else {
       usage("unknown option " + flag);
     }
   }
+  if (s.side_by_side && s.shards < 2) usage("--side-by-side needs --shards of at least 2");
   return s;
 }
 
@@ -320,6 +329,8 @@ template <class Model>
 int run_model(const Settings& s) {
   ModelSetup m = setup_for(s.model, s.seed);
   if (s.batch) m.options.batch = s.batch;
+  m.options.data_shards = s.shards;
+  m.options.shards_side_by_side = s.side_by_side;
   const std::size_t steps = s.steps ? s.steps : m.steps;
   const std::size_t warmup = s.warmup ? s.warmup : m.warmup;
   const std::size_t repeats = s.repeats ? s.repeats : 5;
@@ -364,12 +375,12 @@ int run_model(const Settings& s) {
       "RESULT framework=hpf model=%s batch=%zu steps=%zu warmup=%zu repeats=%zu images_per_s=%.2f "
       "ms_per_step=%.4f gflop_per_step=%.5f gflops=%.2f peak_rss_mib=%.1f base_rss_mib=%.1f train_peak_rss_mib=%.1f "
       "blas=%s blas_lib=%s blas_threads=%d blas_threading=%s kokkos_space=%s kokkos_concurrency=%d loss_first=%.5f "
-      "loss_last=%.5f block_images_per_s=%s onednn_isa=%s\n",
+      "loss_last=%.5f block_images_per_s=%s onednn_isa=%s shards=%zu shard_threads=%zu\n",
       s.model.c_str(), m.options.batch, steps, warmup, repeats, best_rate,
       1e3 * static_cast<double>(m.options.batch) / best_rate, gflop_per_step, best_rate * gflop_per_image,
       memory.process_peak(), memory.base, memory.train_peak(), blas_token().c_str(), blas_library().c_str(),
       blas_threads(), hpf::system::blas_threading().c_str(), Kokkos::DefaultExecutionSpace::name(), Kokkos::DefaultExecutionSpace().concurrency(), first_loss,
-      last_loss, blocks.str().c_str(), onednn_isa().c_str());
+      last_loss, blocks.str().c_str(), onednn_isa().c_str(), s.shards, trainer.shard_threads());
   std::fflush(stdout);
 
   if (s.profile_steps > 0) {
