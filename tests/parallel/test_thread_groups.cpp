@@ -10,12 +10,12 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <mutex>
 #include <set>
 #include <stdexcept>
-#include <string>
 #include <thread>
 #include <vector>
 
@@ -74,7 +74,6 @@ TEST_CASE("run_on_thread_groups: more groups than threads run one after another;
 
 namespace {
 
-template <class Model>
 struct Run {
   std::vector<double> losses;
   std::vector<float> parameters, buffers;
@@ -84,12 +83,12 @@ struct Run {
 /// Trains `steps` steps (whole epochs and a partial last batch) and keeps every loss, parameter
 /// and buffer.
 template <class Model>
-Run<Model> train(hpf::TrainOptions o, const hpf::data::Dataset& data, bool side_by_side, std::size_t epochs) {
+Run train(hpf::TrainOptions o, const hpf::data::Dataset& data, bool side_by_side, std::size_t epochs) {
   o.shards_side_by_side = side_by_side;
   o.evaluate = false;
   o.log = nullptr;
   hpf::Trainer<Model, float> trainer(o, data);
-  Run<Model> run;
+  Run run;
   run.shard_threads = trainer.shard_threads();
   for (std::size_t e = 0; e < epochs; ++e)
     for (std::size_t s = 0; s < trainer.steps_per_epoch(); ++s) run.losses.push_back(trainer.step(e, s).loss_sum);
@@ -110,7 +109,7 @@ std::size_t differing_bits(const std::vector<V>& a, const std::vector<V>& b) {
 
 /// Trains the shards one after another and side by side on `threads` threads; returns the latter.
 template <class Model>
-Run<Model> check_side_by_side(const hpf::TrainOptions& o, const hpf::data::Dataset& data, std::size_t epochs,
+Run check_side_by_side(const hpf::TrainOptions& o, const hpf::data::Dataset& data, std::size_t epochs,
                               std::size_t threads) {
   const auto one_after_another = train<Model>(o, data, false, epochs);
   const auto side_by_side = train<Model>(o, data, true, epochs);
