@@ -39,8 +39,10 @@ MODELS = {
     "resnet56": ("ResNet-56 (option A), batch 64, synthetic 3x32x32", 64, 3, 1, 3),
 }
 SECTION = "two-cores"
-# hpf's settings of one rank with 2 threads; the fastest is compared with 2 ranks and with PyTorch.
-ONE_RANK_TWO_THREADS = ("hpf 1x2", "hpf 1x2 passive", "hpf 1x2 shards")
+# hpf's settings of one rank with 2 threads, and how the ratios name them: the fastest is compared
+# with 2 ranks and with PyTorch.
+ONE_RANK_TWO_THREADS = {"hpf 1x2": "kernels on 2 threads", "hpf 1x2 passive": "passive wait",
+                        "hpf 1x2 shards": "shards side by side"}
 # Thread placement of the 2-thread hpf process and of the 2 ranks (README, "Ranks x threads").
 PLACEMENT = {"OMP_PROC_BIND": "close", "OMP_PLACES": "cores"}
 
@@ -164,7 +166,7 @@ def report(args, data):
         quiet = sum(h.quiet_count(runs[n], args.quiet) for n in names)
         total = sum(len(runs[n]) for n in names)
         rows.append([model] + [cell(n, "hpf 1x1" if n.startswith("hpf") else "pytorch 1x1") for n in names]
-                    + [f"{r:.2f}x ({SETTING_NAMES[one_rank]})" if r else "-" for r in (threads_vs_ranks, threads_vs_torch)]
+                    + [f"{r:.2f}x ({ONE_RANK_TWO_THREADS[one_rank]})" if r else "-" for r in (threads_vs_ranks, threads_vs_torch)]
                     + [f"**{ratio:.2f}x**" if ratio else "-", f"{quiet} / {total}"])
         memory_rows.append(memory_row(model, runs, torch_best))
     headers = (["model"] + [label for _, label, _, _ in configurations(args, args.models[0])]
@@ -212,7 +214,7 @@ def readme_summary(args, data):
     for m in args.models:
         one_rank = fastest_one_rank(data[m])
         parts.append(f"{m} {ratio(m, one_rank, 'hpf 2x1')} ({ratio(m, one_rank, 'hpf 1x1')}; "
-                     f"{SETTING_NAMES.get(one_rank, '-')})" if one_rank else f"{m} -")
+                     f"{ONE_RANK_TWO_THREADS[one_rank]})" if one_rank else f"{m} -")
     largest = args.models[-1]
     one_rank = fastest_one_rank(data[largest])
     one = h.best(data[largest][one_rank])[1] if one_rank else None
@@ -237,11 +239,6 @@ def memory_row(model, runs, torch_best):
     return [model, h.fmt(one and one.get("peak_rss_mib"), 0),
             f"{sum(ranks):.0f} ({' + '.join(f'{v:.0f}' for v in ranks)})" if ranks else "-",
             h.fmt(torch and torch.get("peak_rss_mib"), 0)]
-
-
-# How the ratios name hpf's settings of 1 rank x 2 threads.
-SETTING_NAMES = {"hpf 1x2": "kernels on 2 threads", "hpf 1x2 passive": "passive wait",
-                 "hpf 1x2 shards": "shards side by side"}
 
 
 def fastest_one_rank(runs):
