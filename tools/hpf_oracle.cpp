@@ -22,6 +22,7 @@
 #include <dlfcn.h>
 #include <poll.h>
 #include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cstdio>
@@ -211,6 +212,8 @@ constexpr int load_ready_fd = 3;
 /// first pass.
 template <class Model>
 [[noreturn]] void load_forever(const Args& a) {
+  // Dies with the calibration that started it, also one killed while this process is paused.
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() == 1) std::_Exit(1);
   hpf::Network<Model, float, Kokkos::DefaultExecutionSpace> net;
   auto tape = net.make_tape(32);
   const std::optional<hpf::data::Dataset> data = samples<Model>(a, 32);
@@ -226,7 +229,8 @@ template <class Model>
 }
 
 /// Starts `count` copies of this program running `load` for the model and returns once each has
-/// computed a pass, so that every timed pass runs beside them; stops them on destruction.
+/// computed a pass; pause() and resume() stop and continue them (SIGSTOP, SIGCONT), so that
+/// calibration times passes alone and beside them in turn; kills them on destruction.
 class Load {
  public:
   Load(std::size_t count, const Args& a) {
@@ -265,7 +269,15 @@ class Load {
   Load(const Load&) = delete;
   Load& operator=(const Load&) = delete;
 
+  void pause() const { signal_all(SIGSTOP); }
+  void resume() const { signal_all(SIGCONT); }
+
  private:
+  void signal_all(int signal) const {
+    for (const pid_t pid : pids_) {
+      if (kill(pid, signal) != 0) throw std::runtime_error("a load process of the busy calibration is gone (pid " + std::to_string(pid) + ")");
+    }
+  }
   void stop() {
     for (const pid_t pid : pids_) kill(pid, SIGKILL);
     for (const pid_t pid : pids_) waitpid(pid, nullptr, 0);
@@ -285,16 +297,23 @@ int run(const Args& a) {
     o.samples = data ? &*data : nullptr;
     print_threads();
     const auto start = std::chrono::steady_clock::now();
-    calibrate<Model>(profile, o, [](const std::string& key, const UnitTiming& t) {
-      std::printf("  %-70s fwd %8.3f ms  bwd %8.3f ms at %g samples\n", key.c_str(), t.forward_s.back() * 1e3,
-                  t.backward_s.back() * 1e3, t.batch.back());
-    });
-    const std::size_t slots = profile.cores / std::max<std::size_t>(1, profile.threads_per_rank);
-    if (slots > 1) {  // again with every other core busy with the same model
-      std::printf("  again with %zu more processes running the model (a busy host)\n", slots - 1);
-      Load load(slots - 1, a);
-      calibrate<Model>(profile, o, {}, HostLoad::busy);
+    // Every other core busy with the same model in turn with idle ones: the busy rates.
+    const auto threads = static_cast<std::size_t>(std::max(Kokkos::DefaultExecutionSpace().concurrency(), 1));
+    const std::size_t slots = profile.cores / threads;
+    std::optional<Load> load;
+    if (slots > 1) {
+      std::printf("  alone, and in turn with %zu more processes running the model (a busy host)\n", slots - 1);
+      load.emplace(slots - 1, a);
+      o.set_host_load = [&load](HostLoad l) { l == HostLoad::busy ? load->resume() : load->pause(); };
     }
+    calibrate<Model>(profile, o, [](const std::string& key, const UnitTiming& t) {
+      std::printf("  %-70s fwd %8.3f ms  bwd %8.3f ms at %g samples", key.c_str(), t.forward_s.back() * 1e3,
+                  t.backward_s.back() * 1e3, t.batch.back());
+      if (!t.busy_forward_s.empty())
+        std::printf(" (busy %8.3f, %8.3f ms)", t.busy_forward_s.back() * 1e3, t.busy_backward_s.back() * 1e3);
+      std::printf("\n");
+    });
+    load.reset();
     save_compute(profile, a.profile);
     std::printf("hpf-oracle: calibrated %s on %s samples in %.1f s into %s\n", a.model.c_str(), a.data.c_str(),
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), a.profile.c_str());

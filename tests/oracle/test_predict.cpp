@@ -319,6 +319,35 @@ TEST_CASE("calibration times every size within its time budget, and the first on
   for (const auto& [key, timing] : profile.units) CHECK(timing.batch == std::vector<double>{1});
 }
 
+TEST_CASE("calibration with set_host_load times each size alone and then busy in every round, and stores both") {
+  std::vector<oracle::HostLoad> calls;
+  oracle::CalibrationOptions o{.batches = {1, 2, 4}, .repeats = 2};
+  o.set_host_load = [&](oracle::HostLoad load) { calls.push_back(load); };
+  oracle::MachineProfile profile;
+  oracle::calibrate<Tiny>(profile, o);
+  using L = oracle::HostLoad;
+  // The warm-up round alone; in 2 rounds, each of 3 sizes an untimed pass alone, then timed alone
+  // and busy; the host left alone.
+  std::vector<L> expected{L::alone};
+  for (int size = 0; size < 2 * 3; ++size) {
+    expected.push_back(L::alone);
+    expected.push_back(L::alone);
+    expected.push_back(L::busy);
+  }
+  expected.push_back(L::alone);
+  CHECK(calls == expected);
+  for (const auto& [key, timing] : profile.units) {
+    CHECK(timing.batch == std::vector<double>{1, 2, 4});
+    CHECK(timing.busy_forward_s.size() == 3);
+    CHECK(timing.busy_backward_s.size() == 3);
+    CHECK(std::all_of(timing.busy_forward_s.begin(), timing.busy_forward_s.end(), [](double s) { return s > 0; }));
+  }
+  // Busy rates come from these calls or from a calibration on a host kept busy, not both at once.
+  CHECK_THROWS_WITH_AS(oracle::calibrate<Tiny>(profile, o, {}, oracle::HostLoad::busy),
+                       "hpf::oracle::calibrate: HostLoad::busy and set_host_load: set_host_load times both",
+                       std::invalid_argument);
+}
+
 TEST_CASE("cluster profile: compute scaled by its speed, replicas across nodes reduce over the inter-node link") {
   const auto dir = std::filesystem::temp_directory_path() / ("hpf-oracle-cluster-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);

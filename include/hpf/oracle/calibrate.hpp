@@ -40,6 +40,14 @@ struct CalibrationOptions {
   /// the values: the CNN's max pooling ran 1.3-1.7x slower on uniform random values than on
   /// Fashion-MNIST's images, whose backgrounds are zero. Null: values uniform in [-1, 1).
   const data::Dataset* samples = nullptr;
+  /// Puts the host's other cores to work (HostLoad::busy: running the same model) or to rest
+  /// (HostLoad::alone); hpf-oracle calibrate resumes and pauses load processes of its own. Given,
+  /// every round times each size alone and then busy, one pass right after the other, and both
+  /// rates are stored: their ratio is taken at one moment. Measured minutes apart, alone first and
+  /// then busy, it moved with the host's speed (a virtual machine's drifts 5-8 % in minutes): the
+  /// CNN's busy/alone ratio came out 0.97-1.03 in four calibrations in a row, and one calibration
+  /// put the MLP's at 1.32 where the 2-rank steps measured right after ran at about 1.0.
+  std::function<void(HostLoad)> set_host_load = {};
 };
 
 namespace detail {
@@ -107,7 +115,8 @@ void load_calibration_input(Net& net, typename Net::Tape& tape, const data::Data
 
 /// Per top-level layer of Model: seconds forward and backward at each size of `o.batches`, timed
 /// inside the whole model (each layer reads what the one before it wrote, and backward finds the
-/// activations forward left, as in training), with the scratch its kernels ask for.
+/// activations forward left, as in training), with the scratch its kernels ask for; with
+/// o.set_host_load, on a busy host too (UnitTiming::busy_forward_s, busy_backward_s).
 template <class Model, class T, class Space>
 std::vector<UnitTiming> time_layers(const CalibrationOptions& o) {
   using Net = Network<Model, T, Space>;
@@ -132,29 +141,48 @@ std::vector<UnitTiming> time_layers(const CalibrationOptions& o) {
     return std::pair{outermost_layer_seconds({events.begin(), events.begin() + forward_events}, Model::size),
                      outermost_layer_seconds({events.begin() + forward_events, events.end()}, Model::size)};
   };
+  // The host loads timed: as it is, or alone and busy in turn.
+  const std::vector<HostLoad> loads = o.set_host_load ? std::vector{HostLoad::alone, HostLoad::busy} : std::vector<HostLoad>(1);
+  auto set_load = [&](HostLoad load) {
+    if (o.set_host_load) o.set_host_load(load);
+  };
   // A first round warms every size up (its first pass builds the kernels' plans for it); a size
   // joins while the rounds of the smaller ones fit o.max_seconds. Then each round passes over
   // every size once: a disturbance of the host (seconds, on a shared machine) spoils one pass of
-  // several sizes rather than every pass of one, and the median leaves it out.
+  // several sizes rather than every pass of one, and the median leaves it out. Within a round, a
+  // size's timed passes follow an untimed one of that size, as each micro-batch in training follows
+  // one of its size: a pass right after one of its own size ran 2-2.5 % faster (the CNN's, on the
+  // Xeon), so timed alone right after a pass of another size and busy right after that, busy came
+  // out 2.5 % faster than alone.
   std::vector<std::size_t> sizes;
   double round_seconds = 0;
+  set_load(HostLoad::alone);
   for (const std::size_t n : o.batches) {
-    if (!sizes.empty() && round_seconds * static_cast<double>(o.repeats + 1) > o.max_seconds) break;
+    if (!sizes.empty() && round_seconds * static_cast<double>((loads.size() + 1) * o.repeats + 1) > o.max_seconds) break;
     const auto start = Clock::now();
     pass(n);
     round_seconds += seconds_since(start);
     sizes.push_back(n);
   }
-  std::vector<std::vector<Seconds>> forward(sizes.size(), std::vector<Seconds>(Model::size)), backward = forward;
+  // [load][size][layer]: the passes' seconds.
+  std::vector<std::vector<std::vector<Seconds>>> forward(
+      loads.size(), std::vector<std::vector<Seconds>>(sizes.size(), std::vector<Seconds>(Model::size)));
+  auto backward = forward;
   for (std::size_t r = 0; r < o.repeats; ++r) {
     for (std::size_t i = 0; i < sizes.size(); ++i) {
-      const auto [f, b] = pass(sizes[i]);
-      for (std::size_t u = 0; u < Model::size; ++u) {
-        forward[i][u].push_back(f[u]);
-        backward[i][u].push_back(b[u]);
+      set_load(loads[0]);
+      pass(sizes[i]);  // untimed: a timed pass follows one of its size, as a micro-batch in training does
+      for (std::size_t l = 0; l < loads.size(); ++l) {
+        set_load(loads[l]);
+        const auto [f, b] = pass(sizes[i]);
+        for (std::size_t u = 0; u < Model::size; ++u) {
+          forward[l][i][u].push_back(f[u]);
+          backward[l][i][u].push_back(b[u]);
+        }
       }
     }
   }
+  set_load(HostLoad::alone);
   std::vector<UnitTiming> timings(Model::size);
   using where = hpf::detail::layer_positions<Model>;
   for (std::size_t i = 0; i < sizes.size(); ++i) {
@@ -171,8 +199,12 @@ std::vector<UnitTiming> time_layers(const CalibrationOptions& o) {
     });
     for (std::size_t u = 0; u < Model::size; ++u) {
       timings[u].batch.push_back(static_cast<double>(n));
-      timings[u].forward_s.push_back(median(forward[i][u]));
-      timings[u].backward_s.push_back(median(backward[i][u]));
+      timings[u].forward_s.push_back(median(forward[0][i][u]));
+      timings[u].backward_s.push_back(median(backward[0][i][u]));
+      if (loads.size() > 1) {
+        timings[u].busy_forward_s.push_back(median(forward[1][i][u]));
+        timings[u].busy_backward_s.push_back(median(backward[1][i][u]));
+      }
       timings[u].workspace_elements.push_back(workspace[u]);
       timings[u].scratch_elements.push_back(scratch[u]);
     }
@@ -283,9 +315,10 @@ double load_seconds_per_element(std::size_t size, std::size_t repeats) {
 /// loading per value; adds them to `profile` under each layer's key (its kind and input shape),
 /// replacing what was there: models sharing layers share their timings (PreActResNet-164's
 /// calibrate PreActResNet-1001's blocks).
-/// With HostLoad::busy, the times are stored as those of a busy host (UnitTiming::busy_forward_s):
-/// the caller keeps the host's other cores running the same model meanwhile (hpf-oracle calibrate
-/// starts such load itself), after a calibration alone at the same sizes; sizes and scratch stay.
+/// With options.set_host_load, the times of a busy host are stored too (UnitTiming::busy_forward_s),
+/// timed in turn with those alone. Or, with HostLoad::busy, the times are stored as those of a
+/// busy host: the caller keeps the host's other cores running the same model meanwhile, after a
+/// calibration alone at the same sizes; sizes and scratch stay.
 /// Alone, it also records what the backend allocates for itself (MachineProfile::runtime_bytes):
 /// the first calibration in a fresh process sees it, later ones keep the largest seen.
 template <class Model, class T = float, class Space = Kokkos::DefaultExecutionSpace>
@@ -293,6 +326,8 @@ void calibrate(MachineProfile& profile, const CalibrationOptions& options = {},
                const std::function<void(const std::string&, const UnitTiming&)>& on_unit = {},
                HostLoad load = HostLoad::alone) {
   const bool busy = load != HostLoad::alone;
+  if (busy && options.set_host_load)
+    throw std::invalid_argument("hpf::oracle::calibrate: HostLoad::busy and set_host_load: set_host_load times both");
   using where = hpf::detail::layer_positions<Model>;
   const std::vector<std::string> keys = layer_keys<Model>();
   CalibrationOptions sizes = options;
@@ -305,18 +340,20 @@ void calibrate(MachineProfile& profile, const CalibrationOptions& options = {},
   std::vector<UnitTiming> timings = detail::time_layers<Model, T, Space>(sizes);
   std::map<std::string, UnitTiming> measured;  // layers with one key (one kind and shape) averaged
   std::map<std::string, double> copies;
+  constexpr std::array seconds{&UnitTiming::forward_s, &UnitTiming::backward_s, &UnitTiming::busy_forward_s,
+                               &UnitTiming::busy_backward_s};
   for (std::size_t u = 0; u < Model::size; ++u) {
     UnitTiming& t = timings[u];
     const double n = static_cast<double>(where::copies[u]);  // a Repeat's span covers its copies
-    for (std::size_t i = 0; i < t.batch.size(); ++i) {
-      t.forward_s[i] /= n;
-      t.backward_s[i] /= n;
+    for (const auto member : seconds) {
+      for (double& s : t.*member) s /= n;
     }
     auto [it, added] = measured.try_emplace(keys[u], t);
     if (!added) {
-      for (std::size_t i = 0; i < t.batch.size(); ++i) {
-        it->second.forward_s[i] = (it->second.forward_s[i] * copies[keys[u]] + t.forward_s[i] * n) / (copies[keys[u]] + n);
-        it->second.backward_s[i] = (it->second.backward_s[i] * copies[keys[u]] + t.backward_s[i] * n) / (copies[keys[u]] + n);
+      const double before = copies[keys[u]];
+      for (const auto member : seconds) {
+        std::vector<double>& mean = it->second.*member;
+        for (std::size_t i = 0; i < mean.size(); ++i) mean[i] = (mean[i] * before + (t.*member)[i] * n) / (before + n);
       }
     }
     copies[keys[u]] += n;
