@@ -12,7 +12,7 @@ benchmarks/oracle/results/oracle_LABEL.csv.
   /usr/bin/python3 benchmarks/oracle/run_oracle_accuracy.py                  # everything (~20 min here)
   /usr/bin/python3 benchmarks/oracle/run_oracle_accuracy.py --quick --no-write
   # on another machine (the runner refuses a profile measured elsewhere): its communication, then
-  # its compute calibrated at the start of the run
+  # its compute calibrated before each round of the run (the median kept)
   /usr/bin/python3 benchmarks/comm/run_comm_benchmark.py
   /usr/bin/python3 benchmarks/oracle/run_oracle_accuracy.py --calibrate
   /usr/bin/python3 benchmarks/oracle/run_oracle_accuracy.py --models resnet20 --ranks 2,4 --repeats 1
@@ -53,6 +53,7 @@ import csv
 import json
 import math
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -140,9 +141,10 @@ def parse_args():
     p.add_argument("--repeats", type=int, default=None,
                    help="runs per configuration, round-robin with the others (default 3; --quick 1)")
     p.add_argument("--calibrate", action="store_true",
-                   help="first calibrate the profile's compute part on this host for the measured models "
-                        "(hpf-oracle calibrate, with the runs' BLAS setting and one thread; about 35 s here), and "
-                        "again after measuring, into a copy, to report how far the host drifted meanwhile")
+                   help="calibrate the profile's compute part on this host for the measured models before each "
+                        "of the --repeats rounds (hpf-oracle calibrate, with the runs' BLAS setting and one "
+                        "thread; about 45 s here) and keep the median of the rounds' calibrations, and once more "
+                        "after measuring, into a copy, to report how far the host drifted meanwhile")
     p.add_argument("--mpiexec", default="mpiexec", help="MPI launcher (default: mpiexec on PATH)")
     p.add_argument("--mpiexec-flags", default="--allow-run-as-root --oversubscribe --bind-to none",
                    help="launcher flags before -n (default: %(default)s)")
@@ -235,7 +237,7 @@ def machine_of(description):
 
 
 def calibrate(args):
-    """Calibrates the profile's compute part for every model measured, in the runs' environment
+    """Calibrates args.profile's compute part for every model measured, in the runs' environment
     (BLAS setting, one thread): {model: seconds}."""
     env, overrides = h.bench_env(h.BLAS_SETTINGS[args.setting][0], 1)
     seconds = {}
@@ -343,13 +345,64 @@ def ask_oracle(args, configs):
 
 
 # --- measuring -----------------------------------------------------------------------------------
-def calibrated_copy(args, models, directory):
+def median_calibration(profiles, target):
+    """Writes into `target` (one of `profiles`) the median of the profiles' compute parts, value by
+    value: each unit's seconds at each size, and the optimizer's and loading's per-value seconds.
+    With the host's speed drifting 5-10 % within minutes (this VM), one calibration before a 20-minute
+    run stands for one moment of it; calibrated before each round, the median stands for the run."""
+    loaded = []
+    for path in profiles:
+        with open(path) as f:
+            loaded.append(json.load(f))
+    merged = loaded[profiles.index(target)]
+    computes = [p["compute"] for p in loaded]
+    for key in ("optimizer_s_per_parameter", "load_s_per_element"):
+        merged["compute"][key] = statistics.median_low(c[key] for c in computes)
+    for key, unit in merged["compute"]["units"].items():
+        others = [c["units"].get(key) for c in computes]
+        if any(o is None or o["batch"] != unit["batch"] for o in others):
+            continue  # timed at other sizes in some round: this round's own stays
+        for field in ("forward_s", "backward_s", "busy_forward_s", "busy_backward_s"):
+            if field in unit and all(field in o for o in others):
+                unit[field] = [statistics.median_low(values) for values in zip(*(o[field] for o in others))]
+    text = json.dumps(merged, indent=1)
+    # Lists of numbers on one line each, as hpf-oracle writes them.
+    text = re.sub(r"\[\s+([^\[\]{}]*?)\s+\]", lambda m: "[" + re.sub(r",\s+", ", ", m.group(1)) + "]", text)
+    with open(target, "w") as f:
+        f.write(text + "\n")
+
+
+def calibrate_in_rounds(args, rounds):
+    """rounds() measures, calling its argument before each round: with --calibrate, the compute part
+    calibrated before each round, args.profile getting the median (median_calibration)."""
+    if not args.calibrate:
+        return rounds(lambda r: None)
+    work = tempfile.mkdtemp(prefix="hpf-oracle-rounds.")
+    copies = [args.profile]
+
+    def before_round(r):
+        if r == 0 or r >= args.repeats:
+            return  # round 1 runs on the calibration made before the oracle was asked what to measure
+        copy = calibrated_copy(args, args.models, work, name=f"round{r + 1}.json")
+        copies.append(copy.profile)
+        for model, seconds in copy.seconds.items():
+            args.calibrated.setdefault(model, []).append(seconds)
+
+    try:
+        result = rounds(before_round)
+        median_calibration(copies, args.profile)
+        return result
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def calibrated_copy(args, models, directory, name="profile.json"):
     """A copy of args.profile in `directory` whose compute part for `models` is calibrated afresh
     (args.profile stays as it is), as the arguments oracle_call() takes."""
-    copy = types.SimpleNamespace(oracle=args.oracle, profile=os.path.join(directory, "profile.json"), models=models,
+    copy = types.SimpleNamespace(oracle=args.oracle, profile=os.path.join(directory, name), models=models,
                                  setting=args.setting)
     shutil.copyfile(args.profile, copy.profile)
-    calibrate(copy)
+    copy.seconds = calibrate(copy)
     return copy
 
 
@@ -391,10 +444,11 @@ def quiet_runs(args, rs):
     return [run for run in rs if run.ok and run.foreign_busy < args.quiet]
 
 
-def measure(args, configs):
+def measure(args, configs, before_round=lambda r: None):
     """{config: [Run, ...]} from --repeats rounds over all configurations, then more rounds (up to
     --max-rounds) of those with fewer than --repeats quiet runs; a configuration the benchmark
-    rejects (exit 2, a usage error) is dropped after its first run."""
+    rejects (exit 2, a usage error) is dropped after its first run. before_round(r) runs before
+    round r (from 0)."""
     env, overrides = h.bench_env(h.BLAS_SETTINGS[args.setting][0], 1)
     runs = {c: [] for c in configs}
     rejected = {}
@@ -405,6 +459,7 @@ def measure(args, configs):
                    and (r < args.repeats or len(quiet_runs(args, runs[c])) < args.repeats)]
         if not pending:
             break
+        before_round(r)
         if r >= args.repeats:
             total = done + len(pending)
             h.log(f"round {r + 1}: again, for fewer than {args.repeats} quiet runs: "
@@ -795,10 +850,12 @@ def report(args, rows, verdicts, rejected, overrides, runs, oracle_times):
                f"{profile_text(args.profile)}.")
     calibrated = args.calibrated
     if calibrated:
-        out.append("Its compute part was calibrated by this run, before measuring (`--calibrate`: `hpf-oracle "
-                   "calibrate --model M`, with the runs' BLAS setting and one thread): "
-                   + ", ".join(f"{m} {t:.1f} s" for m, t in calibrated.items())
-                   + f" ({sum(calibrated.values()):.0f} s in all).")
+        rounds = len(next(iter(calibrated.values())))
+        out.append(f"Its compute part was calibrated by this run before each of its {rounds} rounds of measurements, "
+                   "and the profile holds the median of those calibrations, value by value (`--calibrate`: "
+                   "`hpf-oracle calibrate --model M`, with the runs' BLAS setting and one thread); one calibration "
+                   "took " + ", ".join(f"{m} {'/'.join(f'{t:.1f}' for t in ts)} s" for m, ts in calibrated.items())
+                   + f" ({sum(max(ts) for ts in calibrated.values()):.0f} s at most).")
     if args.drift:
         out.append("Calibrated again after the measurements, into a copy (how far the host drifted during the run): "
                    + ", ".join(f"{name(c)} {ms(before, 2)} ms before, {ms(after, 2)} ms after "
@@ -958,7 +1015,7 @@ def main():
     args.oracle_built = time.strftime("%Y-%m-%d %H:%M", time.localtime(os.path.getmtime(args.oracle)))
     args.oracle_shown, args.oracle = args.oracle, snapshot(args.oracle)
     args.load_start = h.load_average()
-    args.calibrated = {}  # {model: seconds} with --calibrate
+    args.calibrated = {}  # {model: [seconds per calibration]} with --calibrate
     args.drift = {}  # with --calibrate: recalibrate()'s
     start = time.monotonic()
     try:
@@ -977,7 +1034,7 @@ def main():
             args.hpf = snapshot(args.hpf)
             h.log(f"machine: {h.machine_description()}")
             if args.calibrate:
-                args.calibrated = calibrate(args)
+                args.calibrated = {model: [seconds] for model, seconds in calibrate(args).items()}
             configs = configurations(args)
             known = set(configs)
             predictions, cases, oracle_times = ask_oracle(args, configs)
@@ -986,11 +1043,13 @@ def main():
                 h.log("measured too, as the oracle recommends them: " + ", ".join(name(c) for c in args.added))
             h.log(f"{len(configs)} configurations x {args.repeats} runs")
             try:
-                runs, rejected, overrides = measure(args, configs)
+                runs, rejected, overrides = calibrate_in_rounds(args, lambda before: measure(args, configs, before))
             finally:
                 shutil.rmtree(os.path.dirname(args.hpf), ignore_errors=True)
             meas = measured_rows(args, runs)
             if args.calibrate:
+                # Asked again from the rounds' median calibration (what to measure came from the first).
+                predictions, cases, oracle_times = ask_oracle(args, list(configs))
                 args.drift = recalibrate(args, configs, predictions)
     finally:
         shutil.rmtree(os.path.dirname(args.oracle), ignore_errors=True)
