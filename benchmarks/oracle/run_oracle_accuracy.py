@@ -347,7 +347,8 @@ def ask_oracle(args, configs):
 # --- measuring -----------------------------------------------------------------------------------
 def median_calibration(profiles, target):
     """Writes into `target` (one of `profiles`) the median of the profiles' compute parts, value by
-    value: each unit's seconds at each size, and the optimizer's and loading's per-value seconds.
+    value (of an even count, the lower middle one: a measured value, not a mean): each unit's
+    seconds at each size, and the optimizer's and loading's per-value seconds.
     With the host's speed drifting 5-10 % within minutes (this VM), one calibration before a 20-minute
     run stands for one moment of it; calibrated before each round, the median stands for the run."""
     loaded = []
