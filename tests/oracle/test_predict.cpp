@@ -342,10 +342,6 @@ TEST_CASE("calibration with set_host_load times each size alone and then busy in
     CHECK(timing.busy_backward_s.size() == 3);
     CHECK(std::all_of(timing.busy_forward_s.begin(), timing.busy_forward_s.end(), [](double s) { return s > 0; }));
   }
-  // Busy rates come from these calls or from a calibration on a host kept busy, not both at once.
-  CHECK_THROWS_WITH_AS(oracle::calibrate<Tiny>(profile, o, {}, oracle::HostLoad::busy),
-                       "hpf::oracle::calibrate: HostLoad::busy and set_host_load: set_host_load times both",
-                       std::invalid_argument);
 }
 
 TEST_CASE("cluster profile: compute scaled by its speed, replicas across nodes reduce over the inter-node link") {

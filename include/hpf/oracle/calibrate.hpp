@@ -22,8 +22,6 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
-#include <limits>
-#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -316,28 +314,16 @@ double load_seconds_per_element(std::size_t size, std::size_t repeats) {
 /// replacing what was there: models sharing layers share their timings (PreActResNet-164's
 /// calibrate PreActResNet-1001's blocks).
 /// With options.set_host_load, the times of a busy host are stored too (UnitTiming::busy_forward_s),
-/// timed in turn with those alone. Or, with HostLoad::busy, the times are stored as those of a
-/// busy host: the caller keeps the host's other cores running the same model meanwhile, after a
-/// calibration alone at the same sizes; sizes and scratch stay.
-/// Alone, it also records what the backend allocates for itself (MachineProfile::runtime_bytes):
-/// the first calibration in a fresh process sees it, later ones keep the largest seen.
+/// timed in turn with those alone.
+/// It also records what the backend allocates for itself (MachineProfile::runtime_bytes): the
+/// first calibration in a fresh process sees it, later ones keep the largest seen.
 template <class Model, class T = float, class Space = Kokkos::DefaultExecutionSpace>
 void calibrate(MachineProfile& profile, const CalibrationOptions& options = {},
-               const std::function<void(const std::string&, const UnitTiming&)>& on_unit = {},
-               HostLoad load = HostLoad::alone) {
-  const bool busy = load != HostLoad::alone;
-  if (busy && options.set_host_load)
-    throw std::invalid_argument("hpf::oracle::calibrate: HostLoad::busy and set_host_load: set_host_load times both");
+               const std::function<void(const std::string&, const UnitTiming&)>& on_unit = {}) {
   using where = hpf::detail::layer_positions<Model>;
   const std::vector<std::string> keys = layer_keys<Model>();
-  CalibrationOptions sizes = options;
-  if (const auto it = profile.units.find(keys.front()); busy && it != profile.units.end()) {
-    sizes.batches.assign(it->second.batch.begin(), it->second.batch.end());  // the sizes timed alone
-    sizes.max_seconds = std::numeric_limits<double>::infinity();
-  }
-  std::optional<detail::BackendAllocations> backend;
-  if (!busy) backend.emplace();
-  std::vector<UnitTiming> timings = detail::time_layers<Model, T, Space>(sizes);
+  const detail::BackendAllocations backend;
+  std::vector<UnitTiming> timings = detail::time_layers<Model, T, Space>(options);
   std::map<std::string, UnitTiming> measured;  // layers with one key (one kind and shape) averaged
   std::map<std::string, double> copies;
   constexpr std::array seconds{&UnitTiming::forward_s, &UnitTiming::backward_s, &UnitTiming::busy_forward_s,
@@ -360,23 +346,14 @@ void calibrate(MachineProfile& profile, const CalibrationOptions& options = {},
   }
   for (auto& [key, t] : measured) {
     if (on_unit) on_unit(key, t);
-    UnitTiming& stored = profile.units[key];
-    if (!busy) {
-      stored = std::move(t);
-    } else if (stored.batch != t.batch) {
-      throw ProfileError("hpf::oracle::calibrate: the loaded calibration of '" + key + "' needs the sizes timed alone");
-    } else {
-      stored.busy_forward_s = std::move(t.forward_s);
-      stored.busy_backward_s = std::move(t.backward_s);
-    }
+    profile.units[key] = std::move(t);
   }
-  if (busy) return;
   profile.optimizer_s_per_parameter = detail::optimizer_seconds_per_parameter<T, Space>(std::size_t{1} << 20, options.repeats);
   profile.load_s_per_element = detail::load_seconds_per_element<T, Space>(std::size_t{1} << 20, options.repeats);
   profile.threads_per_rank = static_cast<std::size_t>(Space().concurrency());
-  if (backend->active()) {
-    profile.runtime_bytes = std::max(profile.runtime_bytes, backend->peak());
-    profile.empty_view_bytes = backend->template empty_view_bytes<T, Space>();
+  if (backend.active()) {
+    profile.runtime_bytes = std::max(profile.runtime_bytes, backend.peak());
+    profile.empty_view_bytes = backend.template empty_view_bytes<T, Space>();
   }
 }
 
