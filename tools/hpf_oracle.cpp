@@ -302,7 +302,8 @@ int run(const Args& a) {
     const std::size_t slots = profile.cores / threads;
     std::optional<Load> load;
     if (slots > 1) {
-      std::printf("  alone, and in turn with %zu more processes running the model (a busy host)\n", slots - 1);
+      std::printf("  alone, and in turn with %zu more process%s running the model (a busy host)\n", slots - 1,
+                  slots == 2 ? "" : "es");
       load.emplace(slots - 1, a);
       o.set_host_load = [&load](HostLoad l) { l == HostLoad::busy ? load->resume() : load->pause(); };
     }
