@@ -1,6 +1,7 @@
 // Work side by side on the threads of Kokkos OpenMP (hpf::run_on_thread_groups), and the data
 // shards of hpf::Trainer trained that way (TrainOptions::shards_side_by_side): bit for bit the
-// shards one after another. Built for Kokkos OpenMP only and run with 2 threads (CMake).
+// shards one after another with the BLAS on one thread. Built for Kokkos OpenMP only and run with
+// 2 threads (CMake).
 #include <hpf/data/synthetic.hpp>
 #include <hpf/parallel/thread_groups.hpp>
 #include <hpf/train/trainer.hpp>
@@ -9,6 +10,8 @@
 #include <doctest/doctest.h>
 
 #include <Kokkos_Core.hpp>
+
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <cmath>
@@ -107,11 +110,39 @@ std::size_t differing_bits(const std::vector<V>& a, const std::vector<V>& b) {
   return n;
 }
 
-/// Trains the shards one after another and side by side on `threads` threads; returns the latter.
+/// While alive, OpenBLAS (if it is the BLAS) computes on one thread, as it does for each shard side
+/// by side. hpf's own kernels give the same bits on any number of threads; a BLAS need not:
+/// OpenBLAS 0.3.21's SGEMM on an AMD Zen 5 (family 26) rounds the MLP's products (batch 16 against
+/// 784 or 512 features) differently on 2 threads than on 1, with its Haswell and SkylakeX kernels.
+class OneBlasThread {
+ public:
+  OneBlasThread()
+      : set_(reinterpret_cast<void (*)(int)>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))),
+        get_(reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"))),
+        before_(set_ && get_ ? get_() : 0) {
+    if (before_) set_(1);
+  }
+  ~OneBlasThread() {
+    if (before_) set_(before_);
+  }
+  OneBlasThread(const OneBlasThread&) = delete;
+  OneBlasThread& operator=(const OneBlasThread&) = delete;
+
+ private:
+  void (*set_)(int);
+  int (*get_)();
+  int before_;
+};
+
+/// Trains the shards one after another (the BLAS on one thread, as side by side) and side by side
+/// on `threads` threads; returns the latter.
 template <class Model>
 Run check_side_by_side(const hpf::TrainOptions& o, const hpf::data::Dataset& data, std::size_t epochs,
                               std::size_t threads) {
-  const auto one_after_another = train<Model>(o, data, false, epochs);
+  const auto one_after_another = [&] {
+    const OneBlasThread one;
+    return train<Model>(o, data, false, epochs);
+  }();
   const auto side_by_side = train<Model>(o, data, true, epochs);
   CHECK(one_after_another.shard_threads == 0);
   CHECK(side_by_side.shard_threads == threads);
