@@ -4,14 +4,13 @@
 // 2 threads (CMake).
 #include <hpf/data/synthetic.hpp>
 #include <hpf/parallel/thread_groups.hpp>
+#include <hpf/system/blas.hpp>
 #include <hpf/train/trainer.hpp>
 #include <hpf/zoo/models.hpp>
 
 #include <doctest/doctest.h>
 
 #include <Kokkos_Core.hpp>
-
-#include <dlfcn.h>
 
 #include <algorithm>
 #include <cmath>
@@ -110,28 +109,16 @@ std::size_t differing_bits(const std::vector<V>& a, const std::vector<V>& b) {
   return n;
 }
 
-/// While alive, OpenBLAS (if it is the BLAS) computes on one thread, as it does for each shard side
-/// by side. hpf's own kernels give the same bits on any number of threads; a BLAS need not:
-/// OpenBLAS 0.3.21's SGEMM on an AMD Zen 5 (family 26) rounds the MLP's products (batch 16 against
-/// 784 or 512 features) differently on 2 threads than on 1, with its Haswell and SkylakeX kernels.
-class OneBlasThread {
- public:
-  OneBlasThread()
-      : set_(reinterpret_cast<void (*)(int)>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))),
-        get_(reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"))),
-        before_(set_ && get_ ? get_() : 0) {
-    if (before_) set_(1);
-  }
-  ~OneBlasThread() {
-    if (before_) set_(before_);
-  }
+/// While alive, the BLAS computes on one thread, as it does for each shard side by side (unless
+/// OPENBLAS_NUM_THREADS says otherwise). hpf's own kernels give the same bits on any number of
+/// threads; a BLAS need not: OpenBLAS 0.3.21's SGEMM on an AMD Zen 5 (family 26) rounds the MLP's
+/// products (batch 16 against 784 or 512 features) differently on 2 threads than on 1, with its
+/// Haswell and SkylakeX kernels.
+struct OneBlasThread {
+  OneBlasThread() { hpf::system::match_library_threads(1); }
+  ~OneBlasThread() { hpf::system::match_library_threads(Space().concurrency()); }
   OneBlasThread(const OneBlasThread&) = delete;
   OneBlasThread& operator=(const OneBlasThread&) = delete;
-
- private:
-  void (*set_)(int);
-  int (*get_)();
-  int before_;
 };
 
 /// Trains the shards one after another (the BLAS on one thread, as side by side) and side by side
