@@ -92,14 +92,7 @@ class Network {
 
   explicit Network(const NetworkOptions& options = {}, Space space = Space{}) : space_(space) {
     kernels_.convolution = options.convolution;
-    ParameterBinder<T, Space> measure(kernels_);
-    layers_.bind(measure);
-    parameters_ = Buffer<T, Space>("hpf::parameters", measure.parameter_storage());
-    gradients_ = Buffer<T, Space>("hpf::gradients", measure.parameter_storage());
-    buffers_ = Buffer<T, Space>("hpf::buffers", measure.buffer_storage());
-    ParameterBinder<T, Space> binder(parameters_, gradients_, buffers_, kernels_);
-    layers_.bind(binder);
-    tensors_ = binder.tensors();
+    bind_layers(nullptr);
     initialize(options);
   }
 
@@ -111,14 +104,7 @@ class Network {
   /// thread (StageEngine). It only reads the parameters; whoever owns them updates them.
   Network(SharedParameters, const Network& owner, Space space = Space{}) : space_(space) {
     kernels_.convolution = owner.kernels_.convolution;  // not its oneDNN device: streams are per thread
-    ParameterBinder<T, Space> measure(kernels_);
-    layers_.bind(measure);
-    parameters_ = owner.parameters_;
-    gradients_ = Buffer<T, Space>("hpf::gradients", measure.parameter_storage());
-    buffers_ = Buffer<T, Space>("hpf::buffers", measure.buffer_storage());
-    ParameterBinder<T, Space> binder(parameters_, gradients_, buffers_, kernels_);
-    layers_.bind(binder);
-    tensors_ = binder.tensors();
+    bind_layers(&owner.parameters_);
     Kokkos::deep_copy(space_, buffers_, owner.buffers_);
     zero_grad();
   }
@@ -278,6 +264,19 @@ class Network {
   Space space() const { return space_; }
 
  private:
+  /// Measures the storage the layers ask for, makes it (the parameters: `shared` when given) and
+  /// binds the layers to it.
+  void bind_layers(const Buffer<T, Space>* shared) {
+    ParameterBinder<T, Space> measure(kernels_);
+    layers_.bind(measure);
+    parameters_ = shared ? *shared : Buffer<T, Space>("hpf::parameters", measure.parameter_storage());
+    gradients_ = Buffer<T, Space>("hpf::gradients", measure.parameter_storage());
+    buffers_ = Buffer<T, Space>("hpf::buffers", measure.buffer_storage());
+    ParameterBinder<T, Space> binder(parameters_, gradients_, buffers_, kernels_);
+    layers_.bind(binder);
+    tensors_ = binder.tensors();
+  }
+
   Context<T, Space> context(const Tape& tape, Mode mode) const {
     Context<T, Space> ctx;
     ctx.space = space_;
