@@ -84,27 +84,25 @@ class LocalLinks {
   }
   std::string share_from_first(std::string text) const { return text; }
 
-  void begin_step() {}
+  /// Makes room for the shards this step parks (before any finishes, as they may side by side).
+  void begin_step() {
+    if (ordered_) ensure_capacity(shard_gradients_, shard_count_ * gradients_.extent(0), "hpf::LocalLinks::shard_gradients");
+    if (shard_count_ > 1 && buffers_.extent(0) > 0)
+      ensure_capacity(replica0_buffers_, buffers_.extent(0), "hpf::LocalLinks::replica0_buffers");
+  }
   /// Nothing overlaps backward here.
   std::function<void(std::size_t)> gradients_ready() const { return {}; }
 
   /// Shard `k` of shards() has finished its backward passes in the network these links were made
   /// with.
   void shard_done(std::size_t k) {
-    prepare_shards();
     park(k, gradients_, buffers_);
     if (ordered_ && k + 1 < shard_count_) Kokkos::deep_copy(gradients_, T(0));
   }
   /// Shard `k` has finished its backward passes in a network of its own (shards side by side),
-  /// with `gradients` and `buffers`. Safe for different shards at once after prepare_shards().
+  /// with `gradients` and `buffers`. Safe for different shards at once after begin_step().
   void shard_done(std::size_t k, const Buffer<T, Space>& gradients, const Buffer<T, Space>& buffers) {
     park(k, gradients, buffers);
-  }
-  /// Makes room for the parked shards (before shards finish side by side).
-  void prepare_shards() {
-    if (ordered_) ensure_capacity(shard_gradients_, shard_count_ * gradients_.extent(0), "hpf::LocalLinks::shard_gradients");
-    if (shard_count_ > 1 && buffers_.extent(0) > 0)
-      ensure_capacity(replica0_buffers_, buffers_.extent(0), "hpf::LocalLinks::replica0_buffers");
   }
   /// Afterwards gradients hold the sum over shards.
   void finish_gradients() {

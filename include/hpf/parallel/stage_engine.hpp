@@ -274,7 +274,6 @@ class StageEngine {
   void run_shards_side_by_side(std::size_t epoch, std::size_t step, std::span<const std::size_t> shards, T scale) {
     std::vector<std::vector<std::size_t>> pieces;  // the sampler is not for several threads
     for (const std::size_t shard : shards) pieces.push_back(sampler_.piece(epoch, step, shard));
-    links_.prepare_shards();
     run_on_thread_groups<Space>(workers_.size(), [&](std::size_t w) {
       ShardWorker& worker = workers_[w];
       for (std::size_t k = w; k < shards.size(); k += workers_.size()) {
