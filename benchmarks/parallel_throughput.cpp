@@ -386,7 +386,7 @@ void run_stage(const hpf::comm::Communicator& world, const hpf::ProcessGrid& gri
       best_rate * gflop_per_image, rank_peak.c_str(), rank_base.c_str(), rank_train_peak.c_str(), rank_tape.c_str(),
       rank_state.c_str(), rank_workspace.c_str(), rank_views_peak.c_str(), rank_slots.c_str(), rank_busy.c_str(),
       profiled_step_ms, stages == 1 ? "none" : s.cut ? "explicit" : "balanced", rank_stage_gflop.c_str(), rank_stage_flops.c_str(), rank_first_leaf.c_str(),
-      static_cast<std::size_t>(Model::leaves), tool.c_str(), blas_token().c_str(), blas_threads(),
+      static_cast<std::size_t>(Model::leaves), tool.c_str(), blas_token().c_str(), hpf::system::blas_threads(),
       Kokkos::DefaultExecutionSpace::name(), first_loss, last_loss, blocks.str().c_str(), block_ms.str().c_str());
   std::fflush(stdout);
 }

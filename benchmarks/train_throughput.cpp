@@ -379,7 +379,7 @@ int run_model(const Settings& s) {
       s.model.c_str(), m.options.batch, steps, warmup, repeats, best_rate,
       1e3 * static_cast<double>(m.options.batch) / best_rate, gflop_per_step, best_rate * gflop_per_image,
       memory.process_peak(), memory.base, memory.train_peak(), blas_token().c_str(), blas_library().c_str(),
-      blas_threads(), hpf::system::blas_threading().c_str(), Kokkos::DefaultExecutionSpace::name(), Kokkos::DefaultExecutionSpace().concurrency(), first_loss,
+      hpf::system::blas_threads(), hpf::system::blas_threading().c_str(), Kokkos::DefaultExecutionSpace::name(), Kokkos::DefaultExecutionSpace().concurrency(), first_loss,
       last_loss, blocks.str().c_str(), onednn_isa().c_str(), s.shards, trainer.shard_threads());
   std::fflush(stdout);
 
@@ -429,7 +429,7 @@ int run_sgemm(const Settings& s) {
     }
     std::printf(
         "RESULT framework=hpf mode=sgemm n=%zu gflops=%.2f blas=%s blas_lib=%s blas_threads=%d samples_gflops=%s\n", n,
-        best, blas_token().c_str(), blas_library().c_str(), blas_threads(), all.str().c_str());
+        best, blas_token().c_str(), blas_library().c_str(), hpf::system::blas_threads(), all.str().c_str());
     std::fflush(stdout);
   }
   return 0;

@@ -194,14 +194,12 @@ std::optional<hpf::data::Dataset> samples(const Args& a, std::size_t count) {
 /// hpf calls outside Kokkos (OpenBLAS; oneDNN through OpenMP), which training sizes to it ("-":
 /// the library is not loaded).
 void print_threads() {
-  auto threads = [](const char* symbol) {
-    const auto f = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, symbol));
-    return f ? std::to_string(f()) : std::string("-");
-  };
+  const int blas = hpf::system::blas_threads();
+  const auto openmp = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
   const std::string kernels = hpf::system::blas_kernels();
   std::printf("  threads: Kokkos %s %d, OpenBLAS %s (%s kernels), OpenMP %s\n", Kokkos::DefaultHostExecutionSpace::name(),
-              Kokkos::DefaultHostExecutionSpace().concurrency(), threads("openblas_get_num_threads").c_str(),
-              kernels.empty() ? "-" : kernels.c_str(), threads("omp_get_max_threads").c_str());
+              Kokkos::DefaultHostExecutionSpace().concurrency(), blas < 0 ? "-" : std::to_string(blas).c_str(),
+              kernels.empty() ? "-" : kernels.c_str(), openmp ? std::to_string(openmp()).c_str() : "-");
 }
 
 /// File descriptor on which a load process tells the calibration that it computes.

@@ -11,7 +11,6 @@
 #include <dnnl.hpp>
 #endif
 
-#include <dlfcn.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -56,12 +55,6 @@ struct MemoryMarks {
   double train_peak() const { return reset ? status_mib("VmHWM") : peak_rss_mib(); }
   double process_peak() const { return std::max(peak_before, std::max(train_peak(), peak_rss_mib())); }
 };
-
-inline int blas_threads() {
-  using get_fn = int (*)();
-  auto f = reinterpret_cast<get_fn>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
-  return f ? f() : -1;
-}
 
 /// The OpenBLAS kernel family (`SkylakeX`, or `Haswell_(hpf_replaced_Prescott)`), spaces removed
 /// (RESULT values hold no spaces).

@@ -105,6 +105,13 @@ inline std::string blas_threading() {
   }
 }
 
+/// The threads the loaded OpenBLAS runs a call on, or -1 when the BLAS is not OpenBLAS.
+inline int blas_threads() {
+  using threads_fn = int (*)();
+  auto f = reinterpret_cast<threads_fn>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
+  return f ? f() : -1;
+}
+
 /// The OpenBLAS kernel family in use ("Haswell", "SkylakeX (hpf replaced Prescott)"), or "" when
 /// the BLAS is not OpenBLAS.
 inline std::string blas_kernels() {
