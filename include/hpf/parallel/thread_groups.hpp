@@ -44,6 +44,13 @@ std::size_t thread_groups_available() {
 /// there, and BLAS calls (both see a nested parallel region). Group 0 runs on the calling thread.
 /// An exception thrown by a group's work is rethrown here after every group finished (the first
 /// by group).
+///
+/// What it costs: every parallel region a group's work opens is nested, and a nested one-thread
+/// team costs libgomp two futex wake-ups where a process of its own pays one at top level (2.5
+/// against 1.2 us a region on the 2-vCPU VMs of benchmarks/RESULTS.md). oneDNN 2.6's Winograd
+/// kernels open three regions per call, about 2,000 per step for a ResNet-56 shard of 32 images,
+/// and Kokkos about 215: some 3 ms of a 166 ms step, about what 2 shards side by side lose there
+/// against 2 single-thread ranks.
 template <class Space, class Work>
 void run_on_thread_groups(std::size_t groups, const Work& work) {
   std::vector<std::exception_ptr> failed(groups);
