@@ -286,7 +286,8 @@ void check(const hpf::TrainOptions& o, std::size_t stages, std::size_t replicas)
 template <class Model, class Partition, std::size_t StageIndex>
 void run_stage(const hpf::comm::Communicator& world, const hpf::ProcessGrid& grid, const Settings& s,
                const hpf::TrainOptions& o) {
-  using Engine = hpf::detail::fit_engine_t<Model, Partition, StageIndex, float, Kokkos::DefaultExecutionSpace>;
+  using StageModel = hpf::detail::fit_stage_t<Model, Partition, StageIndex>;
+  using Links = hpf::MpiLinks<float, Kokkos::DefaultExecutionSpace>;
   constexpr std::size_t stages = hpf::stage_count_v<Model, Partition>;
   const bool mlp = s.model == "mlp", fashion = mlp || s.model == "cnn";
   const std::size_t steps = s.steps ? s.steps : (mlp ? 100 : fashion ? 20 : s.model == "resnet20" ? 5 : 3);
@@ -303,10 +304,10 @@ void run_stage(const hpf::comm::Communicator& world, const hpf::ProcessGrid& gri
   world.barrier();
   const MemoryMarks memory;
   views::install(true);
-  Engine engine(grid, o, data.train, nullptr);
+  auto engine = hpf::make_stage_engine<StageModel, float, Kokkos::DefaultExecutionSpace, Links>(grid, o, data.train, nullptr);
   // HPF_TRACE=FILE (HPF_TRACE_STEPS, HPF_TRACE_LAYERS): the timeline of the steps asked for,
   // counted from the first step; off, it costs what tracing compiled in but unused costs.
-  hpf::Timeline<typename Engine::links_type> timeline(hpf::trace::TraceOptions::from_environment(), o, engine.links());
+  hpf::Timeline<Links> timeline(hpf::trace::TraceOptions::from_environment(), o, engine.links());
   // Full global batches only (Fashion-MNIST's last partial batch is skipped), cycled over epochs.
   const std::size_t full_steps = std::max<std::size_t>(1, data.train.size() / o.batch);
   std::size_t next = 0;
@@ -351,7 +352,6 @@ void run_stage(const hpf::comm::Communicator& world, const hpf::ProcessGrid& gri
   }
   timeline.finish();
 
-  using StageModel = typename Engine::network_type::model_type;
   const double stage_gflop = 6.0 * static_cast<double>(StageModel::cost.macs) * 1e-9;  // per sample
   const std::string rank_peak = gather(world, memory.process_peak());
   const std::string rank_base = gather(world, memory.base);

@@ -46,6 +46,30 @@ struct NetworkOptions {
 /// Training (batch statistics, running statistics updated) or evaluation.
 enum class Mode { train, eval };
 
+/// The last layer of a model: its loss, if it ends with one.
+template <class Model>
+using model_loss_layer_t = at_t<typename Model::bound_layers, size_v<typename Model::bound_layers> - 1>;
+/// Whether a model ends with a loss against class labels.
+template <class Model>
+inline constexpr bool model_classifies_v = ClassificationLoss<model_loss_layer_t<Model>>;
+/// Real targets per sample of a model ending with a regression loss (0 otherwise).
+template <class Model>
+inline constexpr std::size_t model_target_size_v = [] {
+  using Loss = model_loss_layer_t<Model>;
+  if constexpr (LossLayer<Loss> && !ClassificationLoss<Loss>) {
+    return Loss::target_size;
+  } else {
+    return std::size_t{0};
+  }
+}();
+
+/// A layer whose output held a value that is not finite: its index and kind
+/// (Network::first_non_finite_layer).
+struct NonFiniteLayer {
+  std::size_t layer = 0;
+  std::string kind;
+};
+
 /// \brief A model instantiated for scalar T on execution space Space: parameters, gradients and
 /// buffers in three flat arrays of Space's memory, and the layers' kernels.
 ///
@@ -68,17 +92,11 @@ class Network {
   using layers_type = typename Model::bound::template impl<T, Space>;
   using label_buffer = Kokkos::View<std::int32_t*, memory_space>;
   /// The model's loss layer, if it ends with one.
-  using loss_layer = at_t<typename Model::bound_layers, size_v<typename Model::bound_layers> - 1>;
+  using loss_layer = model_loss_layer_t<Model>;
   /// True when the model ends with a loss against class labels (accuracy is defined); a model
   /// ending with a regression loss reads `target_size` real targets per sample instead.
-  static constexpr bool classifier = ClassificationLoss<loss_layer>;
-  static constexpr std::size_t target_size = [] {
-    if constexpr (LossLayer<loss_layer> && !ClassificationLoss<loss_layer>) {
-      return loss_layer::target_size;
-    } else {
-      return std::size_t{0};
-    }
-  }();
+  static constexpr bool classifier = model_classifies_v<Model>;
+  static constexpr std::size_t target_size = model_target_size_v<Model>;
 
   /// Activations and saved state of one micro-batch between its forward and backward passes.
   struct Tape {
@@ -176,11 +194,6 @@ class Network {
     layers_.forward(ctx, input(tape, n), output(tape), tape.layers);
   }
 
-  /// A layer whose output held a value that is not finite: its index and kind.
-  struct NonFiniteLayer {
-    std::size_t layer = 0;
-    std::string kind;
-  };
   /// Runs forward again on the tape's first n inputs (in training mode: BatchNorm statistics
   /// move) and returns the first layer whose output holds a NaN or infinity, if any. For a
   /// diagnosis on the way to stopping, not for training.

@@ -3,7 +3,8 @@
 #define HPF_PARALLEL_BATCH_LOADER_HPP
 
 #include <hpf/data/dataset.hpp>
-#include <hpf/model/network.hpp>
+#include <hpf/model/any_network.hpp>
+#include <hpf/tensor/views.hpp>
 #include <hpf/trace/region.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -24,18 +25,17 @@ class BatchLoader {
       Kokkos::SpaceAccessibility<Kokkos::HostSpace, memory_space_t<Space>>::accessible;
 
  public:
-  template <class Net>
-  void load_inputs(const data::Dataset& dataset, std::span<const std::size_t> indices, Net& net,
-                   typename Net::Tape& tape) {
+  /// The images of samples `indices` into `input` (a tape's `[C][n][S]` input).
+  void load_inputs(const data::Dataset& dataset, std::span<const std::size_t> indices, const Activation<T, Space>& input) {
     trace::Region region("hpf::BatchLoader::inputs");
-    fill(net.input(tape, indices.size()), staging_, [&](T* out) { dataset.gather(indices, out); });
+    fill(input, staging_, [&](T* out) { dataset.gather(indices, out); });
   }
 
-  /// The targets of samples `indices`: class labels for a classifier, real values otherwise.
-  template <class Net>
-  void load_targets(const data::Dataset& dataset, std::span<const std::size_t> indices, Net& net,
-                    typename Net::Tape& tape) {
-    if constexpr (Net::classifier) {
+  /// The targets of samples `indices` into `net`'s tape: class labels for a classifier, real
+  /// values otherwise.
+  void load_targets(const data::Dataset& dataset, std::span<const std::size_t> indices, const AnyNetwork<T, Space>& net,
+                    const typename AnyNetwork<T, Space>::Tape& tape) {
+    if (net.facts().classifier) {
       fill(net.labels(tape, indices.size()), label_staging_,
            [&](std::int32_t* out) { dataset.gather_labels(indices, out); });
     } else {

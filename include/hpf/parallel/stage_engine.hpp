@@ -6,7 +6,8 @@
 #include <hpf/parallel/batch_loader.hpp>
 #include <hpf/data/dataset.hpp>
 #include <hpf/data/sampler.hpp>
-#include <hpf/layers/loss.hpp>
+#include <hpf/meta/type_name.hpp>
+#include <hpf/model/any_network.hpp>
 #include <hpf/model/network.hpp>
 #include <hpf/optim/optimizer.hpp>
 #include <hpf/parallel/partition.hpp>
@@ -28,6 +29,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -55,25 +57,80 @@ struct Evaluation {
   double accuracy = NAN;
 };
 
-/// Whether a model type is the first and the last stage of its pipeline (a whole model is both),
-/// and whether the whole model ends with a classification loss.
-template <class StageModel>
-struct stage_position {
-  using whole_model = StageModel;
-  static constexpr bool first = true;
-  static constexpr bool last = true;
-  static constexpr bool classifies = ClassificationLoss<at_t<typename StageModel::bound_layers, StageModel::size - 1>>;
-};
-template <class Model, class Partition, std::size_t Index>
-struct stage_position<Stage<Model, Partition, Index>> {
-  using whole_model = Model;
-  static constexpr bool first = Stage<Model, Partition, Index>::is_first;
-  static constexpr bool last = Stage<Model, Partition, Index>::is_last;
-  static constexpr bool classifies = stage_position<Model>::classifies;
+/// Where a network sits in its run: whether it is the first and the last stage of its pipeline
+/// (a whole model is both), and what the whole model is.
+struct StagePosition {
+  bool first = true;
+  bool last = true;
+  bool classifies = false;  ///< the whole model ends with a classification loss
+  std::string model;        ///< type_name of the whole model (checkpoints name it)
 };
 
-/// \brief The one implementation of a training step: stage StageModel of one replica (or the
-/// whole model), talking to the rest of the run through Links.
+template <class StageModel>
+struct whole_model {
+  using type = StageModel;
+};
+template <class Model, class Partition, std::size_t Index>
+struct whole_model<Stage<Model, Partition, Index>> {
+  using type = Model;
+};
+
+/// The StagePosition of a model type: a whole model, or a Stage of one.
+template <class StageModel>
+StagePosition stage_position() {
+  using Model = typename whole_model<StageModel>::type;
+  StagePosition p{.classifies = model_classifies_v<Model>, .model = std::string(type_name<Model>())};
+  if constexpr (!std::is_same_v<Model, StageModel>) {
+    p.first = StageModel::is_first;
+    p.last = StageModel::is_last;
+  }
+  return p;
+}
+
+/// Throws std::invalid_argument unless the data this stage reads fits it: images of the
+/// model's input shape on the first stage, labels below its class count on the last.
+inline void check_stage_dataset(const data::Dataset& d, const char* which, const NetworkFacts& net,
+                                const StagePosition& position) {
+  if (d.size() == 0) return;
+  if (position.first && d.has_images() && (d.sample_size() != net.input_size || d.channels() != net.input_channels)) {
+    throw std::invalid_argument(std::string("hpf: the ") + which + " set's samples are " + d.shape_text() +
+                                " but the model's input is " + net.input_shape);
+  }
+  if (!position.last || !d.has_labels()) return;
+  const std::string set = std::string("hpf: the ") + which + " set";
+  if (net.classifier) {
+    if (d.is_regression()) {
+      throw std::invalid_argument(set + " has real-valued targets but the model ends with a classification loss");
+    }
+    if (d.classes() > net.output_size) {
+      throw std::invalid_argument(set + " has " + std::to_string(d.classes()) + " classes but the model outputs " +
+                                  std::to_string(net.output_size));
+    }
+  } else {
+    if (!d.is_regression()) {
+      throw std::invalid_argument(set + " has class labels but the model ends with a regression loss");
+    }
+    if (d.target_size() != net.target_size) {
+      throw std::invalid_argument(set + " has " + std::to_string(d.target_size()) + " targets per sample but the model predicts " +
+                                  std::to_string(net.target_size));
+    }
+  }
+}
+
+/// Throws std::invalid_argument unless the training set holds at least one global batch and
+/// both sets fit this stage (check_stage_dataset).
+inline void check_stage_datasets(const data::Dataset& train, const data::Dataset* test, const StepOptions& options,
+                                 const NetworkFacts& net, const StagePosition& position) {
+  if (train.size() < options.batch) {
+    throw std::invalid_argument("hpf: the training set has " + std::to_string(train.size()) +
+                                " samples, fewer than one global batch of " + std::to_string(options.batch));
+  }
+  check_stage_dataset(train, "training", net, position);
+  if (test) check_stage_dataset(*test, "test", net, position);
+}
+
+/// \brief The one implementation of a training step: a network of one stage of one replica (or
+/// the whole model), talking to the rest of the run through Links.
 ///
 /// Each step runs the stage's schedule program (forwards, backwards, sends and receives of
 /// micro-batches) for each data shard this process trains on, reduces parameter gradients among
@@ -82,27 +139,29 @@ struct stage_position<Stage<Model, Partition, Index>> {
 /// LocalLinks for hpf::Trainer, which is the 1-stage case standing in for any number of
 /// replicas: the same code runs in both, so one process reproduces any layout bit for bit under
 /// the ordered reduction.
-template <class StageModel, class T, class Space, class Links>
+///
+/// The network comes as an AnyNetwork: the engine is compiled once per scalar type, execution
+/// space and Links, whatever the model and its stages.
+template <class T, class Space, class Links>
 class StageEngine {
  public:
-  using network_type = Network<StageModel, T, Space>;
+  using network_type = AnyNetwork<T, Space>;
   using links_type = Links;
-  static constexpr bool first = stage_position<StageModel>::first;
-  static constexpr bool last = stage_position<StageModel>::last;
-  /// Whether the model (whichever stage this is) classifies: decides what evaluate() reports.
-  static constexpr bool classifies = stage_position<StageModel>::classifies;
 
+  /// \param net this stage's network (make_stage_network)
+  /// \param position where it sits (stage_position<StageModel>())
   /// \param train the training set (its sampler spans the whole set; this process reads the
   ///        samples of its shards)
   /// \param test the evaluation set of evaluate(), or null
-  StageEngine(const typename Links::Placement& placement, const StepOptions& options, const data::Dataset& train,
-              const data::Dataset* test)
-      : options_(checked(options, Links::replicas_of(placement))), train_(train), test_(test), net_(options.network),
-        optimizer_(net_.parameters().extent(0), options.optimizer),
-        links_(placement, net_.gradients(), net_.buffers(), options),
+  StageEngine(std::unique_ptr<network_type> net, StagePosition position, const typename Links::Placement& placement,
+              const StepOptions& options, const data::Dataset& train, const data::Dataset* test)
+      : options_(checked(options, Links::replicas_of(placement))), train_(train), test_(test),
+        position_(std::move(position)), net_(std::move(net)),
+        optimizer_(net_->parameters().extent(0), options.optimizer),
+        links_(placement, net_->gradients(), net_->buffers(), options),
         sampler_(train.size(), options.batch, links_.replicas(), options.data_seed),
         program_(stage_program(options.schedule, links_.stages(), links_.stage(), options.micro_batches)) {
-    check_datasets(train, test, options);
+    check_stage_datasets(train, test, options, net_->facts(), position_);
     if constexpr (requires { links_.shards_side_by_side(); }) {
       const std::size_t groups = std::min(links_.shards().size(), thread_groups_available<Space>());
       if (links_.shards_side_by_side() && groups > 1) {
@@ -110,12 +169,12 @@ class StageEngine {
         // the caller that makes them.
         workers_.resize(groups);
         run_on_thread_groups<Space>(groups, [&](std::size_t w) {
-          workers_[w].net = std::make_unique<network_type>(typename network_type::SharedParameters{}, net_);
+          workers_[w].net = net_->sharing_parameters();
           workers_[w].slots = make_slots(*workers_[w].net);
         });
       }
     }
-    if (workers_.empty()) slots_ = make_slots(net_);
+    if (workers_.empty()) slots_ = make_slots(*net_);
   }
 
   std::size_t steps_per_epoch() const { return sampler_.steps_per_epoch(); }
@@ -126,13 +185,13 @@ class StageEngine {
     const trace::Span span(trace::Track::compute, "step", stage_tags());
     const std::size_t global = sampler_.batch_size(step);
     if (options_.non_finite == NonFinitePolicy::skip) {
-      ensure_capacity(buffers_before_, net_.buffers().extent(0), "hpf::StageEngine::buffers_before");
-      Kokkos::deep_copy(buffers_before_, net_.buffers());
+      ensure_capacity(buffers_before_, net_->buffers().extent(0), "hpf::StageEngine::buffers_before");
+      Kokkos::deep_copy(buffers_before_, net_->buffers());
     }
     const T scale = T(1) / static_cast<T>(global);
     {
       const trace::Span zeroing(trace::Track::compute, "zero grad", stage_tags());
-      net_.zero_grad();
+      net_->zero_grad();
     }
     links_.begin_step();
     const auto shards = links_.shards();
@@ -142,10 +201,10 @@ class StageEngine {
         run_shards_side_by_side(epoch, step, shards, scale);
       }
     } else {
-      if (slots_.empty()) slots_ = make_slots(net_);  // shards side by side, but not now (a Kokkos tool)
+      if (slots_.empty()) slots_ = make_slots(*net_);  // shards side by side, but not now (a Kokkos tool)
       for (std::size_t k = 0; k < shards.size(); ++k) {
         const std::vector<std::size_t> piece = sampler_.piece(epoch, step, shards[k]);
-        shard_losses_[k] = run_program(piece, scale, net_, slots_, loader_);
+        shard_losses_[k] = run_program(piece, scale, *net_, slots_, loader_);
         links_.shard_done(k);
       }
     }
@@ -159,17 +218,17 @@ class StageEngine {
     bool gradients_finite = true;
     {
       const trace::Span checking(trace::Track::compute, "check gradients", stage_tags());  // one pass over them
-      gradients_finite = count_non_finite(net_.gradients()) == 0;
+      gradients_finite = count_non_finite(net_->gradients()) == 0;
     }
-    const double loss = links_.total_loss(shard_losses_, last, gradients_finite);
+    const double loss = links_.total_loss(shard_losses_, position_.last, gradients_finite);
     if (loss - loss != 0.0) {
       if (options_.non_finite == NonFinitePolicy::stop) stop_on_non_finite(epoch, step);
-      Kokkos::deep_copy(net_.buffers(), buffers_before_);  // the step's BatchNorm statistics go too
+      Kokkos::deep_copy(net_->buffers(), buffers_before_);  // the step's BatchNorm statistics go too
       return {loss, global, true};
     }
     {
       const trace::Span updating(trace::Track::compute, "optimizer", stage_tags());
-      optimizer_.step(net_.parameters(), net_.gradients());
+      optimizer_.step(net_->parameters(), net_->gradients());
     }
     links_.share_buffers();
     return {loss, global};
@@ -187,7 +246,7 @@ class StageEngine {
     if (total == 0) return {};
     const std::size_t chunk = options_.eval_batch;
     for (auto& tape : eval_tapes_) {
-      if (tape.capacity < chunk) tape = net_.make_tape(chunk);
+      if (!tape || tape->capacity() < chunk) tape = net_->make_tape(chunk);
     }
     const data::Shard mine = links_.evaluation_shard();
     const std::size_t held = mine.size_of(total);
@@ -197,40 +256,39 @@ class StageEngine {
     typename Links::request sent[2];
     for (std::size_t c = 0, first_local = 0; first_local < held; ++c, first_local += chunk) {
       const std::size_t n = std::min(chunk, held - first_local);
-      auto& tape = eval_tapes_[c % 2];
+      auto& tape = *eval_tapes_[c % 2];
       sent[c % 2].wait();
       indices.resize(n);
       for (std::size_t i = 0; i < n; ++i) indices[i] = (first_local + i) * mine.count + mine.index;
-      if constexpr (first) {
-        loader_.load_inputs(dataset, indices, net_, tape);
+      if (position_.first) {
+        loader_.load_inputs(dataset, indices, net_->input(tape, n));
       } else {
         const trace::Blocking receiving(trace::Track::receive, "receive activation", stage_tags());
-        links_.receive_from_previous(net_.input(tape, n), evaluation_tag);
+        receive_from_previous(net_->input(tape, n), evaluation_tag);
       }
-      if constexpr (last) loader_.load_targets(dataset, indices, net_, tape);
-      net_.forward(tape, n, Mode::eval);
-      if constexpr (last) {
-        if constexpr (network_type::classifier) correct += net_.correct(tape);
-        loss += static_cast<double>(net_.loss_sum(tape));
+      if (position_.last) loader_.load_targets(dataset, indices, *net_, tape);
+      net_->forward(tape, n, Mode::eval, {});
+      if (position_.last) {
+        if (net_->facts().classifier) correct += net_->correct(tape);
+        loss += static_cast<double>(net_->loss_sum(tape));
       } else {
-        sent[c % 2] = links_.send_to_next(net_.output(tape), evaluation_tag);
+        sent[c % 2] = send_to_next(net_->output(tape), evaluation_tag);
       }
     }
     for (auto& r : sent) r.wait();
-    const auto [loss_sum, correct_sum] = links_.total_evaluation(loss, correct, last);
+    const auto [loss_sum, correct_sum] = links_.total_evaluation(loss, correct, position_.last);
     Evaluation e;
     e.loss = loss_sum / static_cast<double>(total);
-    if (classifies) e.accuracy = static_cast<double>(correct_sum) / static_cast<double>(total);
+    if (position_.classifies) e.accuracy = static_cast<double>(correct_sum) / static_cast<double>(total);
     return e;
   }
 
-  network_type& network() { return net_; }
-  const network_type& network() const { return net_; }
+  network_type& network() { return *net_; }
+  const network_type& network() const { return *net_; }
   const Optimizer<T, Space>& optimizer() const { return optimizer_; }
   Optimizer<T, Space>& optimizer() { return optimizer_; }
   const Links& links() const { return links_; }
-  /// The model this is a stage of (the whole model for a single stage).
-  using model_type = typename stage_position<StageModel>::whole_model;
+  const StagePosition& position() const { return position_; }
   const StepOptions& options() const { return options_; }
   /// Micro-batches this stage keeps between forward and backward (its activation slots).
   std::size_t slots() const { return slot_count_; }
@@ -240,7 +298,7 @@ class StageEngine {
 
  private:
   struct Slot {
-    typename network_type::Tape tape;
+    std::unique_ptr<typename network_type::Tape> tape;
     Buffer<T, Space> output_grad, input_grad;
     typename Links::request activation_sent, gradient_sent;
   };
@@ -261,8 +319,8 @@ class StageEngine {
     std::vector<Slot> slots(slot_count_);
     for (Slot& slot : slots) {
       slot.tape = net.make_tape(slot_capacity_);
-      if constexpr (!last) slot.output_grad = Buffer<T, Space>("hpf::StageEngine::output_grad", StageModel::output_shape::size * slot_capacity_);
-      if constexpr (!first) slot.input_grad = Buffer<T, Space>("hpf::StageEngine::input_grad", StageModel::input_shape::size * slot_capacity_);
+      if (!position_.last) slot.output_grad = Buffer<T, Space>("hpf::StageEngine::output_grad", net.facts().output_size * slot_capacity_);
+      if (!position_.first) slot.input_grad = Buffer<T, Space>("hpf::StageEngine::input_grad", net.facts().input_size * slot_capacity_);
     }
     return slots;
   }
@@ -278,7 +336,7 @@ class StageEngine {
       ShardWorker& worker = workers_[w];
       for (std::size_t k = w; k < shards.size(); k += workers_.size()) {
         worker.net->zero_grad();
-        Kokkos::deep_copy(worker.net->buffers(), net_.buffers());
+        Kokkos::deep_copy(worker.net->buffers(), net_->buffers());
         shard_losses_[k] = run_program(pieces[k], scale, *worker.net, worker.slots, worker.loader);
         links_.shard_done(k, worker.net->gradients(), worker.net->buffers());
       }
@@ -297,44 +355,45 @@ class StageEngine {
       const std::size_t n = end - begin;
       if (n == 0) continue;  // a short last batch: every stage of this replica skips the same ones
       Slot& slot = slots[in.micro_batch % slots.size()];
+      auto& tape = *slot.tape;
       const std::span<const std::size_t> samples(piece.data() + begin, n);
       const trace::Tags tags = micro_batch_tags(in.micro_batch);
       switch (in.op) {
-        case Op::recv_activation:
-          if constexpr (!first) {
-            const auto input = net.input(slot.tape, n);
-            const trace::Blocking receiving(trace::Track::receive, "receive activation", with_bytes(tags, input));
-            links_.receive_from_previous(input, activation_tag(in.micro_batch));
-          }
+        case Op::recv_activation: {
+          const auto input = net.input(tape, n);
+          const trace::Blocking receiving(trace::Track::receive, "receive activation", with_bytes(tags, input));
+          receive_from_previous(input, activation_tag(in.micro_batch));
           break;
+        }
         case Op::forward:
           trace::wait(slot.activation_sent, "send activation", tags);  // its buffer is about to be rewritten
           {
             const trace::Span loading(trace::Track::compute, "load", tags);
-            if constexpr (first) loader.load_inputs(train_, samples, net, slot.tape);
-            if constexpr (last) loader.load_targets(train_, samples, net, slot.tape);
+            if (position_.first) loader.load_inputs(train_, samples, net.input(tape, n));
+            if (position_.last) loader.load_targets(train_, samples, net, tape);
           }
           {
             const trace::Span computing(trace::Track::compute, "forward", tags);
-            net.forward(slot.tape, n, Mode::train, progress_sends());
-            if constexpr (last) loss_sum += static_cast<double>(net.loss_sum(slot.tape));
+            net.forward(tape, n, Mode::train, progress_sends());
+            if (position_.last) loss_sum += static_cast<double>(net.loss_sum(tape));
           }
           break;
         case Op::send_activation:
-          if constexpr (!last) {
-            const auto output = net.output(slot.tape);
+          if constexpr (pipelined) {
+            const auto output = net.output(tape);
             auto sending = trace::Pending::open(trace::Track::send, "send activation", with_bytes(tags, output));
             slot.activation_sent = links_.send_to_next(output, activation_tag(in.micro_batch));
             slot.activation_sent.trace_until_complete(std::move(sending));
+          } else {
+            no_pipeline();
           }
           break;
-        case Op::recv_gradient:
-          if constexpr (!last) {
-            const auto gradient = output_grad(slot, n);
-            const trace::Blocking receiving(trace::Track::receive, "receive gradient", with_bytes(tags, gradient));
-            links_.receive_from_next(gradient, gradient_tag(in.micro_batch));
-          }
+        case Op::recv_gradient: {
+          const auto gradient = output_grad(net, slot, n);
+          const trace::Blocking receiving(trace::Track::receive, "receive gradient", with_bytes(tags, gradient));
+          receive_from_next(gradient, gradient_tag(in.micro_batch));
           break;
+        }
         case Op::backward: {
           trace::wait(slot.gradient_sent, "send gradient", tags);
           const trace::Span computing(trace::Track::compute, "backward", tags);
@@ -345,15 +404,17 @@ class StageEngine {
               progress();
             };
           }
-          net.backward(slot.tape, scale, output_grad(slot, n), input_grad(slot, n), std::move(ready));
+          net.backward(tape, scale, output_grad(net, slot, n), input_grad(net, slot, n), std::move(ready));
           break;
         }
         case Op::send_gradient:
-          if constexpr (!first) {
-            const auto gradient = input_grad(slot, n);
+          if constexpr (pipelined) {
+            const auto gradient = input_grad(net, slot, n);
             auto sending = trace::Pending::open(trace::Track::send, "send gradient", with_bytes(tags, gradient));
             slot.gradient_sent = links_.send_to_previous(gradient, gradient_tag(in.micro_batch));
             slot.gradient_sent.trace_until_complete(std::move(sending));
+          } else {
+            no_pipeline();
           }
           break;
       }
@@ -382,31 +443,31 @@ class StageEngine {
   /// order (replica 0's stages first) and throws NonFiniteError with it on every rank.
   [[noreturn]] void stop_on_non_finite(std::size_t epoch, std::size_t step) {
     std::string finding;
-    for (const TensorInfo& info : net_.tensors()) {
+    for (const TensorInfo& info : net_->tensors()) {
       if (info.kind == TensorKind::parameter &&
-          count_non_finite(net_.parameters().data() + info.offset, info.size, net_.space()) > 0) {
+          count_non_finite(net_->parameters().data() + info.offset, info.size, net_->space()) > 0) {
         finding = "parameter '" + info.name + "' holds non-finite values (an earlier update diverged: a smaller learning rate may help)";
         break;
       }
     }
     const auto diagnose = [&](network_type& net, std::vector<Slot>& slots) {
       for (Slot& slot : slots) {
-        const std::size_t n = slot.tape.batch;
+        const std::size_t n = slot.tape->batch();
         if (!finding.empty() || n == 0) continue;
-        if (count_non_finite(net.input(slot.tape, n)) > 0) {
-          finding = first ? "the training data hold non-finite values" : "its input from the previous stage is not finite";
-        } else if (const auto layer = net.first_non_finite_layer(slot.tape, n)) {
+        if (count_non_finite(net.input(*slot.tape, n)) > 0) {
+          finding = position_.first ? "the training data hold non-finite values" : "its input from the previous stage is not finite";
+        } else if (const auto layer = net.first_non_finite_layer(*slot.tape, n)) {
           finding = "layer " + std::to_string(layer->layer) + " (" + layer->kind + ") produced non-finite values from finite inputs";
         }
       }
     };
-    diagnose(net_, slots_);
+    diagnose(*net_, slots_);
     for (ShardWorker& worker : workers_) diagnose(*worker.net, worker.slots);
-    if (finding.empty() && count_non_finite(net_.gradients()) > 0) {
-      const auto& tensors = net_.tensors();
+    if (finding.empty() && count_non_finite(net_->gradients()) > 0) {
+      const auto& tensors = net_->tensors();
       for (auto info = tensors.rbegin(); info != tensors.rend(); ++info) {  // backward's order
         if (info->kind == TensorKind::parameter &&
-            count_non_finite(net_.gradients().data() + info->offset, info->size, net_.space()) > 0) {
+            count_non_finite(net_->gradients().data() + info->offset, info->size, net_->space()) > 0) {
           finding = "the gradient of '" + info->name + "' is the first to be non-finite in backward";
           break;
         }
@@ -434,22 +495,34 @@ class StageEngine {
     return tags;
   }
 
-  Activation<T, Space> output_grad(const Slot& slot, std::size_t n) const {
-    if constexpr (last) {
-      return {};
-    } else {
-      using Out = typename StageModel::output_shape;
-      return activation_view(slot.output_grad, Out::channels, n, Out::spatial);
-    }
+  Activation<T, Space> output_grad(const network_type& net, const Slot& slot, std::size_t n) const {
+    if (position_.last) return {};
+    return activation_view(slot.output_grad, net.facts().output_channels, n, net.facts().output_spatial);
   }
-  Activation<T, Space> input_grad(const Slot& slot, std::size_t n) const {
-    if constexpr (first) {
-      return {};
-    } else {
-      using In = typename StageModel::input_shape;
-      return activation_view(slot.input_grad, In::channels, n, In::spatial);
-    }
+  Activation<T, Space> input_grad(const network_type& net, const Slot& slot, std::size_t n) const {
+    if (position_.first) return {};
+    return activation_view(slot.input_grad, net.facts().input_channels, n, net.facts().input_spatial);
   }
+
+  // Messages between stages. Links for one process (LocalLinks) have none: their single stage's
+  // program holds no sends or receives.
+  static constexpr bool pipelined = requires(const Links& links, Activation<T, Space> a) { links.send_to_next(a, 0); };
+  template <class View>
+  void receive_from_previous(const View& v, int tag) const {
+    if constexpr (pipelined) links_.receive_from_previous(v, tag); else no_pipeline();
+  }
+  template <class View>
+  void receive_from_next(const View& v, int tag) const {
+    if constexpr (pipelined) links_.receive_from_next(v, tag); else no_pipeline();
+  }
+  template <class View>
+  typename Links::request send_to_next(const View& v, int tag) const {
+    if constexpr (pipelined) return links_.send_to_next(v, tag); else no_pipeline();
+  }
+  [[noreturn]] static void no_pipeline() {
+    throw std::logic_error("hpf::StageEngine: a pipeline message on links of a single stage");
+  }
+
   /// Index in the program of the last backward with samples: its gradients are final.
   std::size_t last_backward(std::size_t piece) const {
     std::size_t found = program_.size();
@@ -464,54 +537,12 @@ class StageEngine {
     return options;
   }
 
- public:
-  /// Throws std::invalid_argument unless the training set holds at least one global batch and
-  /// both sets fit this stage (check_dataset).
-  static void check_datasets(const data::Dataset& train, const data::Dataset* test, const StepOptions& options) {
-    if (train.size() < options.batch) {
-      throw std::invalid_argument("hpf: the training set has " + std::to_string(train.size()) +
-                                  " samples, fewer than one global batch of " + std::to_string(options.batch));
-    }
-    check_dataset(train, "training");
-    if (test) check_dataset(*test, "test");
-  }
-  /// Throws std::invalid_argument unless the data this stage reads fits it: images of the
-  /// model's input shape on the first stage, labels below its class count on the last.
-  static void check_dataset(const data::Dataset& d, const char* which) {
-    if (d.size() == 0) return;
-    using In = typename StageModel::input_shape;
-    if (first && d.has_images() && (d.sample_size() != In::size || d.channels() != In::channels)) {
-      throw std::invalid_argument(std::string("hpf: the ") + which + " set's samples are " + d.shape_text() +
-                                  " but the model's input is " + shape_string<In>());
-    }
-    if (!last || !d.has_labels()) return;
-    constexpr std::size_t outputs = StageModel::output_shape::size;
-    const std::string set = std::string("hpf: the ") + which + " set";
-    if constexpr (network_type::classifier) {
-      if (d.is_regression()) {
-        throw std::invalid_argument(set + " has real-valued targets but the model ends with a classification loss");
-      }
-      if (d.classes() > outputs) {
-        throw std::invalid_argument(set + " has " + std::to_string(d.classes()) + " classes but the model outputs " +
-                                    std::to_string(outputs));
-      }
-    } else {
-      if (!d.is_regression()) {
-        throw std::invalid_argument(set + " has class labels but the model ends with a regression loss");
-      }
-      if (d.target_size() != network_type::target_size) {
-        throw std::invalid_argument(set + " has " + std::to_string(d.target_size()) + " targets per sample but the model predicts " +
-                                    std::to_string(network_type::target_size));
-      }
-    }
-  }
-
-
  private:
   StepOptions options_;
   const data::Dataset& train_;
   const data::Dataset* test_;
-  network_type net_;
+  StagePosition position_;
+  std::unique_ptr<network_type> net_;
   Optimizer<T, Space> optimizer_;
   Links links_;
   data::Sampler sampler_;
@@ -521,10 +552,18 @@ class StageEngine {
   std::vector<Slot> slots_;  ///< net_'s (none while shards train side by side)
   std::vector<ShardWorker> workers_;
   std::vector<double> shard_losses_;
-  typename network_type::Tape eval_tapes_[2];
+  std::unique_ptr<typename network_type::Tape> eval_tapes_[2];
   Buffer<T, Space> buffers_before_;  ///< the buffers at the start of a step (NonFinitePolicy::skip)
   BatchLoader<T, Space> loader_;
 };
+
+/// A StageEngine running StageModel (a whole model, or a Stage of one) on a network of its own.
+template <class StageModel, class T, class Space, class Links>
+StageEngine<T, Space, Links> make_stage_engine(const typename Links::Placement& placement, const StepOptions& options,
+                                               const data::Dataset& train, const data::Dataset* test) {
+  return StageEngine<T, Space, Links>(std::make_unique<NetworkHolder<StageModel, T, Space>>(options.network),
+                                      stage_position<StageModel>(), placement, options, train, test);
+}
 
 }  // namespace hpf
 

@@ -6,7 +6,6 @@
 #include <hpf/io/durable_file.hpp>
 #include <hpf/io/network_tensors.hpp>
 #include <hpf/io/safetensors_reader.hpp>
-#include <hpf/meta/type_name.hpp>
 #include <hpf/optim/optimizer.hpp>
 #include <hpf/train/checkpoint_options.hpp>
 
@@ -136,10 +135,10 @@ class Checkpointer {
     // Every tensor of every stage fits: a different model is named only now, after the first
     // mismatching tensor had the chance to be.
     links.agree([&] {
-      if (index.model != type_name<typename Engine::model_type>()) {
+      if (index.model != engine_.position().model) {
         throw io::FormatError(directory / io::checkpoint_index_file,
                               "was written by the model '" + index.model + "', not by this one ('" +
-                                  std::string(type_name<typename Engine::model_type>()) + "')");
+                                  engine_.position().model + "')");
       }
     });
     return state;
@@ -194,7 +193,7 @@ class Checkpointer {
                const std::filesystem::path& final_dir) {
     namespace fs = std::filesystem;
     io::CheckpointIndex index;
-    index.model = type_name<typename Engine::model_type>();
+    index.model = engine_.position().model;
     for (const std::string& part : parts) {
       std::istringstream in(part);
       std::string kind, a, b;

@@ -35,6 +35,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <variant>
 
@@ -54,16 +55,20 @@ void with_index(std::size_t index, F&& f) {
   }(std::make_index_sequence<N>{});
 }
 
+/// The program's types, by name (run_facts).
+struct ProgramTypes {
+  std::string_view model, strategy, scalar, space;
+};
+
 /// What every rank must agree on before training together, by name: the program's types, the
 /// stage count and every option that shapes the computation or the communication.
-template <class Model, class Strategy, class T, class Space>
-comm::Facts run_facts(const TrainOptions& o, std::size_t stages) {
+inline comm::Facts run_facts(const ProgramTypes& types, const TrainOptions& o, std::size_t stages) {
   auto text = [](auto v) { return std::to_string(v); };
   return {{"hpf version", HPF_VERSION_STRING},
-          {"model", std::string(type_name<Model>())},
-          {"strategy", std::string(type_name<Strategy>())},
-          {"scalar type", std::string(type_name<T>())},
-          {"execution space", std::string(type_name<Space>())},
+          {"model", std::string(types.model)},
+          {"strategy", std::string(types.strategy)},
+          {"scalar type", std::string(types.scalar)},
+          {"execution space", std::string(types.space)},
           {"stages", text(stages)},
           {"epochs", text(o.epochs)},
           {"batch", text(o.batch)},
@@ -154,12 +159,47 @@ struct ignore_network {
   void operator()(Args&&...) const {}
 };
 
-/// The engine of stage S of Model under Partition; with a single stage, the whole model (the
-/// type hpf::Trainer runs, so the two share their instantiation).
-template <class Model, class Partition, std::size_t S, class T, class Space>
-using fit_engine_t =
-    StageEngine<std::conditional_t<stage_count_v<Model, Partition> == 1, Model, Stage<Model, Partition, S>>, T, Space,
-                MpiLinks<T, Space>>;
+/// fit's options, with HPF_TRACE* (which may be malformed on some ranks only), checked inside one
+/// agreement: a problem on any rank stops every rank.
+inline TrainOptions agreed_options(const comm::Communicator& world, const TrainOptions& given) {
+  return comm::agree(world, [&] {
+    TrainOptions o = with_environment_trace(given);
+    o.trace.check();
+    o.checkpoint.check();
+    if (!std::isfinite(o.wait_limit)) throw std::invalid_argument("hpf::fit: wait_limit must be a finite number of seconds");
+    if (o.trace.enabled() && world.rank() == 0) trace::check_writable(o.trace.path);
+    return o;
+  });
+}
+
+/// Throws comm::UsageError unless the options fit the grid's replicas and stages (the same
+/// options everywhere, checked before: every rank fails alike).
+inline void check_layout(const TrainOptions& options, const ProcessGrid& grid) {
+  try {
+    check_step_options(options, grid.replicas(), "hpf::fit");
+  } catch (const std::invalid_argument& e) {
+    throw comm::UsageError(e.what());
+  }
+  if (const auto check = check_schedule(options.schedule, grid.stages(), options.micro_batches); !check.ok) {
+    throw comm::UsageError(std::string("hpf::fit: schedule check failed: ") + check.problem);
+  }
+}
+
+/// This rank's part of the data, checked against its stage: what can fail on some ranks only
+/// fails inside one agreement.
+inline data::TrainTest load_stage_data(const comm::Communicator& world, const DataSource& source, const ProcessGrid& grid,
+                                       const TrainOptions& options, const NetworkFacts& facts, const StagePosition& position) {
+  return comm::agree(world, [&] {
+    data::TrainTest d = source(data::pipeline_shard(grid.replica(), grid.replicas(), grid.stage(), grid.stages()));
+    check_stage_datasets(d.train, &d.test, options, facts, position);
+    return d;
+  });
+}
+
+/// The model type of stage S of Model under Partition; with a single stage, the whole model (the
+/// type hpf::Trainer runs, so the two share their network's instantiation).
+template <class Model, class Partition, std::size_t S>
+using fit_stage_t = std::conditional_t<stage_count_v<Model, Partition> == 1, Model, Stage<Model, Partition, S>>;
 
 }  // namespace detail
 
@@ -189,45 +229,32 @@ TrainReport fit(const comm::Communicator& world, const TrainOptions& given, cons
   static_assert(Strategy::stage_spaces::size == 0 || Strategy::stage_spaces::size == stages,
                 "hpf::Pipeline: name one execution space per stage, or none");
 
-  // The options, with HPF_TRACE* (which may be malformed on some ranks only), checked inside one
-  // agreement: a problem on any rank stops every rank.
-  const TrainOptions options = comm::agree(world, [&] {
-    TrainOptions o = with_environment_trace(given);
-    o.trace.check();
-    o.checkpoint.check();
-    if (!std::isfinite(o.wait_limit)) throw std::invalid_argument("hpf::fit: wait_limit must be a finite number of seconds");
-    if (o.trace.enabled() && world.rank() == 0) trace::check_writable(o.trace.path);
-    return o;
-  });
+  const TrainOptions options = detail::agreed_options(world, given);
   std::optional<comm::WaitLimit> wait_limit;
   if (options.wait_limit >= 0) wait_limit.emplace(options.wait_limit);
   // Before anything that depends on them (the grid's check of the world size): ranks started
   // with different stage counts or options fail alike instead of some waiting in a split.
-  comm::require_same_facts(world, detail::run_facts<Model, Strategy, T, Space>(options, stages), "hpf::fit");
-  ProcessGrid grid(world, stages);
-  try {  // the same options everywhere (checked above): every rank fails alike
-    check_step_options(options, grid.replicas(), "hpf::fit");
-  } catch (const std::invalid_argument& e) {
-    throw comm::UsageError(e.what());
-  }
-  if (const auto check = check_schedule(options.schedule, stages, options.micro_batches); !check.ok) {
-    throw comm::UsageError(std::string("hpf::fit: schedule check failed: ") + check.problem);
-  }
-  // What can fail on some ranks only (the data) fails inside one agreement.
-  const data::TrainTest data = comm::agree(world, [&] {
-    data::TrainTest d = source(data::pipeline_shard(grid.replica(), grid.replicas(), grid.stage(), grid.stages()));
-    detail::with_index<stages>(grid.stage(), [&](auto stage) {
-      using engine = detail::fit_engine_t<Model, Partition, stage, T, stage_space_t<Strategy, stage, Space>>;
-      engine::check_datasets(d.train, &d.test, options);
-    });
-    return d;
+  comm::require_same_facts(
+      world, detail::run_facts({type_name<Model>(), type_name<Strategy>(), type_name<T>(), type_name<Space>()}, options, stages),
+      "hpf::fit");
+  const ProcessGrid grid(world, stages);
+  detail::check_layout(options, grid);
+  NetworkFacts facts;
+  StagePosition position;
+  detail::with_index<stages>(grid.stage(), [&](auto stage) {
+    using StageModel = detail::fit_stage_t<Model, Partition, stage>;
+    facts = network_facts<StageModel>();
+    position = stage_position<StageModel>();
   });
+  const data::TrainTest data = detail::load_stage_data(world, source, grid, options, facts, position);
   TrainReport report;
   detail::with_index<stages>(grid.stage(), [&](auto stage) {
-    detail::fit_engine_t<Model, Partition, stage, T, stage_space_t<Strategy, stage, Space>> engine(
+    using StageModel = detail::fit_stage_t<Model, Partition, stage>;
+    using StageSpace = stage_space_t<Strategy, stage, Space>;
+    auto engine = make_stage_engine<StageModel, T, StageSpace, MpiLinks<T, StageSpace>>(
         grid, options, data.train, options.evaluate ? &data.test : nullptr);
     report = run_epochs(engine, options, world.rank() == 0);
-    inspect(engine.network(), grid);
+    inspect(network_cast<StageModel>(engine.network()), grid);
   });
   return report;
 }

@@ -23,13 +23,15 @@ namespace hpf {
 template <class Model, class T = float, class Space = Kokkos::DefaultExecutionSpace>
 class Trainer {
   static_assert(Model::trainable, "hpf::Trainer: the model must end with a loss layer (e.g. SoftmaxCrossEntropy)");
-  using engine_type = StageEngine<Model, T, Space, LocalLinks<T, Space>>;
+  using engine_type = StageEngine<T, Space, LocalLinks<T, Space>>;
 
  public:
-  using network_type = typename engine_type::network_type;
+  using network_type = Network<Model, T, Space>;
 
   Trainer(const TrainOptions& options, const data::Dataset& train, const data::Dataset* test = nullptr)
-      : options_(with_environment_trace(options)), engine_({options.data_shards, options.shards_side_by_side}, options, train, test) {
+      : options_(with_environment_trace(options)),
+        engine_(make_stage_engine<Model, T, Space, LocalLinks<T, Space>>({options.data_shards, options.shards_side_by_side},
+                                                                         options, train, test)) {
     options_.trace.check();
     options_.checkpoint.check();
     if (options_.trace.enabled()) trace::check_writable(options_.trace.path);
@@ -51,7 +53,7 @@ class Trainer {
   /// when they train one after another.
   std::size_t shard_threads() const { return engine_.shard_threads(); }
 
-  network_type& network() { return engine_.network(); }
+  network_type& network() { return network_cast<Model>(engine_.network()); }
   const Optimizer<T, Space>& optimizer() const { return engine_.optimizer(); }
   const TrainOptions& options() const { return options_; }
 
