@@ -3,7 +3,6 @@
 #define HPF_MODEL_ANY_NETWORK_HPP
 
 #include <hpf/layers/parameters.hpp>
-#include <hpf/meta/type_name.hpp>
 #include <hpf/model/network.hpp>
 #include <hpf/tensor/shape.hpp>
 #include <hpf/tensor/views.hpp>
@@ -21,9 +20,9 @@
 
 namespace hpf {
 
-/// What the code around a network needs to know of its model, as values.
+/// What the code around a network needs to know of its model, as values. (Not its type_name:
+/// computing the name of a long model's type costs the compiler seconds per stage.)
 struct NetworkFacts {
-  std::string model;        ///< type_name of the model (or stage) the network runs
   std::string input_shape;  ///< shape_string of its input, for messages
   std::size_t input_channels = 0, input_spatial = 0, input_size = 0;
   std::size_t output_channels = 0, output_spatial = 0, output_size = 0;
@@ -35,7 +34,7 @@ template <class Model>
 NetworkFacts network_facts() {
   using In = typename Model::input_shape;
   using Out = typename Model::output_shape;
-  return {std::string(type_name<Model>()), shape_string<In>(), In::channels, In::spatial, In::size, Out::channels,
+  return {shape_string<In>(), In::channels, In::spatial, In::size, Out::channels,
           Out::spatial, Out::size, model_classifies_v<Model>, model_target_size_v<Model>};
 }
 
@@ -132,14 +131,14 @@ class NetworkHolder final : public AnyNetwork<T, Space> {
     if constexpr (Net::classifier) {
       return net_.labels(held(tape), n);
     } else {
-      throw std::logic_error("hpf::AnyNetwork::labels: " + this->facts().model + " does not end with a classification loss");
+      throw std::logic_error("hpf::AnyNetwork::labels: the model does not end with a classification loss");
     }
   }
   Buffer<T, Space> targets(const Tape& tape, std::size_t n) const override {
     if constexpr (Net::target_size > 0) {
       return net_.targets(held(tape), n);
     } else {
-      throw std::logic_error("hpf::AnyNetwork::targets: " + this->facts().model + " does not end with a regression loss");
+      throw std::logic_error("hpf::AnyNetwork::targets: the model does not end with a regression loss");
     }
   }
 
@@ -157,14 +156,14 @@ class NetworkHolder final : public AnyNetwork<T, Space> {
     if constexpr (Model::trainable) {
       return net_.loss_sum(held(tape));
     } else {
-      throw std::logic_error("hpf::AnyNetwork::loss_sum: " + this->facts().model + " does not end with a loss");
+      throw std::logic_error("hpf::AnyNetwork::loss_sum: the model does not end with a loss");
     }
   }
   std::size_t correct(const Tape& tape) const override {
     if constexpr (Net::classifier) {
       return net_.correct(held(tape));
     } else {
-      throw std::logic_error("hpf::AnyNetwork::correct: " + this->facts().model + " does not end with a classification loss");
+      throw std::logic_error("hpf::AnyNetwork::correct: the model does not end with a classification loss");
     }
   }
 

@@ -148,7 +148,7 @@ class StageEngine {
   using network_type = AnyNetwork<T, Space>;
   using links_type = Links;
 
-  /// \param net this stage's network (make_stage_network)
+  /// \param net this stage's network (make_stage_engine makes a NetworkHolder of the stage's model)
   /// \param position where it sits (stage_position<StageModel>())
   /// \param train the training set (its sampler spans the whole set; this process reads the
   ///        samples of its shards)
