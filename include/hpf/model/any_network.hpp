@@ -30,12 +30,13 @@ struct NetworkFacts {
   std::size_t target_size = 0;  ///< real targets per sample (regression losses)
 };
 
+/// The NetworkFacts of Model (a whole model or a pipeline stage of one).
 template <class Model>
 NetworkFacts network_facts() {
   using In = typename Model::input_shape;
   using Out = typename Model::output_shape;
-  return {shape_string<In>(), In::channels, In::spatial, In::size, Out::channels,
-          Out::spatial, Out::size, model_classifies_v<Model>, model_target_size_v<Model>};
+  return {shape_string<In>(), In::channels, In::spatial, In::size, Out::channels, Out::spatial, Out::size,
+          model_classifies_v<Model>, model_target_size_v<Model>};
 }
 
 /// \brief Any hpf::Network<Model, T, Space> behind one interface: what StageEngine, the
