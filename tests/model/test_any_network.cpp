@@ -42,8 +42,8 @@ TEST_CASE("AnyNetwork: the model's facts as values") {
   CHECK(c.input_shape == hpf::shape_string<Classifier::input_shape>());
   CHECK(c.input_channels == 2);
   CHECK(c.input_spatial == 9);
-  CHECK(c.input_size == 18);
-  CHECK(c.output_size == 4);
+  CHECK(c.input_size() == 18);
+  CHECK(c.output_size() == 4);
   CHECK(c.classifier);
   CHECK(c.target_size == 0);
   const hpf::NetworkFacts r = hpf::network_facts<Regressor>();
@@ -82,7 +82,7 @@ TEST_CASE("AnyNetwork: a network sharing the parameters reads the owner's and ke
   const auto shard = owner.sharing_parameters();
   CHECK(shard->parameters().data() == owner.parameters().data());
   CHECK(shard->gradients().data() != owner.gradients().data());
-  CHECK(shard->facts().input_size == owner.facts().input_size);
+  CHECK(shard->facts().input_size() == owner.facts().input_size());
 }
 
 TEST_CASE("AnyNetwork: asking a model for what it does not have is an error") {

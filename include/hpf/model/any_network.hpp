@@ -24,10 +24,13 @@ namespace hpf {
 /// computing the name of a long model's type costs the compiler seconds per stage.)
 struct NetworkFacts {
   std::string input_shape;  ///< shape_string of its input, for messages
-  std::size_t input_channels = 0, input_spatial = 0, input_size = 0;
-  std::size_t output_channels = 0, output_spatial = 0, output_size = 0;
+  std::size_t input_channels = 0, input_spatial = 0;
+  std::size_t output_channels = 0, output_spatial = 0;
   bool classifier = false;      ///< ends with a loss against class labels
   std::size_t target_size = 0;  ///< real targets per sample (regression losses)
+
+  std::size_t input_size() const { return input_channels * input_spatial; }
+  std::size_t output_size() const { return output_channels * output_spatial; }
 };
 
 /// The NetworkFacts of Model (a whole model or a pipeline stage of one).
@@ -35,8 +38,8 @@ template <class Model>
 NetworkFacts network_facts() {
   using In = typename Model::input_shape;
   using Out = typename Model::output_shape;
-  return {shape_string<In>(), In::channels, In::spatial, In::size, Out::channels, Out::spatial, Out::size,
-          model_classifies_v<Model>, model_target_size_v<Model>};
+  return {shape_string<In>(), In::channels, In::spatial, Out::channels, Out::spatial, model_classifies_v<Model>,
+          model_target_size_v<Model>};
 }
 
 /// \brief Any hpf::Network<Model, T, Space> behind one interface: what StageEngine, the

@@ -92,7 +92,7 @@ StagePosition stage_position() {
 inline void check_stage_dataset(const data::Dataset& d, const char* which, const NetworkFacts& net,
                                 const StagePosition& position) {
   if (d.size() == 0) return;
-  if (position.first && d.has_images() && (d.sample_size() != net.input_size || d.channels() != net.input_channels)) {
+  if (position.first && d.has_images() && (d.sample_size() != net.input_size() || d.channels() != net.input_channels)) {
     throw std::invalid_argument(std::string("hpf: the ") + which + " set's samples are " + d.shape_text() +
                                 " but the model's input is " + net.input_shape);
   }
@@ -102,9 +102,9 @@ inline void check_stage_dataset(const data::Dataset& d, const char* which, const
     if (d.is_regression()) {
       throw std::invalid_argument(set + " has real-valued targets but the model ends with a classification loss");
     }
-    if (d.classes() > net.output_size) {
+    if (d.classes() > net.output_size()) {
       throw std::invalid_argument(set + " has " + std::to_string(d.classes()) + " classes but the model outputs " +
-                                  std::to_string(net.output_size));
+                                  std::to_string(net.output_size()));
     }
   } else {
     if (!d.is_regression()) {
@@ -319,8 +319,12 @@ class StageEngine {
     std::vector<Slot> slots(slot_count_);
     for (Slot& slot : slots) {
       slot.tape = net.make_tape(slot_capacity_);
-      if (!position_.last) slot.output_grad = Buffer<T, Space>("hpf::StageEngine::output_grad", net.facts().output_size * slot_capacity_);
-      if (!position_.first) slot.input_grad = Buffer<T, Space>("hpf::StageEngine::input_grad", net.facts().input_size * slot_capacity_);
+      if (!position_.last) {
+        slot.output_grad = Buffer<T, Space>("hpf::StageEngine::output_grad", net.facts().output_size() * slot_capacity_);
+      }
+      if (!position_.first) {
+        slot.input_grad = Buffer<T, Space>("hpf::StageEngine::input_grad", net.facts().input_size() * slot_capacity_);
+      }
     }
     return slots;
   }
