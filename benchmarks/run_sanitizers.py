@@ -5,8 +5,9 @@ UndefinedBehaviorSanitizer) and writes the "sanitizers" section of benchmarks/RE
 time of the build and of the tests, tests run, passed and failed, sanitizer findings, and the
 slowest tests with their times under the sanitizers.
 
-    /usr/bin/python3 benchmarks/run_sanitizers.py [--slowest 15] [--no-run]
+    /usr/bin/python3 benchmarks/run_sanitizers.py [--configuration openmp-mpich] [--slowest 15] [--no-run]
 
+--configuration: serial or openmp-mpich (default; what CI runs), the script's argument.
 --no-run: publish the last run's numbers (<build>/sanitizer-summary.txt and its JUnit report).
 
 Exit status: that of scripts/test_sanitizers.sh (1 on a failed test or any finding).
@@ -25,6 +26,14 @@ import bench_harness as h  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SECTION = "sanitizers"
+# What scripts/test_sanitizers.sh builds and runs in each configuration: build folder, backend and
+# MPI, and the ctest selection.
+CONFIGURATIONS = {
+    "serial": ("build-asan", "Kokkos Serial, Open MPI",
+               "-L 'unit|mpi' -LE 'compile|consumer|accuracy|readme|reference|example|bench'"),
+    "openmp-mpich": ("build-asan-openmp-mpich", "Kokkos OpenMP with 2 threads per rank, MPICH",
+                     "-L 'unit|mpi|reference' -LE 'compile|consumer|accuracy|readme|bench'"),
+}
 
 
 def preset_flags():
@@ -37,12 +46,15 @@ def preset_flags():
 
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--configuration", choices=sorted(CONFIGURATIONS), default="openmp-mpich",
+                        help="the configuration scripts/test_sanitizers.sh builds (CI's: openmp-mpich)")
     parser.add_argument("--slowest", type=int, default=15, help="how many of the slowest tests to list")
     parser.add_argument("--no-run", action="store_true", help="publish the last run instead of running")
     h.add_results_options(parser, os.path.join(ROOT, "benchmarks", "RESULTS.md"))
     args = parser.parse_args(argv)
 
-    build = os.environ.get("HPF_BUILD_DIR", os.path.join(ROOT, "build-asan"))
+    folder, configuration, selection = CONFIGURATIONS[args.configuration]
+    build = os.environ.get("HPF_BUILD_DIR", os.path.join(ROOT, folder))
     summary_file = os.path.join(build, "sanitizer-summary.txt")
     status = 0
     if args.no_run:
@@ -51,7 +63,7 @@ def main(argv):
         if os.path.exists(summary_file):
             os.remove(summary_file)
         load_before = h.load_average()
-        cmd = [os.path.join(ROOT, "scripts", "test_sanitizers.sh")]
+        cmd = [os.path.join(ROOT, "scripts", "test_sanitizers.sh"), args.configuration]
         h.log("running: " + h.command_text(cmd))
         status = subprocess.run(cmd, stdout=sys.stderr).returncode
         load_after = h.load_average()
@@ -60,7 +72,10 @@ def main(argv):
         return status or 1
     written = datetime.datetime.fromtimestamp(os.path.getmtime(summary_file)).strftime("%Y-%m-%d %H:%M")
     with open(summary_file) as f:
-        summary = dict(re.findall(r"(\w+)=(\d+)", f.read()))
+        summary = dict(re.findall(r"(\w+)=([\w-]+)", f.read()))
+    if summary.get("configuration") != args.configuration:
+        h.log(f"{summary_file} is of the configuration '{summary.get('configuration')}', not '{args.configuration}'")
+        return status or 1
 
     cases = []
     for case in ET.parse(os.path.join(build, "Testing", "hpf-ctest-junit.xml")).getroot().iter("testcase"):
@@ -73,17 +88,18 @@ def main(argv):
                str(passed), str(len(failed_names)), summary["findings"]]]
     slowest = sorted(cases, key=lambda c: -c[1])[:args.slowest]
     text = "\n".join([
-        "## Unit and MPI tests under AddressSanitizer + UndefinedBehaviorSanitizer",
+        "## Unit, MPI and reference tests under AddressSanitizer + UndefinedBehaviorSanitizer"
+        if args.configuration == "openmp-mpich" else "## Unit and MPI tests under AddressSanitizer + UndefinedBehaviorSanitizer",
         "",
         f"Written by `benchmarks/run_sanitizers.py` on {h.today()} (hpf {h.git_revision(ROOT)}) from the run of "
         f"{written}, {h.machine_description()}" +
         (f"; load average {load_before} before, {load_after} after. " if load_before else ". ") +
         f"`scripts/test_sanitizers.sh` configures CMakePresets.json's `asan-ubsan` preset (g++ 12, `{preset_flags()}`, "
-        "Kokkos Serial, Open MPI), "
-        "builds what is out of date in `build-asan` (*steps*: the build steps ninja ran) and runs "
-        "`ctest -L 'unit|mpi' -LE 'compile|consumer|accuracy|readme|reference|example|bench'` with `-j` = cores. "
+        f"{configuration}), "
+        f"builds what is out of date in `{folder}` (*steps*: the build steps ninja ran) and runs "
+        f"`ctest {selection}` with `-j` = cores. "
         "Every test's whole output is kept, and a sanitizer report in any of it (any process, ranks and tests "
-        "expected to fail included) counts as a finding; Open MPI's own never-freed allocations are suppressed by "
+        "expected to fail included) counts as a finding; the MPI libraries' own never-freed allocations are suppressed by "
         "`tests/sanitizers/lsan.supp`, which names MPI libraries only. "
         "*Test wall*: the ctest run; *sum*: the tests' own times added up.",
         "",

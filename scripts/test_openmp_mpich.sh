@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The unit and MPI test suite a second time, on the other CPU backend and the other MPI: Kokkos
 # OpenMP (built from Debian's source package by scripts/kokkos/build.sh, cached under
-# ~/.cache/hpf) with HPF_TEST_THREADS OpenMP threads per rank (default 2), and MPICH. Installs the
-# Debian packages `scripts/quickstart.sh test` installs; .ci/run calls it after the README's commands.
+# ~/.cache/hpf) with HPF_TEST_THREADS OpenMP threads per rank (default 2), and MPICH, optimised as
+# users build it. Installs the Debian packages `scripts/quickstart.sh test` installs. CI runs this
+# configuration built with the sanitizers instead (scripts/test_sanitizers.sh openmp-mpich), which
+# runs the same tests: one build of the suite fewer.
 # Options (environment): HPF_BUILD_DIR (default build-openmp-mpich), HPF_JOBS, HPF_TEST_THREADS,
 # HPF_CMAKE_ARGS.
 set -euo pipefail
@@ -16,11 +18,10 @@ source "$root/scripts/lib/debian.sh"
 source "$root/scripts/lib/ctest.sh"
 # shellcheck source=lib/ccache.sh
 source "$root/scripts/lib/ccache.sh"
+# shellcheck source=lib/openmp_mpich.sh
+source "$root/scripts/lib/openmp_mpich.sh"
 hpf_install_packages "${HPF_PACKAGES_TEST[@]}"
-
-echo "== Kokkos + KokkosKernels for OpenMP (cached after the first build)"
-"$root/scripts/kokkos/build.sh" openmp -j "$jobs"
-kokkos=$("$root/scripts/kokkos/build.sh" openmp --print-prefix)
+hpf_openmp_mpich_configuration "$threads" "$jobs"
 
 echo "== configuring and building hpf in $build (Kokkos OpenMP, MPICH, $threads threads per rank)"
 # The compile-fail, compile-budget and consumer tests and the header self-containment builds check
@@ -28,9 +29,8 @@ echo "== configuring and building hpf in $build (Kokkos OpenMP, MPICH, $threads 
 # backend: the first pass runs them; here runs everything that executes kernels and messages
 # (unit, MPI, PyTorch reference, examples).
 # shellcheck disable=SC2086
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKokkos_ROOT="$kokkos" \
-      -DMPI_CXX_COMPILER=mpicxx.mpich -DMPIEXEC_EXECUTABLE=/usr/bin/mpiexec.mpich \
-      -DHPF_TEST_THREADS="$threads" -DHPF_ENABLE_BENCHMARKS=OFF -DHPF_CHECK_HEADERS=OFF "${hpf_compiler_launcher[@]}" \
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release "${hpf_openmp_mpich_args[@]}" \
+      -DHPF_ENABLE_BENCHMARKS=OFF -DHPF_CHECK_HEADERS=OFF "${hpf_compiler_launcher[@]}" \
       ${HPF_CMAKE_ARGS:-}
 cmake --build "$build" -j "$jobs"
 

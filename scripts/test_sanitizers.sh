@@ -1,15 +1,23 @@
 #!/usr/bin/env bash
 # The unit and MPI tests built with AddressSanitizer + UndefinedBehaviorSanitizer (g++, -O1 -g1,
-# CMakePresets.json's "asan-ubsan" preset, in build-asan) and run so that any finding fails: an
-# ASan error, a leak, or undefined behaviour in any process, MPI ranks included. .ci/run calls it.
+# CMakePresets.json's "asan-ubsan" preset) and run so that any finding fails: an ASan error, a
+# leak, or undefined behaviour in any process, MPI ranks included. Two configurations:
 #
-#   scripts/test_sanitizers.sh
+#   scripts/test_sanitizers.sh [serial]     Kokkos Serial (Debian's) and the MPI on PATH (Open MPI),
+#                                           in build-asan
+#   scripts/test_sanitizers.sh openmp-mpich Kokkos OpenMP with HPF_TEST_THREADS threads per rank
+#                                           (default 2) and MPICH, as scripts/test_openmp_mpich.sh,
+#                                           in build-asan-openmp-mpich; also the PyTorch reference
+#                                           and example tests, so that it runs what that pass runs
 #
-# Left out, and why: the PyTorch reference tests (not built: HPF_ENABLE_REFERENCE_TESTS is off in the
-# preset; they check numerics, not memory, and take most of the time), the compile-fail, compile-budget, header, consumer and README tests
-# (they check compilers and the build system, not running code), the examples and benchmarks (not
-# built here) and the accuracy runs. Open MPI's own allocations that outlive MPI_Finalize are
-# suppressed by tests/sanitizers/lsan.supp, which names MPI-stack libraries only.
+# .ci/run calls the second: it is the suite's OpenMP / MPICH pass and its sanitizer pass in one build.
+#
+# Left out, and why: the compile-fail, compile-budget, header, consumer and README tests (they
+# check compilers and the build system, not running code), the benchmarks (not built here), the
+# accuracy runs, and in `serial` the PyTorch reference tests and the examples (the Release pass of
+# the README's test command runs them on that configuration). Open MPI's and MPICH's own
+# allocations that outlive MPI_Finalize are suppressed by tests/sanitizers/lsan.supp, which names
+# MPI-stack libraries only.
 #
 # Every test's whole output goes to the JUnit report, and every sanitizer report in it counts as a
 # finding, so a report from a test that is expected to fail (a rank aborting on purpose) fails the
@@ -18,26 +26,43 @@
 # (one machine: Open MPI and MPICH start local ranks with the launcher's environment).
 # Prints "== skipped tests: N" (scripts/lib/ctest.sh) and
 #   == sanitizers: build B s (S steps), tests T s, tests run R, failed F, findings N
-# and writes those numbers to <build>/sanitizer-summary.txt (benchmarks/run_sanitizers.py
-# publishes them in benchmarks/RESULTS.md).
-# Environment: HPF_BUILD_DIR (default build-asan), HPF_JOBS (default: all cores), HPF_CMAKE_ARGS.
+# and writes those numbers and the configuration to <build>/sanitizer-summary.txt
+# (benchmarks/run_sanitizers.py publishes them in benchmarks/RESULTS.md).
+# Environment: HPF_BUILD_DIR, HPF_JOBS (default: all cores), HPF_TEST_THREADS, HPF_CMAKE_ARGS.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-build=${HPF_BUILD_DIR:-$root/build-asan}
+configuration=${1:-serial}
 jobs=${HPF_JOBS:-$(nproc)}
+case "$configuration" in
+  serial) build=${HPF_BUILD_DIR:-$root/build-asan} ;;
+  openmp-mpich) build=${HPF_BUILD_DIR:-$root/build-asan-openmp-mpich} ;;
+  *) echo "usage: $0 [serial|openmp-mpich]" >&2; exit 2 ;;
+esac
 # shellcheck source=lib/debian.sh
 source "$root/scripts/lib/debian.sh"
 # shellcheck source=lib/ctest.sh
 source "$root/scripts/lib/ctest.sh"
 # shellcheck source=lib/ccache.sh
 source "$root/scripts/lib/ccache.sh"
+# shellcheck source=lib/openmp_mpich.sh
+source "$root/scripts/lib/openmp_mpich.sh"
 hpf_install_packages "${HPF_PACKAGES_TEST[@]}"
 
-echo "== configuring and building the tests with ASan + UBSan in $build"
+configure=()
+labels="unit|mpi"
+excluded=(-LE "compile|consumer|accuracy|readme|reference|example|bench" -E '^hpf\.example\.disabled$')
+if [ "$configuration" = openmp-mpich ]; then
+  hpf_openmp_mpich_configuration "${HPF_TEST_THREADS:-2}" "$jobs"
+  configure=("${hpf_openmp_mpich_args[@]}" -DHPF_ENABLE_REFERENCE_TESTS=ON -DHPF_ENABLE_EXAMPLES=ON)
+  labels="unit|mpi|reference"
+  excluded=(-LE "compile|consumer|accuracy|readme|bench")
+fi
+
+echo "== configuring and building the tests with ASan + UBSan in $build ($configuration)"
 started=$(date +%s)
 cd "$root"
 # shellcheck disable=SC2086
-cmake --preset asan-ubsan -B "$build" "${hpf_compiler_launcher[@]}" ${HPF_CMAKE_ARGS:-}
+cmake --preset asan-ubsan -B "$build" "${configure[@]}" "${hpf_compiler_launcher[@]}" ${HPF_CMAKE_ARGS:-}
 cmake --build "$build" -j "$jobs" | tee "$build/sanitizer-build.log"
 built=$(date +%s)
 steps=$(sed -n 's/^\[[0-9]*\/\([0-9]*\)\].*/\1/p' "$build/sanitizer-build.log" | tail -n 1)
@@ -48,10 +73,9 @@ export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:detect_stack_use_after_retur
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 export LSAN_OPTIONS="suppressions=$root/tests/sanitizers/lsan.supp:print_suppressions=0"
 
-echo "== testing (unit and MPI tests under ASan + UBSan)"
-excluded=(-LE "compile|consumer|accuracy|readme|reference|example|bench" -E '^hpf\.example\.disabled$')
+echo "== testing ($labels tests under ASan + UBSan, $configuration)"
 status=0
-hpf_ctest "$build" --output-on-failure -j "$jobs" -L "unit|mpi" "${excluded[@]}" \
+hpf_ctest "$build" --output-on-failure -j "$jobs" -L "$labels" "${excluded[@]}" \
           --test-output-size-passed 8000000 --test-output-size-failed 8000000 || status=$?
 tested=$(date +%s)
 
@@ -66,7 +90,7 @@ for name in "${reports[@]}"; do echo "== sanitizer report in $name (its output i
 run=$(sed -n 's/^[[:space:]]*tests="\([0-9]*\)".*/\1/p' "$junit" | head -n 1)
 failed=$(sed -n 's/^[[:space:]]*failures="\([0-9]*\)".*/\1/p' "$junit" | head -n 1)
 mpi_tests=$(ctest --test-dir "$build" -N -L mpi "${excluded[@]}" | grep -cE '^ *Test +#' || true)
-summary="build_s=$(( built - started )) build_steps=${steps:-0} test_s=$(( tested - built )) tests=${run:-0}"
+summary="configuration=$configuration build_s=$(( built - started )) build_steps=${steps:-0} test_s=$(( tested - built )) tests=${run:-0}"
 summary+=" mpi_tests=$mpi_tests failed=${failed:-0} findings=${#reports[@]}"
 echo "$summary" > "$build/sanitizer-summary.txt"
 echo "== sanitizers: build $(( built - started )) s (${steps:-0} steps), tests $(( tested - built )) s, tests run ${run:-?}," \
