@@ -100,7 +100,7 @@ def main(argv):
         f"`ctest {selection}` with `-j` = cores. "
         "Every test's whole output is kept, and a sanitizer report in any of it (any process, ranks and tests "
         "expected to fail included) counts as a finding; the MPI libraries' own never-freed allocations are suppressed by "
-        "`tests/sanitizers/lsan.supp`, which names MPI libraries only. "
+        "`tests/sanitizers/lsan.supp`, which names nothing else. "
         "*Test wall*: the ctest run; *sum*: the tests' own times added up.",
         "",
         h.markdown_table(["build wall", "test wall", "sum of test times", "tests", "passed", "failed", "findings"],
