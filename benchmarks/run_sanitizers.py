@@ -26,14 +26,8 @@ import bench_harness as h  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SECTION = "sanitizers"
-# What scripts/test_sanitizers.sh builds and runs in each configuration: build folder, backend and
-# MPI, and the ctest selection.
-CONFIGURATIONS = {
-    "serial": ("build-asan", "Kokkos Serial, Open MPI",
-               "-L 'unit|mpi' -LE 'compile|consumer|accuracy|readme|reference|example|bench'"),
-    "openmp-mpich": ("build-asan-openmp-mpich", "Kokkos OpenMP with 2 threads per rank, MPICH",
-                     "-L 'unit|mpi|reference' -LE 'compile|consumer|accuracy|readme|bench'"),
-}
+# The build folder scripts/test_sanitizers.sh uses for each configuration (its argument).
+BUILD_FOLDERS = {"serial": "build-asan", "openmp-mpich": "build-asan-openmp-mpich"}
 
 
 def preset_flags():
@@ -46,14 +40,14 @@ def preset_flags():
 
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--configuration", choices=sorted(CONFIGURATIONS), default="openmp-mpich",
+    parser.add_argument("--configuration", choices=sorted(BUILD_FOLDERS), default="openmp-mpich",
                         help="the configuration scripts/test_sanitizers.sh builds (CI's: openmp-mpich)")
     parser.add_argument("--slowest", type=int, default=15, help="how many of the slowest tests to list")
     parser.add_argument("--no-run", action="store_true", help="publish the last run instead of running")
     h.add_results_options(parser, os.path.join(ROOT, "benchmarks", "RESULTS.md"))
     args = parser.parse_args(argv)
 
-    folder, configuration, selection = CONFIGURATIONS[args.configuration]
+    folder = BUILD_FOLDERS[args.configuration]
     build = os.environ.get("HPF_BUILD_DIR", os.path.join(ROOT, folder))
     summary_file = os.path.join(build, "sanitizer-summary.txt")
     status = 0
@@ -72,7 +66,9 @@ def main(argv):
         return status or 1
     written = datetime.datetime.fromtimestamp(os.path.getmtime(summary_file)).strftime("%Y-%m-%d %H:%M")
     with open(summary_file) as f:
-        summary = dict(re.findall(r"(\w+)=([\w-]+)", f.read()))
+        numbers, *described = f.read().splitlines()
+    summary = dict(re.findall(r"(\w+)=([\w-]+)", numbers))
+    summary.update(line.split(": ", 1) for line in described)
     if summary.get("configuration") != args.configuration:
         h.log(f"{summary_file} is of the configuration '{summary.get('configuration')}', not '{args.configuration}'")
         return status or 1
@@ -95,9 +91,9 @@ def main(argv):
         f"{written}, {h.machine_description()}" +
         (f"; load average {load_before} before, {load_after} after. " if load_before else ". ") +
         f"`scripts/test_sanitizers.sh` configures CMakePresets.json's `asan-ubsan` preset (g++ 12, `{preset_flags()}`, "
-        f"{configuration}), "
+        f"{summary['backend']}), "
         f"builds what is out of date in `{folder}` (*steps*: the build steps ninja ran) and runs "
-        f"`ctest {selection}` with `-j` = cores. "
+        f"`ctest {summary['ctest']}` with `-j` = cores. "
         "Every test's whole output is kept, and a sanitizer report in any of it (any process, ranks and tests "
         "expected to fail included) counts as a finding; the MPI libraries' own never-freed allocations are suppressed by "
         "`tests/sanitizers/lsan.supp`, which names nothing else. "

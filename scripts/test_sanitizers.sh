@@ -26,7 +26,7 @@
 # (one machine: Open MPI and MPICH start local ranks with the launcher's environment).
 # Prints "== skipped tests: N" (scripts/lib/ctest.sh) and
 #   == sanitizers: build B s (S steps), tests T s, tests run R, failed F, findings N
-# and writes those numbers and the configuration to <build>/sanitizer-summary.txt
+# and writes those numbers, the backend and the ctest selection to <build>/sanitizer-summary.txt
 # (benchmarks/run_sanitizers.py publishes them in benchmarks/RESULTS.md).
 # Environment: HPF_BUILD_DIR, HPF_JOBS (default: all cores), HPF_TEST_THREADS, HPF_CMAKE_ARGS.
 set -euo pipefail
@@ -49,10 +49,12 @@ source "$root/scripts/lib/openmp_mpich.sh"
 hpf_install_packages "${HPF_PACKAGES_TEST[@]}"
 
 configure=()
+backend="Kokkos Serial, Open MPI"
 labels="unit|mpi"
 excluded=(-LE "compile|consumer|accuracy|readme|reference|example|bench" -E '^hpf\.example\.disabled$')
 if [ "$configuration" = openmp-mpich ]; then
   hpf_openmp_mpich_configuration "${HPF_TEST_THREADS:-2}" "$jobs"
+  backend="Kokkos OpenMP with ${HPF_TEST_THREADS:-2} threads per rank, MPICH"
   configure=("${hpf_openmp_mpich_args[@]}" -DHPF_ENABLE_REFERENCE_TESTS=ON -DHPF_ENABLE_EXAMPLES=ON)
   labels="unit|mpi|reference"
   excluded=(-LE "compile|consumer|accuracy|readme|bench")
@@ -92,7 +94,12 @@ failed=$(sed -n 's/^[[:space:]]*failures="\([0-9]*\)".*/\1/p' "$junit" | head -n
 mpi_tests=$(ctest --test-dir "$build" -N -L mpi "${excluded[@]}" | grep -cE '^ *Test +#' || true)
 summary="configuration=$configuration build_s=$(( built - started )) build_steps=${steps:-0} test_s=$(( tested - built )) tests=${run:-0}"
 summary+=" mpi_tests=$mpi_tests failed=${failed:-0} findings=${#reports[@]}"
-echo "$summary" > "$build/sanitizer-summary.txt"
+# Then, a line each, what was built and run (benchmarks/run_sanitizers.py describes the run by them).
+selection="-L '$labels'"
+for argument in "${excluded[@]}"; do
+  case "$argument" in -*) selection+=" $argument" ;; *) selection+=" '$argument'" ;; esac
+done
+printf '%s\nbackend: %s\nctest: %s\n' "$summary" "$backend" "$selection" > "$build/sanitizer-summary.txt"
 echo "== sanitizers: build $(( built - started )) s (${steps:-0} steps), tests $(( tested - built )) s, tests run ${run:-?}," \
      "failed ${failed:-?}, findings ${#reports[@]}"
 if [ "${#reports[@]}" -gt 0 ]; then
