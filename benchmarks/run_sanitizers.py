@@ -69,6 +69,9 @@ def main(argv):
         numbers, *described = f.read().splitlines()
     summary = dict(re.findall(r"(\w+)=([\w-]+)", numbers))
     summary.update(line.split(": ", 1) for line in described)
+    if "backend" not in summary or "ctest" not in summary:
+        h.log(f"{summary_file} does not say what was built and run (an older scripts/test_sanitizers.sh wrote it)")
+        return status or 1
     if summary.get("configuration") != args.configuration:
         h.log(f"{summary_file} is of the configuration '{summary.get('configuration')}', not '{args.configuration}'")
         return status or 1
