@@ -49,8 +49,9 @@ void broadcast_vector(const hpf::comm::Communicator& world, std::vector<V>& valu
 inline double relative(double difference, double scale) { return difference / std::max(scale, 1e-300); }
 
 /// Trains Model with Strategy on `world` and, on rank 0, the same run on one process over the same
-/// pieces (data_shards = replicas, same micro-batches); compares every step's loss and, on every
-/// rank, every tensor of its stage with the reference tensor of the same name, bit for bit.
+/// pieces (data_shards = replicas x shards_per_replica, same micro-batches); compares every step's
+/// loss and, on every rank, every tensor of its stage with the reference tensor of the same name,
+/// bit for bit.
 template <class Model, class Strategy, class T>
 Comparison compare_with_single_process(const hpf::comm::Communicator& world, hpf::TrainOptions options,
                                        const hpf::DataSource& source) {
@@ -65,7 +66,7 @@ Comparison compare_with_single_process(const hpf::comm::Communicator& world, hpf
   hpf::Network<Model, T> layout(options.network);  // names -> offsets of the whole model
   if (world.rank() == 0) {
     hpf::TrainOptions reference = options;
-    reference.data_shards = replicas;
+    reference.data_shards = replicas * options.shards_per_replica;
     const auto data = source(hpf::data::Shard{});
     hpf::Trainer<Model, T> trainer(reference, data.train);
     losses = trainer.fit().step_losses;
@@ -127,7 +128,8 @@ void check_strategy(const hpf::TrainOptions& options, const hpf::DataSource& sou
   REQUIRE_MESSAGE(world.size() % stages == 0, world.size(), " ranks do not fit ", stages, " stages");
   const std::size_t replicas = static_cast<std::size_t>(world.size()) / stages;
   const auto c = compare_with_single_process<Model, Strategy, T>(world, options, source);
-  INFO(stages, " stage(s) x ", replicas, " replica(s), ", std::string(hpf::to_string(options.schedule)), ", ",
+  INFO(stages, " stage(s) x ", replicas, " replica(s) x ", options.shards_per_replica, " shard(s)",
+       options.shards_side_by_side ? " side by side, " : ", ", std::string(hpf::to_string(options.schedule)), ", ",
        std::string(hpf::to_string(options.reduction)), ", ", sizeof(T) * 8, "-bit: ", c.different_losses,
        " step losses and ", c.different_values, " values differ (first: ", c.first_difference,
        "); worst relative difference: loss ", c.worst_loss, ", parameters ", c.worst_parameter, ", buffers ",

@@ -32,18 +32,25 @@ namespace hpf {
 /// hpf::ordered_sum's fixed tree, which single-process training reproduces bit for bit; with
 /// ::allreduce it goes to MPI_Iallreduce. MPI progresses only inside MPI calls, so every
 /// readiness notification (one per layer during backward) also tests the buckets in flight.
+///
+/// A replica may train several data shards per step (TrainOptions::shards_per_replica, C): under
+/// the ordered reduction each shard's gradient is parked (park()) and every bucket gathers the C
+/// parked parts of every replica, so the tree adds all R x C shards in global shard order
+/// (shard g = j R + r is part j of replica r), as one process with R x C data shards does. The
+/// buckets then start after the last shard, in finish().
 template <class T, class Space>
 class GradientBuckets {
  public:
   /// `stage` (the pipeline stage these gradients belong to, -1 if none) only names the buckets
   /// when a wait for one times out (hpf::comm::WaitFor).
+  /// `shards_per_replica` (C): data shards each replica trains per step.
   GradientBuckets(comm::Communicator replicas, Buffer<T, Space> gradients, std::size_t bucket_bytes,
-                  GradientReduction reduction, int stage = -1)
-      : replicas_(std::move(replicas)), gradients_(gradients),
-        reduction_(resolve(reduction, static_cast<std::size_t>(replicas_.size()))), stage_(stage) {
-    if (reduction_ == GradientReduction::ordered && static_cast<std::size_t>(replicas_.size()) > ordered_sum_max_parts) {
+                  GradientReduction reduction, int stage = -1, std::size_t shards_per_replica = 1)
+      : replicas_(std::move(replicas)), gradients_(gradients), parts_(shards_per_replica),
+        reduction_(resolve(reduction, static_cast<std::size_t>(replicas_.size()) * parts_)), stage_(stage) {
+    if (reduction_ == GradientReduction::ordered && static_cast<std::size_t>(replicas_.size()) * parts_ > ordered_sum_max_parts) {
       throw comm::UsageError("hpf: ordered gradient reduction supports up to " + std::to_string(ordered_sum_max_parts) +
-                             " replicas; use GradientReduction::allreduce");
+                             " data shards (replicas x shards per replica); use GradientReduction::allreduce");
     }
     const std::size_t total = gradients.extent(0);
     const std::size_t per_bucket = bucket_bytes / sizeof(T) > 0 ? bucket_bytes / sizeof(T) : 1;
@@ -53,15 +60,30 @@ class GradientBuckets {
       ends_.push_back(end);
       end = begin;
     }
-    requests_.resize(begins_.size());
-    if (reduction_ == GradientReduction::ordered && replicas_.size() > 1) {
+    requests_.resize(begins_.size() * parts_);
+    if (reduction_ == GradientReduction::ordered && shards() > 1) {
       gathered_.resize(begins_.size());
       for (std::size_t b = 0; b < begins_.size(); ++b) {
-        gathered_[b] = Buffer<T, Space>("hpf::GradientBuckets::gathered", (ends_[b] - begins_[b]) * replicas_.size());
+        gathered_[b] = Buffer<T, Space>("hpf::GradientBuckets::gathered", (ends_[b] - begins_[b]) * shards());
       }
       summed_.assign(begins_.size(), true);
+      if (parts_ > 1) parked_ = Buffer<T, Space>("hpf::GradientBuckets::parked", total * parts_);
     }
   }
+
+  /// Whether backward may start buckets (ready()): only while each replica trains one shard.
+  bool overlaps_backward() const { return parts_ == 1 && replicas_.size() > 1; }
+  /// Parks the gradient of this replica's shard `j` (of C; ordered reduction with C > 1, else
+  /// nothing: with ::allreduce the shards accumulate in the gradient). Safe for different shards
+  /// at once.
+  void park(std::size_t j, const Buffer<T, Space>& gradients) {
+    if (parked_.extent(0) == 0) return;
+    const std::size_t total = gradients_.extent(0);
+    Kokkos::deep_copy(Kokkos::subview(parked_, Kokkos::make_pair(j * total, (j + 1) * total)), gradients);
+  }
+  /// Whether parked shards replace the gradient: then a replica's shards after the first start
+  /// from zero gradients.
+  bool parks() const { return parked_.extent(0) > 0; }
 
   /// Call before the backward passes of a step.
   void begin_step() { started_ = 0; }
@@ -69,24 +91,24 @@ class GradientBuckets {
   /// Every gradient at flat offset >= `offset` is final for this step: start the buckets that
   /// lie entirely above it, and advance the ones in flight.
   void ready(std::size_t offset) {
-    if (replicas_.size() == 1) return;
+    if (shards() == 1) return;
     while (started_ < begins_.size() && begins_[started_] >= offset) start(started_++);
     for (std::size_t b = 0; b < started_; ++b) {
-      if (requests_[b].test()) sum_gathered(b);
+      if (bucket_arrived(b)) sum_gathered(b);
     }
   }
 
   /// Starts what is left and waits for every bucket (each at most hpf::comm::wait_limit()):
   /// afterwards gradients hold the sum over replicas.
   void finish() {
-    if (replicas_.size() == 1) return;
+    if (shards() == 1) return;
     trace::Region region("hpf::GradientBuckets::finish");
     {
       const trace::Span posting(trace::Track::wait, "start buckets");  // the thread is inside MPI
       ready(0);
     }
-    for (std::size_t b = 0; b < requests_.size(); ++b) {
-      trace::wait(requests_[b], "allreduce", tags(b));
+    for (std::size_t b = 0; b < begins_.size(); ++b) {
+      for (std::size_t j = 0; j < parts_; ++j) trace::wait(requests_[b * parts_ + j], "allreduce", tags(b));
       sum_gathered(b);
     }
   }
@@ -110,31 +132,47 @@ class GradientBuckets {
   trace::Tags tags(std::size_t b) const {
     return {.bucket = static_cast<std::int32_t>(b), .bytes = static_cast<std::int64_t>((ends_[b] - begins_[b]) * sizeof(T))};
   }
-  void start(std::size_t b) {
-    trace::Pending span = trace::Pending::open(trace::Track::collective, "allreduce", tags(b));
-    if (reduction_ == GradientReduction::ordered) {
-      requests_[b] = comm::iallgather(replicas_, bucket_view(b), gathered_[b], waiting_for(b));
-      summed_[b] = false;
-    } else {
-      requests_[b] = comm::iallreduce(replicas_, bucket_view(b), MPI_SUM, waiting_for(b));
-    }
-    requests_[b].trace_until_complete(std::move(span));
+  std::size_t shards() const { return static_cast<std::size_t>(replicas_.size()) * parts_; }
+  bool bucket_arrived(std::size_t b) {
+    bool all = true;
+    for (std::size_t j = 0; j < parts_; ++j) all = requests_[b * parts_ + j].test() && all;  // tests every part
+    return all;
   }
-  /// Ordered reduction of a bucket whose gather has completed (once).
+  void start(std::size_t b) {
+    if (reduction_ != GradientReduction::ordered) {
+      trace::Pending span = trace::Pending::open(trace::Track::collective, "allreduce", tags(b));
+      requests_[b * parts_] = comm::iallreduce(replicas_, bucket_view(b), MPI_SUM, waiting_for(b));
+      requests_[b * parts_].trace_until_complete(std::move(span));
+      return;
+    }
+    // Part j of every replica lands in block j of the gathered bucket: shard g = j R + r at g.
+    const std::size_t length = ends_[b] - begins_[b], total = gradients_.extent(0), replicas = replicas_.size();
+    for (std::size_t j = 0; j < parts_; ++j) {
+      trace::Pending span = trace::Pending::open(trace::Track::collective, "allreduce", tags(b));
+      const auto part = parts_ == 1 ? bucket_view(b)
+                                    : Kokkos::subview(parked_, Kokkos::make_pair(j * total + begins_[b], j * total + ends_[b]));
+      const auto into = Kokkos::subview(gathered_[b], Kokkos::make_pair(j * replicas * length, (j + 1) * replicas * length));
+      requests_[b * parts_ + j] = comm::iallgather(replicas_, part, into, waiting_for(b));
+      requests_[b * parts_ + j].trace_until_complete(std::move(span));
+    }
+    summed_[b] = false;
+  }
+  /// Ordered reduction of a bucket whose gathers have completed (once).
   void sum_gathered(std::size_t b) {
     if (reduction_ != GradientReduction::ordered || summed_[b]) return;
     trace::Span span(trace::Track::compute, "reduce bucket", tags(b));
     const std::size_t length = ends_[b] - begins_[b];
-    ordered_sum(Space{}, gathered_[b].data(), static_cast<std::size_t>(replicas_.size()), length,
-                gradients_.data() + begins_[b], length);
+    ordered_sum(Space{}, gathered_[b].data(), shards(), length, gradients_.data() + begins_[b], length);
     summed_[b] = true;
   }
 
   comm::Communicator replicas_;
   Buffer<T, Space> gradients_;
+  std::size_t parts_;  // data shards per replica (C)
   GradientReduction reduction_;
   int stage_;
-  std::vector<Buffer<T, Space>> gathered_;  // ordered: every replica's copy of each bucket
+  std::vector<Buffer<T, Space>> gathered_;  // ordered: every shard's copy of each bucket, in shard order
+  Buffer<T, Space> parked_;                  // ordered with C > 1: this replica's C shard gradients
   std::vector<bool> summed_;
   std::vector<std::size_t> begins_, ends_;
   std::vector<comm::Request> requests_;

@@ -51,23 +51,52 @@ inline comm::WaitFor pipeline_transfer(std::size_t stage, int tag) {
 /// - buffers (BatchNorm running statistics): replica 0's, broadcast after every step, as
 ///   PyTorch's DistributedDataParallel does, so every replica holds the same model;
 /// - the step's loss: every replica's sum, added in replica order.
+/// A replica may train C data shards per step (TrainOptions::shards_per_replica): replica r of R
+/// trains the sampler's shards r, r + R, ..., r + (C - 1) R (its data shard holds their samples),
+/// one after another or, with one stage, side by side on its threads; gradients, buffers and loss
+/// then combine the R x C shards as one process with R x C data shards does (LocalLinks).
 /// Every wait lasts at most hpf::comm::wait_limit() and then ends the job, saying which stage,
 /// micro-batch, bucket or collective it waited for (hpf/comm/watchdog.hpp).
 template <class T, class Space>
 class MpiLinks {
  public:
-  using Placement = ProcessGrid;
+  /// This rank's place in the grid, the data shards each replica trains per step
+  /// (TrainOptions::shards_per_replica) and whether it trains them side by side on its threads
+  /// (TrainOptions::shards_side_by_side). The grid must outlive the links.
+  struct Placement {
+    // Implicit: a grid alone places one shard per replica.
+    Placement(const ProcessGrid& g, std::size_t shards = 1, bool side_by_side = false)  // NOLINT(google-explicit-constructor)
+        : grid(&g), shards_per_replica(shards), side_by_side(side_by_side) {}
+    const ProcessGrid* grid;
+    std::size_t shards_per_replica;
+    bool side_by_side;
+  };
   using request = comm::Request;
-  static std::size_t replicas_of(const Placement& grid) { return grid.replicas(); }
+  /// The sampler's data shards: R x C.
+  static std::size_t replicas_of(const Placement& placement) {
+    return placement.grid->replicas() * placement.shards_per_replica;
+  }
 
-  MpiLinks(const ProcessGrid& grid, Buffer<T, Space> gradients, Buffer<T, Space> buffers, const StepOptions& options)
-      : grid_(grid), buffers_(buffers), shard_{grid.replica()},
-        buckets_(grid.stage_group(), gradients, options.bucket_bytes, options.reduction, static_cast<int>(grid.stage())) {}
+  MpiLinks(const Placement& placement, Buffer<T, Space> gradients, Buffer<T, Space> buffers, const StepOptions& options)
+      : grid_(*placement.grid), gradients_(gradients), buffers_(buffers),
+        buckets_(grid_.stage_group(), gradients, options.bucket_bytes, options.reduction, static_cast<int>(grid_.stage()),
+                 placement.shards_per_replica),
+        side_by_side_(placement.side_by_side && grid_.stages() == 1 && buckets_.parks()) {
+    for (std::size_t j = 0; j < placement.shards_per_replica; ++j) shards_.push_back(grid_.replica() + j * grid_.replicas());
+    if (shards_.size() > 1 && buffers_.extent(0) > 0) {
+      shard0_buffers_ = Buffer<T, Space>("hpf::MpiLinks::shard0_buffers", buffers_.extent(0));
+    }
+  }
 
   std::size_t stages() const { return grid_.stages(); }
   std::size_t stage() const { return grid_.stage(); }
-  std::size_t replicas() const { return grid_.replicas(); }
-  std::span<const std::size_t> shards() const { return {&shard_, 1}; }
+  /// Data shards of the sampler: R x C.
+  std::size_t replicas() const { return grid_.replicas() * shards_.size(); }
+  /// The sampler's shards this rank trains in each step, in order.
+  std::span<const std::size_t> shards() const { return shards_; }
+  /// Whether the shards train side by side, each with a network of its own (see Placement):
+  /// with one stage, several shards and their gradients parked (the ordered reduction).
+  bool shards_side_by_side() const { return side_by_side_; }
   data::Shard evaluation_shard() const { return {grid_.replica(), grid_.replicas()}; }
   const ProcessGrid& grid() const { return grid_; }
 
@@ -107,46 +136,79 @@ class MpiLinks {
   std::string share_from_first(std::string text) const { return comm::broadcast_text(grid_.world(), std::move(text), 0); }
 
   void begin_step() { buckets_.begin_step(); }
-  /// Starts the buckets backward has finished (overlapping the rest of backward).
+  /// Starts the buckets backward has finished (overlapping the rest of backward; not while a
+  /// replica trains several shards, whose sum is final only after the last).
   std::function<void(std::size_t)> gradients_ready() {
-    if (grid_.replicas() == 1) return {};
+    if (!buckets_.overlaps_backward()) return {};
     return [this](std::size_t offset) { buckets_.ready(offset); };
   }
-  void shard_done(std::size_t) {}
+  /// This rank's shard `k` (of shards()) has finished its backward passes in the network these
+  /// links were made with.
+  void shard_done(std::size_t k) {
+    park(k, gradients_, buffers_);
+    if (buckets_.parks() && k + 1 < shards_.size()) Kokkos::deep_copy(gradients_, T(0));
+  }
+  /// Shard `k` has finished its backward passes in a network of its own (shards side by side),
+  /// with `gradients` and `buffers`. Safe for different shards at once.
+  void shard_done(std::size_t k, const Buffer<T, Space>& gradients, const Buffer<T, Space>& buffers) {
+    park(k, gradients, buffers);
+  }
   void finish_gradients() { buckets_.finish(); }
   void share_buffers() {
+    if (shard0_buffers_.extent(0) > 0) Kokkos::deep_copy(buffers_, shard0_buffers_);
     if (grid_.replicas() == 1 || buffers_.extent(0) == 0) return;
     trace::Blocking span(trace::Track::collective, "broadcast buffers",
                          {.stage = static_cast<std::int32_t>(grid_.stage()), .bytes = static_cast<std::int64_t>(buffers_.size() * sizeof(T))});
     comm::broadcast(grid_.stage_group(), buffers_, 0,
                     {.what = "buffers", .members = "replicas", .stage = static_cast<int>(grid_.stage())});
   }
-  /// The step's loss on every rank: the last stages' sums added in replica order; NaN when any
-  /// rank's gradients are not finite (`gradients_finite` false), so every rank sees it alike.
+  /// The step's loss on every rank: the last stages' sums per shard (`per_shard`, one per shards()
+  /// entry) added in shard order; NaN when any rank's gradients are not finite
+  /// (`gradients_finite` false), so every rank sees it alike.
   double total_loss(std::span<const double> per_shard, bool holds_loss, bool gradients_finite = true) const {
     trace::Blocking span(trace::Track::collective, "allgather loss", {.stage = static_cast<std::int32_t>(grid_.stage())});
-    const double mine = !gradients_finite ? NAN : holds_loss ? per_shard[0] : 0.0;
-    const auto all = comm::allgather_value(grid_.world(), mine, {.what = "the loss"});
-    double total = 0;
-    for (std::size_t r = 0; r < grid_.replicas(); ++r) total += all[static_cast<std::size_t>(grid_.rank_of(r, grid_.stages() - 1))];
-    for (const double v : all) {
-      if (v - v != 0.0) return NAN;
-    }
-    return total;
+    return sum_in_shard_order(per_shard, holds_loss, gradients_finite);
   }
   /// Totals of an evaluation (summed loss, correct samples) over replicas, on every rank.
   std::pair<double, std::size_t> total_evaluation(double loss, std::size_t correct, bool holds_result) const {
-    const double total_loss = this->total_loss({&loss, 1}, holds_result);
+    const double total_loss = sum_in_shard_order({&loss, 1}, holds_result, true);
     const auto all = comm::allreduce_value(grid_.world(), static_cast<unsigned long long>(holds_result ? correct : 0),
                                            MPI_SUM, {.what = "the evaluation's correct samples"});
     return {total_loss, static_cast<std::size_t>(all)};
   }
 
  private:
+  /// Parks shard k's gradient (GradientBuckets::park) and, for shard 0 of several, its buffers
+  /// (replica 0's shard 0 holds the buffers every replica keeps).
+  void park(std::size_t k, const Buffer<T, Space>& gradients, const Buffer<T, Space>& buffers) {
+    buckets_.park(k, gradients);
+    if (k == 0 && shard0_buffers_.extent(0) > 0) Kokkos::deep_copy(shard0_buffers_, buffers);
+  }
+  /// The sum over the last stages of every rank's `mine` (part j of replica r is shard j R + r),
+  /// added in shard order; NaN on every rank when any value is not finite or `finite` is false
+  /// anywhere.
+  double sum_in_shard_order(std::span<const double> mine, bool holds, bool finite) const {
+    std::vector<std::vector<double>> all(mine.size());  // all[j][rank]: part j of every rank
+    for (std::size_t j = 0; j < mine.size(); ++j) {
+      all[j] = comm::allgather_value(grid_.world(), !finite ? NAN : holds ? mine[j] : 0.0, {.what = "the loss"});
+    }
+    double total = 0;
+    bool any_not_finite = false;
+    for (std::size_t g = 0; g < grid_.replicas() * mine.size(); ++g) {
+      total += all[g / grid_.replicas()][static_cast<std::size_t>(grid_.rank_of(g % grid_.replicas(), grid_.stages() - 1))];
+    }
+    for (const auto& part : all) {
+      for (const double v : part) any_not_finite = any_not_finite || v - v != 0.0;
+    }
+    return any_not_finite ? NAN : total;
+  }
+
   const ProcessGrid& grid_;
-  Buffer<T, Space> buffers_;
-  std::size_t shard_;
+  Buffer<T, Space> gradients_, buffers_;
   GradientBuckets<T, Space> buckets_;
+  bool side_by_side_;
+  std::vector<std::size_t> shards_;
+  Buffer<T, Space> shard0_buffers_;  // several shards per replica: shard 0's buffers
 };
 
 }  // namespace hpf

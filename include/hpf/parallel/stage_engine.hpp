@@ -162,17 +162,15 @@ class StageEngine {
         sampler_(train.size(), options.batch, links_.replicas(), options.data_seed),
         program_(stage_program(options.schedule, links_.stages(), links_.stage(), options.micro_batches)) {
     check_stage_datasets(train, test, options, net_->facts(), position_);
-    if constexpr (requires { links_.shards_side_by_side(); }) {
-      const std::size_t groups = std::min(links_.shards().size(), thread_groups_available<Space>());
-      if (links_.shards_side_by_side() && groups > 1) {
-        // Made on the threads that will run them: oneDNN fits its primitives to the threads of
-        // the caller that makes them.
-        workers_.resize(groups);
-        run_on_thread_groups<Space>(groups, [&](std::size_t w) {
-          workers_[w].net = net_->sharing_parameters();
-          workers_[w].slots = make_slots(*workers_[w].net);
-        });
-      }
+    const std::size_t groups = std::min(links_.shards().size(), thread_groups_available<Space>());
+    if (links_.shards_side_by_side() && groups > 1) {
+      // Made on the threads that will run them: oneDNN fits its primitives to the threads of
+      // the caller that makes them.
+      workers_.resize(groups);
+      run_on_thread_groups<Space>(groups, [&](std::size_t w) {
+        workers_[w].net = net_->sharing_parameters();
+        workers_[w].slots = make_slots(*workers_[w].net);
+      });
     }
     if (workers_.empty()) slots_ = make_slots(*net_);
   }
@@ -197,9 +195,7 @@ class StageEngine {
     const auto shards = links_.shards();
     shard_losses_.assign(shards.size(), 0.0);
     if (!workers_.empty() && thread_groups_available<Space>() >= workers_.size()) {
-      if constexpr (requires { links_.shards_side_by_side(); }) {  // only these links have workers
-        run_shards_side_by_side(epoch, step, shards, scale);
-      }
+      run_shards_side_by_side(epoch, step, shards, scale);
     } else {
       if (slots_.empty()) slots_ = make_slots(*net_);  // shards side by side, but not now (a Kokkos tool)
       for (std::size_t k = 0; k < shards.size(); ++k) {

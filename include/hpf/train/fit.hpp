@@ -73,6 +73,8 @@ inline comm::Facts run_facts(const ProgramTypes& types, const TrainOptions& o, s
           {"epochs", text(o.epochs)},
           {"batch", text(o.batch)},
           {"micro_batches", text(o.micro_batches)},
+          {"shards_per_replica", text(o.shards_per_replica)},
+          {"shards_side_by_side", text(o.shards_side_by_side)},
           {"schedule", to_string(o.schedule)},
           {"bucket_bytes", text(o.bucket_bytes)},
           {"reduction", text(static_cast<int>(o.reduction))},
@@ -175,8 +177,9 @@ inline TrainOptions agreed_options(const comm::Communicator& world, const TrainO
 /// Throws comm::UsageError unless the options fit the grid's replicas and stages (the same
 /// options everywhere, checked before: every rank fails alike).
 inline void check_layout(const TrainOptions& options, const ProcessGrid& grid) {
+  if (options.shards_per_replica == 0) throw comm::UsageError("hpf::fit: shards_per_replica must be at least 1");
   try {
-    check_step_options(options, grid.replicas(), "hpf::fit");
+    check_step_options(options, grid.replicas() * options.shards_per_replica, "hpf::fit");
   } catch (const std::invalid_argument& e) {
     throw comm::UsageError(e.what());
   }
@@ -252,8 +255,10 @@ TrainReport fit(const comm::Communicator& world, const TrainOptions& given, cons
     using StageModel = detail::fit_stage_t<Model, Partition, stage>;
     using StageSpace = stage_space_t<Strategy, stage, Space>;
     auto engine = make_stage_engine<StageModel, T, StageSpace, MpiLinks<T, StageSpace>>(
-        grid, options, data.train, options.evaluate ? &data.test : nullptr);
+        {grid, options.shards_per_replica, options.shards_side_by_side}, options, data.train,
+        options.evaluate ? &data.test : nullptr);
     report = run_epochs(engine, options, world.rank() == 0);
+    report.shard_threads = engine.shard_threads();
     inspect(network_cast<StageModel>(engine.network()), grid);
   });
   return report;

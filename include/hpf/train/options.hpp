@@ -20,16 +20,23 @@ namespace hpf {
 /// each step does (StepOptions) and how many steps, with what reporting.
 struct TrainOptions : StepOptions {
   std::size_t epochs = 1;
-  /// Data shards of the sampler for single-process training (hpf::Trainer); hpf::fit uses one
-  /// per replica. One process given a parallel run's replica count visits exactly that run's
-  /// samples, in the same pieces, and reproduces its result.
+  /// Data shards of the sampler for single-process training (hpf::Trainer); hpf::fit uses
+  /// shards_per_replica per replica. One process given a parallel run's shard count (replicas x
+  /// shards_per_replica) visits exactly that run's samples, in the same pieces, and reproduces its
+  /// result.
   std::size_t data_shards = 1;
-  /// hpf::Trainer: train the data shards side by side, one per thread of Kokkos OpenMP (3.x),
-  /// each with single-threaded kernels and a network of its own on the shared parameters, instead
-  /// of one after another on all threads. The same bits (the shards are parked and added in the
-  /// ordered reduction's tree; with GradientReduction::allreduce they run one after another), as
-  /// fast as that many ranks with one thread each. Costs a gradient copy and the workspace per
-  /// shard. Other backends, and steps while a Kokkos tool is loaded, run them one after another.
+  /// hpf::fit: data shards each replica trains per step, its piece of the batch cut in that many
+  /// (R replicas train R x shards_per_replica shards; replica r the shards r, r + R, ...), each
+  /// with BatchNorm statistics of its own, as that many ranks have them. With
+  /// shards_side_by_side, a rank of C threads trains C shards at once, as fast as C ranks.
+  std::size_t shards_per_replica = 1;
+  /// Train the data shards (hpf::Trainer's data_shards; hpf::fit's shards_per_replica, with one
+  /// stage) side by side, one per thread of Kokkos OpenMP (3.x), each with single-threaded kernels
+  /// and a network of its own on the shared parameters, instead of one after another on all
+  /// threads. The same bits (the shards are parked and added in the ordered reduction's tree; with
+  /// GradientReduction::allreduce they run one after another), as fast as that many ranks with one
+  /// thread each. Costs a gradient copy and the workspace per shard. Other backends, pipelines,
+  /// and steps while a Kokkos tool is loaded, run them one after another.
   bool shards_side_by_side = false;
   /// Stop each epoch after this many steps (0: whole epochs). For smoke runs and benchmarks.
   std::size_t steps_per_epoch = 0;
@@ -67,6 +74,9 @@ struct TrainReport {
   /// hpf::Auto: the strategy the oracle chose and its predicted seconds per step (NaN otherwise).
   std::string chosen_strategy;
   double predicted_step_seconds = NAN;
+  /// hpf::fit: data shards this rank trained side by side, one per thread
+  /// (TrainOptions::shards_side_by_side); 0 when one after another.
+  std::size_t shard_threads = 0;
   /// Seconds per training step over all epochs (evaluation excluded).
   double step_seconds() const {
     double seconds = 0;
