@@ -79,3 +79,11 @@ TEST_CASE("Auto without a machine profile stops every rank with a message naming
   CHECK_THROWS_WITH_AS((hpf::fit<Model, hpf::Auto<>>(world, o, hpf_test::synthetic_source<Model>(96))),
                        doctest::Contains("cannot read the machine profile '/nonexistent/profile.json'"), hpf::comm::UsageError);
 }
+
+TEST_CASE("Auto with several shards per replica, which the oracle does not plan, stops every rank") {
+  const hpf::comm::Communicator world;
+  hpf::TrainOptions o = options();
+  o.shards_per_replica = 2;
+  CHECK_THROWS_WITH_AS((hpf::fit<Model, hpf::Auto<>>(world, o, hpf_test::synthetic_source<Model>(96))),
+                       doctest::Contains("hpf::Auto: the oracle plans one data shard per replica"), hpf::comm::UsageError);
+}

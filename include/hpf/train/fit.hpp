@@ -119,6 +119,10 @@ inline std::size_t optimizer_values(const OptimizerOptions& o) {
 template <class Model, std::size_t... Stages>
 AutoChoice choose_strategy(const comm::Communicator& world, const TrainOptions& o) {
   const std::string text = comm::agree(world, [&]() -> std::string {
+    if (o.shards_per_replica != 1) {
+      throw std::invalid_argument("hpf::Auto: the oracle plans one data shard per replica; leave shards_per_replica at 1 "
+                                  "or name a strategy");
+    }
     if (world.rank() != 0) return {};
     std::string path = o.oracle_profile;
     if (path.empty()) {
