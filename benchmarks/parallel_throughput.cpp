@@ -22,7 +22,9 @@
 // callbacks the bytes of the engine's views by kind: activation tapes (every micro-batch slot the
 // schedule keeps, with the gradient buffers between stages), parameters/gradients/optimizer state,
 // and workspace. The callbacks are removed again before timing: while any Kokkos tool callback is
-// set, every kernel launch builds its name string.
+// set, every kernel launch builds its name string. With --side-by-side the engine is built before
+// they are set (it makes its shards' networks on its threads, which it does not while a Kokkos tool
+// is loaded), so the view figures are not measured and print as -1.
 // --stage-times adds one more block with region callbacks: per rank, the time per step spent in
 // layer, optimizer and batch-loading regions (busy) against the rest (waiting for activations,
 // gradients, the gradient reduction and the loss allgather).
@@ -154,10 +156,11 @@ void install(bool on) {
 
 struct Settings {
   std::string model = "resnet20";
-  std::size_t stages = 1, micro_batches = 1, batch = 0, steps = 0, warmup = 0, repeats = 0, bucket_bytes = 0, cut = 0;
+  std::size_t stages = 1, micro_batches = 1, batch = 0, steps = 0, warmup = 0, repeats = 0, bucket_bytes = 0, cut = 0,
+              shards = 1;
   hpf::Schedule schedule = hpf::Schedule::one_f_one_b;
   hpf::GradientReduction reduction = hpf::GradientReduction::automatic;
-  bool stage_times = false, help = false;
+  bool stage_times = false, side_by_side = false, help = false;
   std::uint64_t seed = 0;
 };
 
@@ -165,6 +168,7 @@ const char* const usage_text =
     "usage: mpiexec -n P hpf_bench_parallel_throughput [--model mlp|cnn|resnet20|resnet56] [--stages 1|2|4]\n"
     "         [--batch B] [--micro-batches M] [--schedule gpipe|1f1b] [--reduction automatic|ordered|allreduce]\n"
     "         [--bucket-bytes N] [--cut LEAF] [--steps N] [--warmup W] [--repeats R] [--stage-times] [--seed S]\n"
+    "         [--shards C] [--side-by-side]\n"
     "  P processes form P / stages replicas; --batch is the global mini-batch (default: mlp 128, cnn and\n"
     "  resnets 64 per replica), split into M micro-batches per replica (pipelined over the stages, accumulated on one).\n"
     "  --stages 2 places the cut with hpf::Balanced<2>, or with --cut at a compiled leaf (hpf::Cuts<LEAF>):\n"
@@ -172,7 +176,9 @@ const char* const usage_text =
     "  --stages 4 places three cuts with hpf::Balanced<4>.\n"
     "  Defaults: 1f1b, hpf's gradient reduction and buckets; steps/warm-up per block mlp 100/20,\n"
     "  cnn 20/5, resnet20 5/2, resnet56 3/1; 3 blocks.\n"
-    "  --stage-times  one more block with region callbacks: per-rank busy time per step\n";
+    "  --stage-times  one more block with region callbacks: per-rank busy time per step\n"
+    "  --shards C     data shards per replica (TrainOptions::shards_per_replica; default 1): each replica's\n"
+    "                 batch in C pieces; --side-by-side trains them at once, one per thread (Kokkos OpenMP)\n";
 
 std::size_t to_size(const std::string& flag, const std::string& text) {
   const auto value = hpf_bench::whole_number(text);
@@ -193,6 +199,10 @@ Settings parse(int argc, char** argv) {
     }
     if (flag == "--stage-times") {
       s.stage_times = true;
+      continue;
+    }
+    if (flag == "--side-by-side") {
+      s.side_by_side = true;
       continue;
     }
     if (i + 1 >= argc) fail(flag + " needs a value");
@@ -229,6 +239,8 @@ Settings parse(int argc, char** argv) {
       s.repeats = to_size(flag, value);
     } else if (flag == "--seed") {
       s.seed = to_size(flag, value);
+    } else if (flag == "--shards") {
+      s.shards = to_size(flag, value);
     } else {
       fail("unknown option " + flag);
     }
@@ -257,6 +269,8 @@ hpf::TrainOptions options_for(const Settings& s, std::size_t replicas) {
   o.micro_batches = s.micro_batches;
   o.schedule = s.schedule;
   o.reduction = s.reduction;
+  o.shards_per_replica = s.shards;
+  o.shards_side_by_side = s.side_by_side;
   if (s.bucket_bytes) o.bucket_bytes = s.bucket_bytes;
   o.evaluate = false;
   o.log = nullptr;
@@ -274,8 +288,9 @@ hpf::TrainOptions options_for(const Settings& s, std::size_t replicas) {
 
 /// The checks hpf::fit makes before it builds an engine.
 void check(const hpf::TrainOptions& o, std::size_t stages, std::size_t replicas) {
+  if (o.shards_per_replica == 0) throw hpf::comm::UsageError("--shards must be at least 1");
   try {
-    hpf::check_step_options(o, replicas, "hpf_bench_parallel_throughput");
+    hpf::check_step_options(o, replicas * o.shards_per_replica, "hpf_bench_parallel_throughput");
   } catch (const std::invalid_argument& e) {
     throw hpf::comm::UsageError(e.what());
   }
@@ -303,8 +318,10 @@ void run_stage(const hpf::comm::Communicator& world, const hpf::ProcessGrid& gri
                                  hpf::data::synthetic_dataset(0, 3, 32, 32, 10, s.seed + 1, shard)};
   world.barrier();
   const MemoryMarks memory;
-  views::install(true);
-  auto engine = hpf::make_stage_engine<StageModel, float, Kokkos::DefaultExecutionSpace, Links>(grid, o, data.train, nullptr);
+  const bool count_views = !o.shards_side_by_side;
+  if (count_views) views::install(true);
+  auto engine = hpf::make_stage_engine<StageModel, float, Kokkos::DefaultExecutionSpace, Links>(
+      {grid, o.shards_per_replica, o.shards_side_by_side}, o, data.train, nullptr);
   // HPF_TRACE=FILE (HPF_TRACE_STEPS, HPF_TRACE_LAYERS): the timeline of the steps asked for,
   // counted from the first step; off, it costs what tracing compiled in but unused costs.
   hpf::Timeline<Links> timeline(hpf::trace::TraceOptions::from_environment(), o, engine.links());
@@ -356,10 +373,11 @@ void run_stage(const hpf::comm::Communicator& world, const hpf::ProcessGrid& gri
   const std::string rank_peak = gather(world, memory.process_peak());
   const std::string rank_base = gather(world, memory.base);
   const std::string rank_train_peak = gather(world, memory.train_peak());
-  const std::string rank_tape = gather(world, views::mib(views::now[views::tape]));
-  const std::string rank_state = gather(world, views::mib(views::now[views::state]));
-  const std::string rank_workspace = gather(world, views::mib(views::now[views::workspace]));
-  const std::string rank_views_peak = gather(world, views::mib(views::peak_total), 4);  // to ~100 bytes
+  const auto counted = [&](double mib) { return count_views ? mib : -1.0; };
+  const std::string rank_tape = gather(world, counted(views::mib(views::now[views::tape])));
+  const std::string rank_state = gather(world, counted(views::mib(views::now[views::state])));
+  const std::string rank_workspace = gather(world, counted(views::mib(views::now[views::workspace])));
+  const std::string rank_views_peak = gather(world, counted(views::mib(views::peak_total)), 4);  // to ~100 bytes
   const std::string rank_slots = gather(world, static_cast<double>(engine.slots()), 0);
   const std::string rank_busy = gather(world, busy_ms, 2);
   const std::string rank_stage_gflop = gather(world, stage_gflop, 5);
@@ -378,16 +396,17 @@ void run_stage(const hpf::comm::Communicator& world, const hpf::ProcessGrid& gri
       "rank_workspace_mib=%s rank_views_peak_mib=%s rank_slots=%s rank_busy_ms=%s profiled_step_ms=%.3f "
       "cut=%s rank_stage_gflop_per_sample=%s rank_stage_train_mflop_per_sample=%s rank_first_leaf=%s model_leaves=%zu "
       "tool_loaded_while_timing=%s blas=%s blas_threads=%d kokkos_space=%s loss_first=%.5f loss_last=%.5f "
-      "block_images_per_s=%s block_ms_per_step=%s\n",
+      "block_images_per_s=%s block_ms_per_step=%s shards_per_replica=%zu shard_threads=%zu\n",
       s.model.c_str(), world.size(), stages, grid.replicas(), o.batch, local, o.micro_batches,
       (local + o.micro_batches - 1) / o.micro_batches, hpf::to_string(o.schedule),
-      hpf::to_string(hpf::resolve(o.reduction, grid.replicas())), o.bucket_bytes, steps, warmup, repeats, best_rate,
+      hpf::to_string(hpf::resolve(o.reduction, grid.replicas() * o.shards_per_replica)), o.bucket_bytes, steps, warmup, repeats, best_rate,
       1e3 * static_cast<double>(o.batch) / best_rate, gflop_per_image * static_cast<double>(o.batch),
       best_rate * gflop_per_image, rank_peak.c_str(), rank_base.c_str(), rank_train_peak.c_str(), rank_tape.c_str(),
       rank_state.c_str(), rank_workspace.c_str(), rank_views_peak.c_str(), rank_slots.c_str(), rank_busy.c_str(),
       profiled_step_ms, stages == 1 ? "none" : s.cut ? "explicit" : "balanced", rank_stage_gflop.c_str(), rank_stage_flops.c_str(), rank_first_leaf.c_str(),
       static_cast<std::size_t>(Model::leaves), tool.c_str(), blas_token().c_str(), hpf::system::blas_threads(),
-      Kokkos::DefaultExecutionSpace::name(), first_loss, last_loss, blocks.str().c_str(), block_ms.str().c_str());
+      Kokkos::DefaultExecutionSpace::name(), first_loss, last_loss, blocks.str().c_str(), block_ms.str().c_str(),
+      o.shards_per_replica, engine.shard_threads());
   std::fflush(stdout);
 }
 
