@@ -2,6 +2,7 @@
 //
 //   mpiexec -n 4 hpf_fashion_mnist --model cnn --stages 2     # 2 stages x 2 replicas (hybrid)
 //   mpiexec -n 2 hpf_fashion_mnist --model mlp --stages 1     # data parallel
+//   OMP_NUM_THREADS=2 mpiexec -n 2 hpf_fashion_mnist --stages 1 --shards 2   # 2 shards per rank, one per thread
 //   mpiexec -n 4 hpf_fashion_mnist --stages auto --oracle-profile benchmarks/comm/profiles/local.json
 //   hpf_fashion_mnist --model cnn                             # one process
 //   mpiexec -n 4 hpf_fashion_mnist --checkpoint-dir ckpt --checkpoint-every 200 --resume yes
@@ -42,13 +43,18 @@ double train(const hpf::comm::Communicator& world, const Settings& s) {
       std::cout << bounds.size() - 1 << " stage(s) x " << world.size() / static_cast<int>(bounds.size() - 1)
                 << " replica(s); stages begin at leaves";
       for (std::size_t i = 0; i + 1 < bounds.size(); ++i) std::cout << " " << bounds[i];
-      std::cout << "; " << s.train.micro_batches << " micro-batch(es), " << hpf::to_string(s.train.schedule) << "\n\n";
+      std::cout << "; " << s.train.shards_per_replica << " data shard(s) per replica, " << s.train.micro_batches
+                << " micro-batch(es), " << hpf::to_string(s.train.schedule) << "\n\n";
     }
   }
   const std::string dir = s.data_dir;
   const auto report = hpf::fit<Model, Strategy>(world, s.train, [dir](const hpf::data::Shard& shard) {
     return dir.empty() ? hpf::data::load_fashion_mnist(shard) : hpf::data::load_fashion_mnist(shard, dir);
   });
+  if (world.rank() == 0 && report.shard_threads > 0) {
+    std::cout << "each rank trained its " << s.train.shards_per_replica << " shards side by side on " << report.shard_threads
+              << " threads\n";
+  }
   return report.final_test_accuracy();
 }
 
@@ -73,6 +79,7 @@ int main(int argc, char** argv) {
     s.train.epochs = args.get<std::size_t>("epochs", 1, "passes over the 60000 training images");
     s.train.batch = args.get<std::size_t>("batch", 0, "global mini-batch (0: 128 for mlp, 64 for cnn)");
     s.train.micro_batches = args.get<std::size_t>("micro-batches", 2, "micro-batches per replica batch");
+    s.train.shards_per_replica = args.get<std::size_t>("shards", 1, "data shards per replica, trained side by side on the rank's threads (Kokkos OpenMP, one stage)");
     const auto schedule = args.get<std::string>("schedule", "1f1b", "pipeline schedule: 1f1b or gpipe");
     const double lr = args.get<double>("lr", 0.05, "SGD learning rate (momentum 0.9)");
     s.train.steps_per_epoch = args.get<std::size_t>("steps", 0, "stop each epoch after this many steps (0: whole epochs)");
@@ -87,6 +94,7 @@ int main(int argc, char** argv) {
     if (schedule != "1f1b" && schedule != "gpipe") throw hpf::comm::UsageError("--schedule must be 1f1b or gpipe");
     s.train.schedule = schedule == "gpipe" ? hpf::Schedule::gpipe : hpf::Schedule::one_f_one_b;
     s.train.data_seed = s.train.network.seed;
+    s.train.shards_side_by_side = s.train.shards_per_replica > 1;
     s.train.optimizer = hpf::SgdOptions{.learning_rate = lr, .momentum = 0.9};
     if (s.train.batch == 0) s.train.batch = s.model == "mlp" ? 128 : 64;
 
