@@ -8,20 +8,11 @@
 namespace {
 using Model = hpf::zoo::Cnn;
 
-hpf::TrainOptions options() {
-  hpf::TrainOptions o;
-  o.batch = 24;
-  o.micro_batches = 2;
-  o.optimizer = hpf::SgdOptions{.learning_rate = 0.05, .momentum = 0.9};
-  o.network.seed = 8;
-  o.data_seed = 9;
-  return o;
-}
 const auto source = hpf_test::synthetic_source<Model>(24 * 8 + 5);
 constexpr std::size_t steps = 9;
 }  // namespace
 
 TEST_CASE("CNN: every layout of the world size trains bit for bit as one process") {
   hpf_test::check_every_layout<Model, hpf::Pipeline<hpf::Cuts<3>>, hpf::Pipeline<hpf::Cuts<3, 7>>,
-                               hpf::Pipeline<hpf::Cuts<2, 4, 7>>>(options(), source, steps);
+                               hpf::Pipeline<hpf::Cuts<2, 4, 7>>>(hpf_test::cnn_options(), source, steps);
 }

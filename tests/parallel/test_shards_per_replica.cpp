@@ -30,12 +30,7 @@ constexpr std::size_t resnet_steps = 5;
 
 using Cnn = hpf::zoo::Cnn;
 hpf::TrainOptions cnn_options() {
-  hpf::TrainOptions o;
-  o.batch = 24;
-  o.micro_batches = 2;
-  o.optimizer = hpf::SgdOptions{.learning_rate = 0.05, .momentum = 0.9};
-  o.network.seed = 8;
-  o.data_seed = 9;
+  hpf::TrainOptions o = hpf_test::cnn_options();
   o.shards_per_replica = 3;
   return o;
 }

@@ -174,6 +174,17 @@ void check_every_layout(const hpf::TrainOptions& options, const hpf::DataSource&
   if (size == 4) check_strategy_all<Model, FourStages>(options, source, steps);
 }
 
+/// The CNN's settings in the equivalence tests: batch 24 in 2 micro-batches, SGD with momentum.
+inline hpf::TrainOptions cnn_options() {
+  hpf::TrainOptions o;
+  o.batch = 24;
+  o.micro_batches = 2;
+  o.optimizer = hpf::SgdOptions{.learning_rate = 0.05, .momentum = 0.9};
+  o.network.seed = 8;
+  o.data_seed = 9;
+  return o;
+}
+
 /// A synthetic training set of `count` samples of Model's input shape (10 classes) as a DataSource.
 template <class Model>
 hpf::DataSource synthetic_source(std::size_t count) {
