@@ -99,7 +99,7 @@ class GradientBuckets {
   }
 
   /// Starts what is left and waits for every bucket (each at most hpf::comm::wait_limit()):
-  /// afterwards gradients hold the sum over replicas.
+  /// afterwards gradients hold the sum over replicas (and their shards).
   void finish() {
     if (shards() == 1) return;
     trace::Region region("hpf::GradientBuckets::finish");
@@ -146,15 +146,16 @@ class GradientBuckets {
       return;
     }
     // Part j of every replica lands in block j of the gathered bucket: shard g = j R + r at g.
+    // One span per bucket, closed when its last part's gather is seen complete.
+    trace::Pending span = trace::Pending::open(trace::Track::collective, "allreduce", tags(b));
     const std::size_t length = ends_[b] - begins_[b], total = gradients_.extent(0), replicas = replicas_.size();
     for (std::size_t j = 0; j < parts_; ++j) {
-      trace::Pending span = trace::Pending::open(trace::Track::collective, "allreduce", tags(b));
       const auto part = parts_ == 1 ? bucket_view(b)
                                     : Kokkos::subview(parked_, Kokkos::make_pair(j * total + begins_[b], j * total + ends_[b]));
       const auto into = Kokkos::subview(gathered_[b], Kokkos::make_pair(j * replicas * length, (j + 1) * replicas * length));
       requests_[b * parts_ + j] = comm::iallgather(replicas_, part, into, waiting_for(b));
-      requests_[b * parts_ + j].trace_until_complete(std::move(span));
     }
+    requests_[b * parts_ + parts_ - 1].trace_until_complete(std::move(span));
     summed_[b] = false;
   }
   /// Ordered reduction of a bucket whose gathers have completed (once).
