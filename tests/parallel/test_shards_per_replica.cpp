@@ -2,8 +2,13 @@
 #include <hpf/zoo/models.hpp>
 
 #include <support/equivalence.hpp>
+#include <support/trace_file.hpp>
 
 #include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
 
 // Each replica of hpf::fit trains several data shards per step (TrainOptions::shards_per_replica),
 // one after another or side by side on its threads: R replicas x C shards train bit for bit as one
@@ -64,6 +69,39 @@ TEST_CASE("Side by side where Kokkos OpenMP has a thread per shard, one after an
     c.evaluate = false;
     CHECK(hpf::fit<Cnn, hpf::Pipeline<hpf::Cuts<3>>, float>(world, c, cnn_source).shard_threads == 0);
   }
+}
+
+TEST_CASE("The timeline of shards side by side: every bucket's reduction once per step, the same training") {
+  const hpf::comm::Communicator world;
+  auto o = resnet_options();
+  o.shards_side_by_side = true;
+  o.progress = hpf::ProgressMode::none;
+  o.evaluate = false;
+  const std::string path = "hpf_test_shards_timeline.json";
+  if (world.rank() == 0) std::remove(path.c_str());
+  auto traced = o;
+  traced.trace.path = path;
+  traced.trace.first_step = 1;
+  traced.trace.last_step = 2;
+  const auto with_trace = hpf::fit<ResNet, hpf::DataParallel, float>(world, traced, resnet_source);
+  const auto without = hpf::fit<ResNet, hpf::DataParallel, float>(world, o, resnet_source);
+  CHECK(with_trace.step_losses == without.step_losses);
+  world.barrier();
+  const auto trace = hpf_test::read_trace(path);
+  REQUIRE(trace.processes.size() == static_cast<std::size_t>(world.size()));
+  for (const auto& [pid, p] : trace.processes) {
+    CHECK(p.buckets > 1);  // ResNet-20's 1.1 MB gradient in 256 KiB buckets
+    for (long long step = 1; step <= 2; ++step) {
+      INFO("rank ", pid, ", step ", step);
+      const auto buckets = trace.select(pid, "collective", "allreduce", step);
+      CHECK(static_cast<long long>(buckets.size()) == p.buckets);
+      for (long long b = 0; b < p.buckets; ++b) {
+        CHECK(std::count_if(buckets.begin(), buckets.end(), [&](const auto& s) { return s.bucket == b; }) == 1);
+      }
+    }
+  }
+  world.barrier();
+  if (world.rank() == 0) std::remove(path.c_str());
 }
 
 TEST_CASE("CNN: 3 shards per replica through a 2-stage pipeline, both schedules, bit for bit as one process") {

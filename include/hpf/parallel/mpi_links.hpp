@@ -121,7 +121,7 @@ class MpiLinks {
   trace::ClockSample clock_sample() const { return comm::measure_clock_offset(grid_.world()); }
   trace::ProcessFacts trace_facts() const {
     return {.rank = grid_.world().rank(), .stage = static_cast<int>(grid_.stage()), .replica = static_cast<int>(grid_.replica()),
-            .buckets = grid_.replicas() > 1 ? buckets_.bucket_count() : 0};
+            .buckets = replicas() > 1 ? buckets_.bucket_count() : 0};
   }
   std::vector<std::string> gather_on_first(const std::string& part) const { return comm::gather_text(grid_.world(), part); }
 
