@@ -188,19 +188,20 @@ class MpiLinks {
   /// added in shard order; NaN on every rank when any value is not finite or `finite` is false
   /// anywhere.
   double sum_in_shard_order(std::span<const double> mine, bool holds, bool finite) const {
-    std::vector<std::vector<double>> all(mine.size());  // all[j][rank]: part j of every rank
-    for (std::size_t j = 0; j < mine.size(); ++j) {
-      all[j] = comm::allgather_value(grid_.world(), !finite ? NAN : holds ? mine[j] : 0.0, {.what = "the loss"});
-    }
+    const std::size_t parts = mine.size(), replicas = grid_.replicas();
+    std::vector<double> sent(parts), all(parts * static_cast<std::size_t>(grid_.world().size()));  // all[rank * parts + j]
+    for (std::size_t j = 0; j < parts; ++j) sent[j] = !finite ? NAN : holds ? mine[j] : 0.0;
+    using HostValues = Kokkos::View<double*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+    comm::iallgather(grid_.world(), HostValues(sent.data(), parts), HostValues(all.data(), all.size()), {.what = "the loss"})
+        .wait();
     double total = 0;
-    bool any_not_finite = false;
-    for (std::size_t g = 0; g < grid_.replicas() * mine.size(); ++g) {
-      total += all[g / grid_.replicas()][static_cast<std::size_t>(grid_.rank_of(g % grid_.replicas(), grid_.stages() - 1))];
+    for (std::size_t g = 0; g < replicas * parts; ++g) {
+      total += all[static_cast<std::size_t>(grid_.rank_of(g % replicas, grid_.stages() - 1)) * parts + g / replicas];
     }
-    for (const auto& part : all) {
-      for (const double v : part) any_not_finite = any_not_finite || v - v != 0.0;
+    for (const double v : all) {
+      if (v - v != 0.0) return NAN;
     }
-    return any_not_finite ? NAN : total;
+    return total;
   }
 
   const ProcessGrid& grid_;
