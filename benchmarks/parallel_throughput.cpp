@@ -286,18 +286,6 @@ hpf::TrainOptions options_for(const Settings& s, std::size_t replicas) {
   return o;
 }
 
-/// The checks hpf::fit makes before it builds an engine.
-void check(const hpf::TrainOptions& o, std::size_t stages, std::size_t replicas) {
-  if (o.shards_per_replica == 0) throw hpf::comm::UsageError("--shards must be at least 1");
-  try {
-    hpf::check_step_options(o, replicas * o.shards_per_replica, "hpf_bench_parallel_throughput");
-  } catch (const std::invalid_argument& e) {
-    throw hpf::comm::UsageError(e.what());
-  }
-  if (const auto c = hpf::check_schedule(o.schedule, stages, o.micro_batches); !c.ok)
-    throw hpf::comm::UsageError(std::string("schedule check failed: ") + c.problem);
-}
-
 template <class Model, class Partition, std::size_t StageIndex>
 void run_stage(const hpf::comm::Communicator& world, const hpf::ProcessGrid& grid, const Settings& s,
                const hpf::TrainOptions& o) {
@@ -422,7 +410,7 @@ void run(const hpf::comm::Communicator& world, const Settings& s) {
   constexpr std::size_t stages = hpf::stage_count_v<Model, Partition>;
   hpf::ProcessGrid grid(world, stages);
   const hpf::TrainOptions o = options_for(s, grid.replicas());
-  check(o, stages, grid.replicas());
+  hpf::detail::check_layout(o, grid);  // the checks hpf::fit makes before it builds an engine
   run_stages<Model, Partition>(world, grid, s, o, std::make_index_sequence<stages>{});
 }
 
