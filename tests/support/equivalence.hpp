@@ -3,6 +3,8 @@
 #define HPF_TESTS_SUPPORT_EQUIVALENCE_HPP
 
 #include <hpf/comm/communicator.hpp>
+#include <hpf/comm/error.hpp>
+#include <hpf/comm/watchdog.hpp>
 #include <hpf/data/synthetic.hpp>
 #include <hpf/train/fit.hpp>
 #include <hpf/train/trainer.hpp>
@@ -13,6 +15,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,47 +40,77 @@ struct Comparison {
   std::string first_difference;       ///< the first tensor that differs on rank 0 (if any)
 };
 
-/// Every value of `values` on rank 0, on every rank of `world` (the size travels first).
+/// Every value of `values` on rank 0, on every rank of `world` (the size travels first). The
+/// other ranks wait with hpf's watched wait, which sleeps after a millisecond: on a machine with
+/// fewer cores than ranks they leave the cores to rank 0, which computes the reference meanwhile
+/// (MPI_Bcast would poll for all of that time).
 template <class V>
 void broadcast_vector(const hpf::comm::Communicator& world, std::vector<V>& values) {
+  const hpf::comm::WaitFor w{.operation = "MPI_Ibcast (equivalence reference)", .kind = "broadcast",
+                             .what = "the single-process reference", .group = world.size()};
   unsigned long long size = values.size();
-  MPI_Bcast(&size, 1, MPI_UNSIGNED_LONG_LONG, 0, world.get());
+  MPI_Request request = MPI_REQUEST_NULL;
+  hpf::comm::check(MPI_Ibcast(&size, 1, MPI_UNSIGNED_LONG_LONG, 0, world.get(), &request), w.operation);
+  hpf::comm::watched_wait(request, w);
   values.resize(size);
-  MPI_Bcast(values.data(), static_cast<int>(size * sizeof(V)), MPI_BYTE, 0, world.get());
+  hpf::comm::check(MPI_Ibcast(values.data(), static_cast<int>(size * sizeof(V)), MPI_BYTE, 0, world.get(), &request),
+                   w.operation);
+  hpf::comm::watched_wait(request, w);
 }
 
 inline double relative(double difference, double scale) { return difference / std::max(scale, 1e-300); }
 
-/// Trains Model with Strategy on `world` and, on rank 0, the same run on one process over the same
-/// pieces (data_shards = replicas x shards_per_replica, same micro-batches); compares every step's
-/// loss and, on every rank, every tensor of its stage with the reference tensor of the same name,
-/// bit for bit.
-template <class Model, class Strategy, class T>
-Comparison compare_with_single_process(const hpf::comm::Communicator& world, hpf::TrainOptions options,
-                                       const hpf::DataSource& source) {
-  constexpr std::size_t stages = hpf::stage_count_v<Model, typename Strategy::partition>;
-  const std::size_t replicas = static_cast<std::size_t>(world.size()) / stages;
+/// What a layout is compared with: the single-process run over the same pieces, on every rank.
+template <class T>
+struct Reference {
+  std::vector<double> losses;      ///< every step's loss
+  std::vector<T> parameters, buffers;  ///< the whole model's, at the end
+};
+
+/// The single-process run of Model over the pieces of `replicas` replicas (data_shards = replicas
+/// x shards_per_replica, same micro-batches), trained on rank 0 and broadcast to every rank.
+template <class Model, class T>
+Reference<T> single_process_reference(const hpf::comm::Communicator& world, hpf::TrainOptions options,
+                                      const hpf::DataSource& source, std::size_t replicas) {
   options.progress = hpf::ProgressMode::none;
   options.evaluate = false;
-
-  // Reference on rank 0, broadcast to all.
-  std::vector<double> losses;
-  std::vector<T> parameters, buffers;
-  hpf::Network<Model, T> layout(options.network);  // names -> offsets of the whole model
+  Reference<T> r;
   if (world.rank() == 0) {
-    hpf::TrainOptions reference = options;
-    reference.data_shards = replicas * options.shards_per_replica;
+    options.data_shards = replicas * options.shards_per_replica;
     const auto data = source(hpf::data::Shard{});
-    hpf::Trainer<Model, T> trainer(reference, data.train);
-    losses = trainer.fit().step_losses;
+    hpf::Trainer<Model, T> trainer(options, data.train);
+    r.losses = trainer.fit().step_losses;
     auto p = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, trainer.network().parameters());
     auto b = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, trainer.network().buffers());
-    parameters.assign(p.data(), p.data() + p.size());
-    buffers.assign(b.data(), b.data() + b.size());
+    r.parameters.assign(p.data(), p.data() + p.size());
+    r.buffers.assign(b.data(), b.data() + b.size());
   }
-  broadcast_vector(world, losses);
-  broadcast_vector(world, parameters);
-  broadcast_vector(world, buffers);
+  broadcast_vector(world, r.losses);
+  broadcast_vector(world, r.parameters);
+  broadcast_vector(world, r.buffers);
+  return r;
+}
+
+/// Replicas of Strategy on `world`.
+template <class Model, class Strategy>
+std::size_t replicas_of(const hpf::comm::Communicator& world) {
+  return static_cast<std::size_t>(world.size()) / hpf::stage_count_v<Model, typename Strategy::partition>;
+}
+
+/// Trains Model with Strategy on `world` and compares every step's loss and, on every rank, every
+/// tensor of its stage with the reference tensor of the same name, bit for bit. The reference is
+/// single_process_reference's unless `given` (one run serves several schedules: one process has
+/// one stage, where both schedules run the same additions in the same order).
+template <class Model, class Strategy, class T>
+Comparison compare_with_single_process(const hpf::comm::Communicator& world, hpf::TrainOptions options,
+                                       const hpf::DataSource& source, const Reference<T>* given = nullptr) {
+  const std::size_t replicas = replicas_of<Model, Strategy>(world);
+  options.progress = hpf::ProgressMode::none;
+  options.evaluate = false;
+  std::optional<Reference<T>> computed;
+  if (!given) computed = single_process_reference<Model, T>(world, options, source, replicas);
+  const Reference<T>& single = given ? *given : *computed;
+  hpf::Network<Model, T> layout(options.network);  // names -> offsets of the whole model
 
   Comparison c;
   unsigned long long tensors = 0, different = 0;
@@ -85,7 +118,7 @@ Comparison compare_with_single_process(const hpf::comm::Communicator& world, hpf
     for (const auto& t : net.tensors()) {
       const auto& ref = layout.tensor(t.name);
       REQUIRE(ref.size == t.size);
-      const auto& reference = t.kind == hpf::TensorKind::parameter ? parameters : buffers;
+      const auto& reference = t.kind == hpf::TensorKind::parameter ? single.parameters : single.buffers;
       const auto got = net.read(t);
       double difference = 0, scale = 0;
       std::size_t differing = 0;
@@ -105,6 +138,7 @@ Comparison compare_with_single_process(const hpf::comm::Communicator& world, hpf
     }
   });
   c.steps = report.step_losses.size();
+  const auto& losses = single.losses;
   for (std::size_t s = 0; s < std::min(losses.size(), c.steps); ++s) {
     if (std::memcmp(&report.step_losses[s], &losses[s], sizeof(double)) != 0) ++c.different_losses;
     c.worst_loss = std::max(c.worst_loss, relative(std::abs(report.step_losses[s] - losses[s]), std::abs(losses[s])));
@@ -118,16 +152,18 @@ Comparison compare_with_single_process(const hpf::comm::Communicator& world, hpf
   return c;
 }
 
-/// Runs Strategy on the world and checks it against one process: every step's loss, every
-/// parameter and every buffer the same bits (or within `expected.tolerance`). The world size must
-/// fit the strategy: a test picks the layouts for its rank count (see layouts_run).
+/// Runs Strategy on the world and checks it against one process (its run here, or `given`):
+/// every step's loss, every parameter and every buffer the same bits (or within
+/// `expected.tolerance`). The world size must fit the strategy: a test picks the layouts for its
+/// rank count (see layouts_run).
 template <class Model, class Strategy, class T>
-void check_strategy(const hpf::TrainOptions& options, const hpf::DataSource& source, const Expectation& expected) {
+void check_strategy(const hpf::TrainOptions& options, const hpf::DataSource& source, const Expectation& expected,
+                    const Reference<T>* given = nullptr) {
   hpf::comm::Communicator world;
   constexpr std::size_t stages = hpf::stage_count_v<Model, typename Strategy::partition>;
   REQUIRE_MESSAGE(world.size() % stages == 0, world.size(), " ranks do not fit ", stages, " stages");
-  const std::size_t replicas = static_cast<std::size_t>(world.size()) / stages;
-  const auto c = compare_with_single_process<Model, Strategy, T>(world, options, source);
+  const std::size_t replicas = replicas_of<Model, Strategy>(world);
+  const auto c = compare_with_single_process<Model, Strategy, T>(world, options, source, given);
   INFO(stages, " stage(s) x ", replicas, " replica(s) x ", options.shards_per_replica, " shard(s)",
        options.shards_side_by_side ? " side by side, " : ", ", std::string(hpf::to_string(options.schedule)), ", ",
        std::string(hpf::to_string(options.reduction)), ", ", sizeof(T) * 8, "-bit: ", c.different_losses,
@@ -147,15 +183,21 @@ void check_strategy(const hpf::TrainOptions& options, const hpf::DataSource& sou
   }
 }
 
-/// Both schedules, both precisions, the same bits as one process (ordered reduction).
+/// Both schedules, both precisions, the same bits as one process (ordered reduction); one
+/// single-process run per precision serves both schedules.
 template <class Model, class Strategy>
 void check_strategy_all(hpf::TrainOptions options, const hpf::DataSource& source, std::size_t steps) {
   options.reduction = hpf::GradientReduction::ordered;
-  for (auto schedule : {hpf::Schedule::gpipe, hpf::Schedule::one_f_one_b}) {
-    options.schedule = schedule;
-    check_strategy<Model, Strategy, double>(options, source, {steps, 0});
-    check_strategy<Model, Strategy, float>(options, source, {steps, 0});
-  }
+  const hpf::comm::Communicator world;
+  const auto both_schedules = [&]<class T>(const Reference<T>& reference) {
+    for (auto schedule : {hpf::Schedule::gpipe, hpf::Schedule::one_f_one_b}) {
+      options.schedule = schedule;
+      check_strategy<Model, Strategy, T>(options, source, {steps, 0}, &reference);
+    }
+  };
+  const std::size_t replicas = replicas_of<Model, Strategy>(world);
+  both_schedules(single_process_reference<Model, double>(world, options, source, replicas));
+  both_schedules(single_process_reference<Model, float>(world, options, source, replicas));
 }
 
 /// The number of ranks of the test's world.
