@@ -36,8 +36,8 @@ if(HPF_MPI_FAMILY STREQUAL "openmpi")
     set(HPF_MPIEXEC_ENVIRONMENT "OMPI_MCA_btl=self,vader;OMPI_MCA_btl_base_warn_component_unused=0")
   endif()
 endif()
-# CTest slots of a test whose ranks are expected to stop with an error before any training: they
-# compute next to nothing, and most of such a test is the launcher's own wait (Open MPI 4's mpiexec
-# waits 1-2 s after a rank exits non-zero). One slot lets CTest run it beside another test instead
-# of idling the other cores for it.
+# CTest slots of a test whose ranks are all expected to stop with an error: they compute little (at
+# most a few steps of a small model), and most of such a test is the launcher's own wait (Open MPI
+# 4's mpiexec waits 1-2 s after a rank exits non-zero). One slot lets CTest run it beside another
+# test instead of idling the other cores for it. (Tests that time a wait keep a slot per rank.)
 set(HPF_ERROR_TEST_PROCESSORS 1)
