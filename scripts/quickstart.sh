@@ -12,8 +12,9 @@
 # KokkosKernels, OpenBLAS, oneDNN, zlib, Open MPI, doctest and the Fashion-MNIST data; `test` also
 # PyTorch and NumPy (the numerical reference), GNU time and MPICH (the second MPI).
 # First run on a fresh 2-core machine (measured by CI's fresh-root step, downloads included):
-# `train` about 1.5 minutes (the CNN trains in about 20 s); `test` about 21 minutes, 10 of them
-# compiling and 9 running the tests. Later runs rebuild only what changed.
+# `train` about 1.5 minutes (the CNN trains in about 20 s); `test` about 18 minutes, 10 of them
+# compiling and 6 running the tests (368 s in that step on 2026-11-28). Later runs rebuild only
+# what changed.
 #
 # The build follows the selected MPI: mpiexec on PATH (Debian: update-alternatives --config mpirun),
 # or srun inside a Slurm allocation; the launch command is printed before it runs.
