@@ -39,5 +39,6 @@ endif()
 # CTest slots of a test whose ranks are all expected to stop with an error: they compute little (at
 # most a few steps of a small model), and most of such a test is the launcher's own wait (Open MPI
 # 4's mpiexec waits 1-2 s after a rank exits non-zero). One slot lets CTest run it beside another
-# test instead of idling the other cores for it. (Tests that time a wait keep a slot per rank.)
+# test instead of idling the other cores for it. (Tests that time a wait, or whose output must beat
+# an MPI_Abort, keep a slot per rank.)
 set(HPF_ERROR_TEST_PROCESSORS 1)
