@@ -3,8 +3,7 @@
 #define HPF_TESTS_SUPPORT_EQUIVALENCE_HPP
 
 #include <hpf/comm/communicator.hpp>
-#include <hpf/comm/error.hpp>
-#include <hpf/comm/watchdog.hpp>
+#include <hpf/comm/transfer.hpp>
 #include <hpf/data/synthetic.hpp>
 #include <hpf/train/fit.hpp>
 #include <hpf/train/trainer.hpp>
@@ -40,22 +39,19 @@ struct Comparison {
   std::string first_difference;       ///< the first tensor that differs on rank 0 (if any)
 };
 
-/// Every value of `values` on rank 0, on every rank of `world` (the size travels first). The
-/// other ranks wait with hpf's watched wait, which sleeps after a millisecond: on a machine with
-/// fewer cores than ranks they leave the cores to rank 0, which computes the reference meanwhile
-/// (MPI_Bcast would poll for all of that time).
+/// Every value of `values` on rank 0, on every rank of `world` (the size travels first). Through
+/// hpf::comm::broadcast, whose wait sleeps after a millisecond: on a machine with fewer cores than
+/// ranks the others leave the cores to rank 0, which computes the reference meanwhile (MPI_Bcast
+/// would poll for all of that time).
 template <class V>
 void broadcast_vector(const hpf::comm::Communicator& world, std::vector<V>& values) {
-  const hpf::comm::WaitFor w{.operation = "MPI_Ibcast (equivalence reference)", .kind = "broadcast",
-                             .what = "the single-process reference", .group = world.size()};
+  using Host = Kokkos::View<V*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  using Size = Kokkos::View<unsigned long long*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  const hpf::comm::WaitFor what{.what = "the single-process reference"};
   unsigned long long size = values.size();
-  MPI_Request request = MPI_REQUEST_NULL;
-  hpf::comm::check(MPI_Ibcast(&size, 1, MPI_UNSIGNED_LONG_LONG, 0, world.get(), &request), w.operation);
-  hpf::comm::watched_wait(request, w);
+  hpf::comm::broadcast(world, Size(&size, 1), 0, what);
   values.resize(size);
-  hpf::comm::check(MPI_Ibcast(values.data(), static_cast<int>(size * sizeof(V)), MPI_BYTE, 0, world.get(), &request),
-                   w.operation);
-  hpf::comm::watched_wait(request, w);
+  hpf::comm::broadcast(world, Host(values.data(), size), 0, what);
 }
 
 inline double relative(double difference, double scale) { return difference / std::max(scale, 1e-300); }
@@ -63,7 +59,7 @@ inline double relative(double difference, double scale) { return difference / st
 /// What a layout is compared with: the single-process run over the same pieces, on every rank.
 template <class T>
 struct Reference {
-  std::vector<double> losses;      ///< every step's loss
+  std::vector<double> losses;          ///< every step's loss
   std::vector<T> parameters, buffers;  ///< the whole model's, at the end
 };
 
