@@ -101,12 +101,12 @@ class MpiLinks {
   const ProcessGrid& grid() const { return grid_; }
 
   template <class View>
-  void receive_from_previous(const View& v, int tag) const {
-    comm::recv(grid_.pipeline(), v, static_cast<int>(grid_.stage()) - 1, tag, detail::pipeline_transfer(grid_.stage(), tag));
+  request receive_from_previous(const View& v, int tag) const {
+    return comm::irecv(grid_.pipeline(), v, static_cast<int>(grid_.stage()) - 1, tag, detail::pipeline_transfer(grid_.stage(), tag));
   }
   template <class View>
-  void receive_from_next(const View& v, int tag) const {
-    comm::recv(grid_.pipeline(), v, static_cast<int>(grid_.stage()) + 1, tag, detail::pipeline_transfer(grid_.stage(), tag));
+  request receive_from_next(const View& v, int tag) const {
+    return comm::irecv(grid_.pipeline(), v, static_cast<int>(grid_.stage()) + 1, tag, detail::pipeline_transfer(grid_.stage(), tag));
   }
   template <class View>
   request send_to_next(const View& v, int tag) const {

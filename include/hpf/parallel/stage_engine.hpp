@@ -11,6 +11,7 @@
 #include <hpf/model/network.hpp>
 #include <hpf/optim/optimizer.hpp>
 #include <hpf/parallel/partition.hpp>
+#include <hpf/parallel/receive_posting.hpp>
 #include <hpf/parallel/schedule.hpp>
 #include <hpf/parallel/step_options.hpp>
 #include <hpf/parallel/thread_groups.hpp>
@@ -21,6 +22,8 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -260,7 +263,7 @@ class StageEngine {
         loader_.load_inputs(dataset, indices, net_->input(tape, n));
       } else {
         const trace::Blocking receiving(trace::Track::receive, "receive activation", stage_tags());
-        receive_from_previous(net_->input(tape, n), evaluation_tag);
+        receive_from_previous(net_->input(tape, n), evaluation_tag).wait();
       }
       if (position_.last) loader_.load_targets(dataset, indices, *net_, tape);
       net_->forward(tape, n, Mode::eval, {});
@@ -349,7 +352,31 @@ class StageEngine {
                      BatchLoader<T, Space>& loader) {
     const std::size_t final_backward = last_backward(piece.size());
     double loss_sum = 0;
-    for (std::size_t k = 0; k < program_.size(); ++k) {
+    // This step's receives, by program index, posted ahead of their instructions (ReceivePosting).
+    // Local: should the step fail, they are dropped while the exception unwinds, not waited for.
+    std::vector<typename Links::request> received(program_.size());
+    std::size_t ran = 0;                   // instructions [0, ran) have run
+    std::array<std::size_t, 2> next{};     // per direction: the first receive not posted yet
+    const auto post_receives = [&] {
+      for (std::size_t d = 0; d < 2; ++d) {
+        const std::vector<std::size_t>& queue = receive_posting_.in_order[d];
+        for (; next[d] < queue.size(); ++next[d]) {
+          if (next[d] > 0 && !received[queue[next[d] - 1]].done()) break;  // one message per direction at a time
+          const std::size_t k = queue[next[d]];
+          if (receive_posting_.after[k] > ran) break;
+          const Instruction in = program_[k];
+          const auto [begin, end] = data::split_range(piece.size(), options_.micro_batches, in.micro_batch);
+          if (end == begin) continue;
+          Slot& slot = slots[in.micro_batch % slots.size()];
+          received[k] = in.op == Op::recv_activation
+                            ? receive_from_previous(net.input(*slot.tape, end - begin), activation_tag(in.micro_batch))
+                            : receive_from_next(output_grad(net, slot, end - begin), gradient_tag(in.micro_batch));
+        }
+      }
+    };
+    const std::function<void()> progress = progress_messages(received, post_receives);
+    for (std::size_t k = 0; k < program_.size(); ran = ++k) {
+      post_receives();
       const Instruction in = program_[k];
       const auto [begin, end] = data::split_range(piece.size(), options_.micro_batches, in.micro_batch);
       const std::size_t n = end - begin;
@@ -360,9 +387,8 @@ class StageEngine {
       const trace::Tags tags = micro_batch_tags(in.micro_batch);
       switch (in.op) {
         case Op::recv_activation: {
-          const auto input = net.input(tape, n);
-          const trace::Blocking receiving(trace::Track::receive, "receive activation", with_bytes(tags, input));
-          receive_from_previous(input, activation_tag(in.micro_batch));
+          const trace::Blocking receiving(trace::Track::receive, "receive activation", with_bytes(tags, net.input(tape, n)));
+          received[k].wait();
           break;
         }
         case Op::forward:
@@ -374,7 +400,7 @@ class StageEngine {
           }
           {
             const trace::Span computing(trace::Track::compute, "forward", tags);
-            net.forward(tape, n, Mode::train, progress_sends());
+            net.forward(tape, n, Mode::train, progress);
             if (position_.last) loss_sum += static_cast<double>(net.loss_sum(tape));
           }
           break;
@@ -389,17 +415,16 @@ class StageEngine {
           }
           break;
         case Op::recv_gradient: {
-          const auto gradient = output_grad(net, slot, n);
-          const trace::Blocking receiving(trace::Track::receive, "receive gradient", with_bytes(tags, gradient));
-          receive_from_next(gradient, gradient_tag(in.micro_batch));
+          const trace::Blocking receiving(trace::Track::receive, "receive gradient", with_bytes(tags, output_grad(net, slot, n)));
+          received[k].wait();
           break;
         }
         case Op::backward: {
           trace::wait(slot.gradient_sent, "send gradient", tags);
           const trace::Span computing(trace::Track::compute, "backward", tags);
           std::function<void(std::size_t)> ready = k == final_backward ? links_.gradients_ready() : nullptr;
-          if (auto progress = progress_sends()) {
-            ready = [ready = std::move(ready), progress = std::move(progress)](std::size_t offset) {
+          if (progress) {
+            ready = [ready = std::move(ready), progress](std::size_t offset) {
               if (ready) ready(offset);
               progress();
             };
@@ -422,17 +447,21 @@ class StageEngine {
     return loss_sum;
   }
 
-  /// Between layers: tests this stage's sends in flight. Some transports (TCP without a progress
-  /// thread) move a large message only while its sender is inside MPI; without this a stage's
-  /// activations would wait for its next receive instead of travelling while it computes.
-  std::function<void()> progress_sends() {
+  /// Between layers: tests this stage's sends and posted receives in flight. Some transports (TCP
+  /// without a progress thread) move a large message only while its sender and its receiver are
+  /// inside MPI; without this a stage's activations would wait for its next receive instead of
+  /// travelling while it computes.
+  template <class PostReceives>
+  std::function<void()> progress_messages(std::vector<typename Links::request>& received, const PostReceives& post_receives) {
     if constexpr (requires(typename Links::request r) { r.test(); }) {
       if (links_.stages() > 1) {
-        return [this] {
+        return [this, &received, &post_receives] {
           for (Slot& slot : slots_) {
             slot.activation_sent.test();
             slot.gradient_sent.test();
           }
+          for (auto& r : received) r.test();
+          post_receives();
         };
       }
     }
@@ -508,12 +537,12 @@ class StageEngine {
   // program holds no sends or receives.
   static constexpr bool pipelined = requires(const Links& links, Activation<T, Space> a) { links.send_to_next(a, 0); };
   template <class View>
-  void receive_from_previous(const View& v, int tag) const {
-    if constexpr (pipelined) links_.receive_from_previous(v, tag); else no_pipeline();
+  typename Links::request receive_from_previous(const View& v, int tag) const {
+    if constexpr (pipelined) return links_.receive_from_previous(v, tag); else no_pipeline();
   }
   template <class View>
-  void receive_from_next(const View& v, int tag) const {
-    if constexpr (pipelined) links_.receive_from_next(v, tag); else no_pipeline();
+  typename Links::request receive_from_next(const View& v, int tag) const {
+    if constexpr (pipelined) return links_.receive_from_next(v, tag); else no_pipeline();
   }
   template <class View>
   typename Links::request send_to_next(const View& v, int tag) const {
@@ -549,6 +578,7 @@ class StageEngine {
   std::vector<Instruction> program_;
   std::size_t slot_count_ = slots_needed(options_.schedule, links_.stages(), links_.stage(), options_.micro_batches);
   std::size_t slot_capacity_ = (sampler_.local_batch() + options_.micro_batches - 1) / options_.micro_batches;
+  ReceivePosting receive_posting_ = receive_posting(program_, slot_count_);
   std::vector<Slot> slots_;  ///< net_'s (none while shards train side by side)
   std::vector<ShardWorker> workers_;
   std::vector<double> shard_losses_;
