@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -357,7 +358,8 @@ class StageEngine {
     std::vector<typename Links::request> received(program_.size());
     std::size_t ran = 0;                   // instructions [0, ran) have run
     std::array<std::size_t, 2> next{};     // per direction: the first receive not posted yet
-    const auto post_receives = [&] {
+    // `between_passes`: not from inside a forward or backward pass, whose span holds the time.
+    const auto post_receives = [&](bool between_passes) {
       for (std::size_t d = 0; d < 2; ++d) {
         const std::vector<std::size_t>& queue = receive_posting_.in_order[d];
         for (; next[d] < queue.size(); ++next[d]) {
@@ -368,15 +370,19 @@ class StageEngine {
           const auto [begin, end] = data::split_range(piece.size(), options_.micro_batches, in.micro_batch);
           if (end == begin) continue;
           Slot& slot = slots[in.micro_batch % slots.size()];
-          received[k] = in.op == Op::recv_activation
-                            ? receive_from_previous(net.input(*slot.tape, end - begin), activation_tag(in.micro_batch))
-                            : receive_from_next(output_grad(net, slot, end - begin), gradient_tag(in.micro_batch));
+          const bool activation = in.op == Op::recv_activation;
+          // Posting copies a message that has arrived already (a single-copy transport): the time
+          // goes on the wait row, as the receive's blocked time does.
+          std::optional<trace::Span> posting;
+          if (between_passes) posting.emplace(trace::Track::wait, activation ? "receive activation" : "receive gradient", micro_batch_tags(in.micro_batch));
+          received[k] = activation ? receive_from_previous(net.input(*slot.tape, end - begin), activation_tag(in.micro_batch))
+                                   : receive_from_next(output_grad(net, slot, end - begin), gradient_tag(in.micro_batch));
         }
       }
     };
     const std::function<void()> progress = progress_messages(received, post_receives);
     for (std::size_t k = 0; k < program_.size(); ran = ++k) {
-      post_receives();
+      post_receives(true);
       const Instruction in = program_[k];
       const auto [begin, end] = data::split_range(piece.size(), options_.micro_batches, in.micro_batch);
       const std::size_t n = end - begin;
@@ -461,7 +467,7 @@ class StageEngine {
             slot.gradient_sent.test();
           }
           for (auto& r : received) r.test();
-          post_receives();
+          post_receives(false);
         };
       }
     }
