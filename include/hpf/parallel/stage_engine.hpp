@@ -374,7 +374,10 @@ class StageEngine {
           // Posting copies a message that has arrived already (a single-copy transport): the time
           // goes on the wait row, as the receive's blocked time does.
           std::optional<trace::Span> posting;
-          if (between_passes) posting.emplace(trace::Track::wait, activation ? "receive activation" : "receive gradient", micro_batch_tags(in.micro_batch));
+          if (between_passes) {
+            posting.emplace(trace::Track::wait, activation ? "receive activation" : "receive gradient",
+                            micro_batch_tags(in.micro_batch));
+          }
           received[k] = activation ? receive_from_previous(net.input(*slot.tape, end - begin), activation_tag(in.micro_batch))
                                    : receive_from_next(output_grad(net, slot, end - begin), gradient_tag(in.micro_batch));
         }
