@@ -100,6 +100,8 @@ class MpiLinks {
   data::Shard evaluation_shard() const { return {grid_.replica(), grid_.replicas()}; }
   const ProcessGrid& grid() const { return grid_; }
 
+  // Messages between stages, all posted without waiting: the engine posts receives ahead of the
+  // passes before them (hpf::receive_posting) and waits where the program needs the data.
   template <class View>
   request receive_from_previous(const View& v, int tag) const {
     return comm::irecv(grid_.pipeline(), v, static_cast<int>(grid_.stage()) - 1, tag, detail::pipeline_transfer(grid_.stage(), tag));
