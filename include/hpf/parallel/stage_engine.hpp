@@ -358,12 +358,16 @@ class StageEngine {
     std::vector<typename Links::request> received(program_.size());
     std::size_t ran = 0;                   // instructions [0, ran) have run
     std::array<std::size_t, 2> next{};     // per direction: the first receive not posted yet
-    // `between_passes`: not from inside a forward or backward pass, whose span holds the time.
+    // `between_passes`: not from inside a forward or backward pass, whose span holds the time. Only
+    // inside one does it test the receive in flight: MPI's progress there may copy a message.
     const auto post_receives = [&](bool between_passes) {
       for (std::size_t d = 0; d < 2; ++d) {
         const std::vector<std::size_t>& queue = receive_posting_.in_order[d];
         for (; next[d] < queue.size(); ++next[d]) {
-          if (next[d] > 0 && !received[queue[next[d] - 1]].done()) break;  // one message per direction at a time
+          if (next[d] > 0) {  // one message per direction at a time
+            auto& in_flight = received[queue[next[d] - 1]];
+            if (!(between_passes ? in_flight.done() : completed(in_flight))) break;
+          }
           const std::size_t k = queue[next[d]];
           if (receive_posting_.after[k] > ran) break;
           const Instruction in = program_[k];
@@ -383,7 +387,7 @@ class StageEngine {
         }
       }
     };
-    const std::function<void()> progress = progress_messages(received, post_receives);
+    const std::function<void()> progress = progress_messages(post_receives);
     for (std::size_t k = 0; k < program_.size(); ran = ++k) {
       post_receives(true);
       const Instruction in = program_[k];
@@ -456,25 +460,33 @@ class StageEngine {
     return loss_sum;
   }
 
-  /// Between layers: tests this stage's sends and posted receives in flight. Some transports (TCP
-  /// without a progress thread) move a large message only while its sender and its receiver are
-  /// inside MPI; without this a stage's activations would wait for its next receive instead of
-  /// travelling while it computes.
+  /// Between layers: tests this stage's sends in flight, and its receives through
+  /// `post_receives`, which tests the one in flight per direction and posts the next. Some
+  /// transports (TCP without a progress thread) move a large message only while its sender and its
+  /// receiver are inside MPI; without this a stage's activations would wait for its next receive
+  /// instead of travelling while it computes.
   template <class PostReceives>
-  std::function<void()> progress_messages(std::vector<typename Links::request>& received, const PostReceives& post_receives) {
+  std::function<void()> progress_messages(const PostReceives& post_receives) {
     if constexpr (requires(typename Links::request r) { r.test(); }) {
       if (links_.stages() > 1) {
-        return [this, &received, &post_receives] {
+        return [this, &post_receives] {
           for (Slot& slot : slots_) {
             slot.activation_sent.test();
             slot.gradient_sent.test();
           }
-          for (auto& r : received) r.test();
           post_receives(false);
         };
       }
     }
     return {};
+  }
+  /// Whether `r` has completed, advancing it where the links' requests can (MpiLinks').
+  static bool completed(typename Links::request& r) {
+    if constexpr (requires { r.test(); }) {
+      return r.test();
+    } else {
+      return r.done();
+    }
   }
 
   /// Finds where the values first went bad on this rank, agrees on the first finding in rank
