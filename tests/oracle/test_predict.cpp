@@ -115,6 +115,29 @@ TEST_CASE("replicas that outnumber the cores reduce as the fit with a core per r
   CHECK(oracle::predict(view, four, profile).reduction_s == doctest::Approx(40e-3));
 }
 
+TEST_CASE("replicas on separate hosts reduce at the link's streaming rate, as on a cluster") {
+  const auto view = oracle::view_of<Tiny>("tiny");
+  auto profile = linear_profile();
+  profile.comm["p2p_bandwidth"].by_ranks[2] = {{0, 1e30, 1e-3, 0}};    // 1 ms per message of a stream
+  profile.comm["buckets_ordered"].by_ranks[2] = {{0, 1e30, 5e-3, 0}};  // the bucket benchmark: 5 ms
+  profile.comm["buckets_allreduce"].by_ranks[2] = {{0, 1e30, 5e-3, 0}};
+  auto two = plan(1, 2, 8, 1, Schedule::one_f_one_b);
+  // One host: the bucket benchmark's fit, as measured there.
+  CHECK(oracle::predict(view, two, profile).reduction_s == doctest::Approx(5e-3));
+  // A replica per host: each receives the other's bucket over its link, one message.
+  profile.hosts = 2;
+  CHECK(oracle::predict(view, two, profile).reduction_s == doctest::Approx(1e-3));
+  // A ring moves two messages of half the bucket each way.
+  two.reduction = GradientReduction::allreduce;
+  CHECK(oracle::predict(view, two, profile).reduction_s == doctest::Approx(2e-3));
+  // Four replicas on the two hosts: each gathers three peers' buckets.
+  auto four = plan(1, 4, 8, 1, Schedule::one_f_one_b);
+  CHECK(oracle::predict(view, four, profile).reduction_s == doctest::Approx(3e-3));
+  // Two stages of two replicas, the pipeline on one host and its replica on the other.
+  CHECK(oracle::predict(view, plan(2, 2, 8, 1, Schedule::one_f_one_b), profile).reduction_s ==
+        doctest::Approx(1e-3));
+}
+
 TEST_CASE("messages on one link queue: GPipe's activations arrive one after another") {
   const auto view = oracle::view_of<Tiny>("tiny");
   const auto bounds = oracle::balanced_bounds<Tiny>(2);
