@@ -173,7 +173,7 @@ inline double bucket_seconds(const MachineProfile& profile, double bytes, std::s
   const CommFit& stream = profile.fit("p2p_bandwidth");
   const std::size_t hosts = std::max<std::size_t>(1, profile.hosts);
   if (hosts > 1 && !stream.empty() && (replicas - 1) * stages >= (ranks + hosts - 1) / hosts) {
-    return exchange_seconds([&](double n) { return stream.seconds(n, 2); }, bytes, replicas, reduction);
+    return exchange_seconds([&](double n) { return stream.seconds(n, ranks); }, bytes, replicas, reduction);
   }
   const CommFit& fit = profile.fit(reduction == GradientReduction::ordered ? "buckets_ordered" : "buckets_allreduce");
   const CommFit& used = fit.empty() ? profile.fit("allreduce") : fit;
