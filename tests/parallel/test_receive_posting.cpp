@@ -86,3 +86,58 @@ TEST_CASE("receive posting: GPipe's receives move ahead of the passes, 1F1B's st
     }
   }
 }
+
+TEST_CASE("receive cursor: one receive in flight per direction, asked about until it completes, also the last") {
+  // GPipe, last of 2 stages, M = 2: both activation receives may be posted at the start.
+  const auto program = hpf::stage_program(Schedule::gpipe, 2, 1, 2);
+  const auto posting = hpf::receive_posting(program, 2);
+  const std::size_t first = index_of(program, Op::recv_activation, 0);
+  const std::size_t second = index_of(program, Op::recv_activation, 1);
+  std::vector<bool> complete(program.size(), false);
+  std::vector<std::size_t> posted, asked;
+  hpf::ReceiveCursor cursor(posting);
+  const auto advance = [&] {
+    asked.clear();
+    cursor.advance(
+        0,
+        [&](std::size_t k) {
+          asked.push_back(k);
+          return static_cast<bool>(complete[k]);
+        },
+        [&](std::size_t k) { posted.push_back(k); });
+  };
+
+  advance();  // the first is posted; the second waits for it
+  CHECK(posted == std::vector<std::size_t>{first});
+  CHECK(asked == std::vector<std::size_t>{first});
+  advance();  // nothing new while the first is in flight
+  CHECK(posted == std::vector<std::size_t>{first});
+  complete[first] = true;
+  advance();
+  CHECK(posted == std::vector<std::size_t>{first, second});
+  // With nothing left to post, the last receive in flight is still asked about on every call:
+  // that question is what lets its message move over TCP while the stage computes.
+  for (int call = 0; call < 3; ++call) {
+    advance();
+    CHECK(asked == std::vector<std::size_t>{second});
+  }
+  complete[second] = true;
+  advance();
+  CHECK(posted == std::vector<std::size_t>{first, second});
+}
+
+TEST_CASE("receive cursor: a receive waits for the instructions before its turn") {
+  // GPipe, first of 2 stages, M = 2: the gradient receives wait for the last activation send.
+  const auto program = hpf::stage_program(Schedule::gpipe, 2, 0, 2);
+  const auto posting = hpf::receive_posting(program, 2);
+  const std::size_t first = index_of(program, Op::recv_gradient, 0);
+  std::vector<std::size_t> posted;
+  hpf::ReceiveCursor cursor(posting);
+  const auto advance = [&](std::size_t ran) {
+    cursor.advance(ran, [](std::size_t) { return true; }, [&](std::size_t k) { posted.push_back(k); });
+  };
+  advance(posting.after[first] - 1);
+  CHECK(posted.empty());
+  advance(posting.after[first]);
+  CHECK(posted == std::vector<std::size_t>{first, index_of(program, Op::recv_gradient, 1)});
+}

@@ -357,35 +357,28 @@ class StageEngine {
     // Local: should the step fail, they are dropped while the exception unwinds, not waited for.
     std::vector<typename Links::request> received(program_.size());
     std::size_t ran = 0;                   // instructions [0, ran) have run
-    std::array<std::size_t, 2> next{};     // per direction: the first receive not posted yet
+    ReceiveCursor receives(receive_posting_);
     // `between_passes`: not from inside a forward or backward pass, whose span holds the time. Only
     // inside one does it test the receive in flight: MPI's progress there may copy a message.
     const auto post_receives = [&](bool between_passes) {
-      for (std::size_t d = 0; d < 2; ++d) {
-        const std::vector<std::size_t>& queue = receive_posting_.in_order[d];
-        for (; next[d] < queue.size(); ++next[d]) {
-          if (next[d] > 0) {  // one message per direction at a time
-            auto& in_flight = received[queue[next[d] - 1]];
-            if (!(between_passes ? in_flight.done() : completed(in_flight))) break;
-          }
-          const std::size_t k = queue[next[d]];
-          if (receive_posting_.after[k] > ran) break;
-          const Instruction in = program_[k];
-          const auto [begin, end] = data::split_range(piece.size(), options_.micro_batches, in.micro_batch);
-          if (end == begin) continue;
-          Slot& slot = slots[in.micro_batch % slots.size()];
-          const bool activation = in.op == Op::recv_activation;
-          // Posting copies a message that has arrived already (a single-copy transport): the time
-          // goes on the wait row, as the receive's blocked time does.
-          std::optional<trace::Span> posting;
-          if (between_passes) {
-            posting.emplace(trace::Track::wait, activation ? "receive activation" : "receive gradient",
-                            micro_batch_tags(in.micro_batch));
-          }
-          received[k] = activation ? receive_from_previous(net.input(*slot.tape, end - begin), activation_tag(in.micro_batch))
-                                   : receive_from_next(output_grad(net, slot, end - begin), gradient_tag(in.micro_batch));
-        }
-      }
+      receives.advance(
+          ran, [&](std::size_t k) { return between_passes ? received[k].done() : completed(received[k]); },
+          [&](std::size_t k) {
+            const Instruction in = program_[k];
+            const auto [begin, end] = data::split_range(piece.size(), options_.micro_batches, in.micro_batch);
+            if (end == begin) return;  // nothing to receive: received[k] stays done
+            Slot& slot = slots[in.micro_batch % slots.size()];
+            const bool activation = in.op == Op::recv_activation;
+            // Posting copies a message that has arrived already (a single-copy transport): the time
+            // goes on the wait row, as the receive's blocked time does.
+            std::optional<trace::Span> posting;
+            if (between_passes) {
+              posting.emplace(trace::Track::wait, activation ? "receive activation" : "receive gradient",
+                              micro_batch_tags(in.micro_batch));
+            }
+            received[k] = activation ? receive_from_previous(net.input(*slot.tape, end - begin), activation_tag(in.micro_batch))
+                                     : receive_from_next(output_grad(net, slot, end - begin), gradient_tag(in.micro_batch));
+          });
     };
     const std::function<void()> progress = progress_messages(post_receives);
     for (std::size_t k = 0; k < program_.size(); ran = ++k) {
