@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 """Checks a machine profile written by run_comm_benchmark.py: its format and version, and for
 every primitive and rank count at least one regime whose alpha and beta are finite and positive,
-with finite fit errors and contiguous, increasing size ranges. Exits 1 and lists the problems.
+with finite fit errors and contiguous, increasing size ranges (p2p_rested only where present: older
+profiles lack it); a "link" object, where present, holds finite, non-negative numbers. Exits 1 and lists the problems.
 
   /usr/bin/python3 benchmarks/comm/check_profile.py benchmarks/comm/profiles/local.json --ranks 2,4
 """
@@ -13,6 +14,7 @@ import sys
 
 FORMAT, VERSION = "hpf-machine-profile", 1
 PRIMITIVES = ("p2p_latency", "p2p_bandwidth", "bibw", "allreduce", "buckets_ordered", "buckets_allreduce")
+OPTIONAL = ("p2p_rested",)
 
 
 def positive(value):
@@ -30,7 +32,16 @@ def problems(profile, ranks=()):
     comm = profile.get("comm")
     if not isinstance(comm, dict):
         return found + ["no 'comm' object"]
-    for primitive in PRIMITIVES:
+    link = profile.get("link")
+    if link is not None:
+        if not isinstance(link, dict):
+            found.append(f"link is {link!r}, expected an object")
+        else:
+            for key in ("burst_bytes", "rested_alpha_s", "rested_beta_s_per_byte", "compute_s_per_byte"):
+                value = link.get(key, 0)
+                if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+                    found.append(f"link.{key} = {value!r} is not finite and >= 0")
+    for primitive in PRIMITIVES + tuple(p for p in OPTIONAL if p in comm):
         per_ranks = comm.get(primitive)
         if not isinstance(per_ranks, dict) or not per_ranks:
             found.append(f"{primitive}: missing")

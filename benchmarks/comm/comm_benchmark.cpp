@@ -25,6 +25,18 @@
 //   bibw       both send a window to each other at once (osu_bibw); bandwidth = 2 x size x window / time
 //   allreduce  hpf::comm::allreduce (in place, sum) of one buffer on every rank; the time of a
 //              repetition is the slowest rank's; bus bandwidth = size / time x 2(n-1)/n (nccl-tests)
+//   rested     one message after the link rested --rest-us (default 20 ms; rank 0 busy, the peer
+//              polling its posted receive): rank 0 sends, the peer answers with 4 bytes; time =
+//              that round trip less the 4-byte answer's own one-way time (half a rested 4-byte
+//              round trip, measured first). A shaped link (a token
+//              bucket, a policer) passes what its burst covers at line rate, so a rested message
+//              is faster than `latency`'s back-to-back ones; few repetitions (the rests dominate)
+//   steal      compute lost to traffic: both ranks of the pair run a fixed busy loop, testing their
+//              requests every ~50 us as training does between layers, once alone and once while
+//              a message of the size goes each way; time = the loop's extra time with traffic, the
+//              mean of the two ranks (the bytes a rank moves: 2 x size). Where hosts share cores
+//              (network namespaces of one machine) or TCP copies on the computing cores, it is
+//              what the network takes from computation. One size: --steal-bytes (default 8 MiB)
 //   buckets    hpf::GradientBuckets on the gradient buffer of a real model (--model, ResNet-20 by
 //              default), for each bucket size in the sweep from --bucket-min-bytes up to the first
 //              power of two that holds the whole gradient: one reduction of the whole gradient,
@@ -73,7 +85,8 @@ using Clock = std::chrono::steady_clock;
 constexpr std::size_t large_message = 8192;        // OSU's LARGE_MESSAGE_SIZE
 constexpr std::size_t min_timed_repetitions = 10;  // the volume cap never goes below this
 constexpr int data_tag = 1, ack_tag = 2, token_tag = 3;
-const std::vector<std::string> all_primitives = {"latency", "bw", "bibw", "allreduce", "buckets"};
+const std::vector<std::string> all_primitives = {"latency", "rested", "bw", "bibw", "steal", "allreduce", "buckets"};
+constexpr std::size_t rested_repetitions = 15, steal_repetitions = 9;
 
 // --- options -----------------------------------------------------------------------------------
 
@@ -83,22 +96,26 @@ struct Settings {
   std::size_t iterations = 1000, iterations_large = 100, warmup = 100, warmup_large = 10;
   std::size_t max_volume = std::size_t{1} << 30, window = 64, window_bytes = std::size_t{64} << 20;
   std::size_t bucket_min_bytes = 4096;
+  std::size_t rest_us = 20000, steal_bytes = std::size_t{8} << 20;
   int peer = -1;  // -1: size / 2
   std::string model = "resnet20", csv;
   bool inject_error = false, help = false;
 };
 
 const char* const usage_text =
-    "usage: mpiexec -n P hpf_bench_comm [--primitives latency,bw,bibw,allreduce,buckets]\n"
+    "usage: mpiexec -n P hpf_bench_comm [--primitives latency,rested,bw,bibw,steal,allreduce,buckets]\n"
     "         [--min-bytes N] [--max-bytes N] [--iterations N] [--iterations-large N] [--warmup N]\n"
     "         [--warmup-large N] [--max-volume BYTES] [--window N] [--window-bytes BYTES] [--peer RANK]\n"
-    "         [--model resnet20|resnet56|mlp] [--bucket-min-bytes N] [--csv FILE] [--inject-error]\n"
+    "         [--model resnet20|resnet56|mlp] [--bucket-min-bytes N] [--rest-us N] [--steal-bytes N]\n"
+    "         [--csv FILE] [--inject-error]\n"
     "  sizes: powers of two from --min-bytes (default 4) to --max-bytes (default 64 MiB), float elements\n"
     "  repetitions per size: --iterations (1000) timed after --warmup (100) up to 8 KiB, --iterations-large\n"
     "    (100) after --warmup-large (10) above, fewer where a size would move more than --max-volume bytes\n"
     "    (default 1 GiB; at least 10 stay); lower them all for a quick run\n"
     "  --window N      messages per bw/bibw repetition (default 64, at most --window-bytes / size, 64 MiB)\n"
-    "  --peer RANK     the partner of rank 0 in latency, bw and bibw (default: ranks / 2)\n"
+    "  --peer RANK     the partner of rank 0 in latency, rested, bw, bibw and steal (default: ranks / 2)\n"
+    "  --rest-us N     how long the pair rests before each rested message (default 20000)\n"
+    "  --steal-bytes N the message size of steal, each way (default 8 MiB, at most --max-bytes)\n"
     "  --inject-error  corrupt one received element on each checking rank (tests the checks)\n";
 
 std::size_t to_size(const std::string& flag, const std::string& text) {
@@ -145,7 +162,7 @@ Settings parse(int argc, char** argv, int ranks) {
       s.primitives = split(value);
       for (const auto& p : s.primitives) {
         if (std::find(all_primitives.begin(), all_primitives.end(), p) == all_primitives.end())
-          fail("unknown primitive '" + p + "' (known: latency, bw, bibw, allreduce, buckets)");
+          fail("unknown primitive '" + p + "' (known: latency, rested, bw, bibw, steal, allreduce, buckets)");
       }
       if (s.primitives.empty()) fail("--primitives needs at least one primitive");
     } else if (flag == "--min-bytes") {
@@ -168,6 +185,10 @@ Settings parse(int argc, char** argv, int ranks) {
       s.window_bytes = to_size(flag, value);
     } else if (flag == "--bucket-min-bytes") {
       s.bucket_min_bytes = to_size(flag, value);
+    } else if (flag == "--rest-us") {
+      s.rest_us = to_size(flag, value);
+    } else if (flag == "--steal-bytes") {
+      s.steal_bytes = to_size(flag, value);
     } else if (flag == "--peer") {
       s.peer = static_cast<int>(std::min<std::size_t>(to_size(flag, value), std::numeric_limits<int>::max()));
     } else if (flag == "--model") {
@@ -181,7 +202,7 @@ Settings parse(int argc, char** argv, int ranks) {
     }
   }
   for (auto [name, bytes] : {std::pair{"--min-bytes", s.min_bytes}, std::pair{"--max-bytes", s.max_bytes},
-                             std::pair{"--bucket-min-bytes", s.bucket_min_bytes}}) {
+                             std::pair{"--bucket-min-bytes", s.bucket_min_bytes}, std::pair{"--steal-bytes", s.steal_bytes}}) {
     if (!power_of_two(bytes) || bytes < sizeof(float) || bytes > (std::size_t{1} << 30))
       fail(std::string(name) + " must be a power of two from 4 (one float) to 1 GiB, got " + std::to_string(bytes));
   }
@@ -190,9 +211,10 @@ Settings parse(int argc, char** argv, int ranks) {
   if (s.window == 0) fail("--window must be positive");
   if (s.peer < 0) s.peer = ranks / 2;
   const bool point_to_point = std::any_of(s.primitives.begin(), s.primitives.end(), [](const std::string& p) {
-    return p == "latency" || p == "bw" || p == "bibw";
+    return p == "latency" || p == "rested" || p == "bw" || p == "bibw" || p == "steal";
   });
-  if (point_to_point && ranks < 2) fail("latency, bw and bibw need at least 2 ranks (or choose --primitives)");
+  if (point_to_point && ranks < 2)
+    fail("latency, rested, bw, bibw and steal need at least 2 ranks (or choose --primitives)");
   if (point_to_point && (s.peer < 1 || s.peer >= ranks))
     fail("--peer must be a rank from 1 to " + std::to_string(ranks - 1));
   return s;
@@ -328,7 +350,8 @@ struct Row {
 
 const std::vector<std::string> csv_columns = {
     "primitive", "ranks",  "bytes",     "median_us", "p99_us",    "bandwidth_MBps", "bus_bandwidth_MBps", "iterations",
-    "warmup",    "window", "peer",      "model",     "reduction", "bucket_bytes",   "buckets"};
+    "warmup",    "window", "peer",      "model",     "reduction", "bucket_bytes",   "buckets",            "rest_us",
+    "loop_us",   "exchange_us"};
 
 std::string number(double value, int digits) {
   std::ostringstream out;
@@ -469,6 +492,147 @@ void bandwidth(const hpf::comm::Communicator& comm, const Settings& s, std::size
   }
 }
 
+/// Round trips of a message of `bytes` from rank 0, answered with 4 bytes, each after the pair
+/// rested `rest` (what a rested link does with one message); rank 0's times in seconds.
+std::vector<double> rested_round_trips(const hpf::comm::Communicator& comm, const Settings& s, std::size_t bytes,
+                                       std::size_t reps) {
+  const int rank = comm.rank(), peer = s.peer, other = rank == 0 ? peer : 0;
+  Floats message = floats("hpf_bench_comm::message", bytes), token = floats("hpf_bench_comm::token", 4);
+  Kokkos::deep_copy(message, -1.0f);
+  std::vector<double> times;
+  for (std::size_t rep = 0; rep < reps; ++rep) {
+    hpf::comm::Request received;
+    if (rank == 0) {
+      fill(message, Pattern{0, rep});
+    } else {
+      received = hpf::comm::irecv(comm, message, 0, data_tag);
+    }
+    pair_sync(comm, other, token);
+    // Polled without pause: the link's time, not a wait's (hpf's wait sleeps between late polls).
+    auto spin = [](hpf::comm::Request&& r) {
+      while (!r.test()) {
+      }
+    };
+    if (rank == 0) {
+      // The rest keeps both ranks awake, as in training, where the sender computes and the
+      // receiver polls: a rank woken from sleep would add its wake-up to the message.
+      const auto rested_until = Clock::now() + std::chrono::microseconds(s.rest_us);
+      while (Clock::now() < rested_until) {
+      }
+      const auto start = Clock::now();
+      auto answer = hpf::comm::irecv(comm, token, peer, ack_tag);
+      spin(hpf::comm::isend(comm, message, peer, data_tag));
+      spin(std::move(answer));
+      times.push_back(seconds(start, Clock::now()));
+    } else {
+      spin(std::move(received));
+      spin(hpf::comm::isend(comm, token, 0, ack_tag));
+      check(message, Pattern{0, rep}, "rested at " + std::to_string(bytes) + " bytes");
+    }
+  }
+  return times;
+}
+
+/// One message after a rest (see the top of the file): the round trip less the answer's way.
+void rested(const hpf::comm::Communicator& comm, const Settings& s, std::size_t bytes, double answer_s, Report& report) {
+  const Repetitions reps{1, rested_repetitions};
+  std::vector<double> times;
+  if (comm.rank() == 0 || comm.rank() == s.peer) times = rested_round_trips(comm, s, bytes, reps.warmup + reps.timed);
+  sleepy_barrier(comm);
+  if (comm.rank() != 0) return;
+  times.erase(times.begin(), times.begin() + static_cast<std::ptrdiff_t>(reps.warmup));
+  for (double& t : times) t = std::max(0.0, t - answer_s);
+  report.add({"rested", comm.size(), bytes, reps, summarize(times),
+              {{"peer", std::to_string(s.peer)}, {"rest_us", std::to_string(s.rest_us)}}});
+}
+
+/// Half the median rested round trip of 4 bytes: the one-way time of rested's answer.
+double rested_answer_seconds(const hpf::comm::Communicator& comm, const Settings& s) {
+  std::vector<double> times;
+  if (comm.rank() == 0 || comm.rank() == s.peer) times = rested_round_trips(comm, s, 4, rested_repetitions);
+  sleepy_barrier(comm);
+  double answer = comm.rank() == 0 ? summarize(times).median / 2 : 0;
+  hpf::comm::check(MPI_Bcast(&answer, 1, MPI_DOUBLE, 0, comm.get()), "MPI_Bcast");
+  return answer;
+}
+
+/// Element-wise sum of `values` over rank 0 and its peer (the other ranks wait elsewhere).
+std::vector<double> pair_sum(const hpf::comm::Communicator& comm, int other, std::vector<double> values) {
+  std::vector<double> theirs(values.size());
+  hpf::comm::check(MPI_Sendrecv(values.data(), static_cast<int>(values.size()), MPI_DOUBLE, other, token_tag,
+                                theirs.data(), static_cast<int>(theirs.size()), MPI_DOUBLE, other, token_tag, comm.get(),
+                                MPI_STATUS_IGNORE),
+                   "MPI_Sendrecv");
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] += theirs[i];
+  return values;
+}
+
+/// A fixed amount of scalar work (a dependent chain the compiler cannot shorten), in chunks of
+/// about 50 us; `between` runs after every chunk.
+volatile double busy_loop_result = 0;  // keeps the loop's chain from being optimised away
+
+template <class Between>
+double busy_loop(std::size_t chunks, Between&& between) {
+  double x = 1.0;
+  const auto start = Clock::now();
+  for (std::size_t c = 0; c < chunks; ++c) {
+    for (int i = 0; i < 20000; ++i) x = x * 1.0000001 + 1e-9;
+    between();
+  }
+  busy_loop_result = x;
+  return seconds(start, Clock::now());
+}
+
+/// Compute lost to traffic (see the top of the file): per repetition, the pair's busy loop alone,
+/// then with a message of `bytes` each way in flight, tested between chunks. The loop is sized
+/// to outlast the exchange (three times a waited one).
+void steal(const hpf::comm::Communicator& comm, const Settings& s, Report& report) {
+  const int rank = comm.rank(), peer = s.peer, other = rank == 0 ? peer : 0;
+  const std::size_t bytes = std::min(s.steal_bytes, s.max_bytes);
+  const Repetitions reps{1, steal_repetitions};
+  std::vector<double> extra;
+  double exchange = 0, loop = 0;
+  if (rank == 0 || rank == peer) {
+    Floats outgoing = floats("hpf_bench_comm::message", bytes), incoming = floats("hpf_bench_comm::echo", bytes);
+    Floats token = floats("hpf_bench_comm::token", 4);
+    fill(outgoing, Pattern{rank, 0});
+    auto exchange_once = [&](auto&& while_in_flight) {
+      auto received = hpf::comm::irecv(comm, incoming, other, data_tag);
+      auto sent = hpf::comm::isend(comm, outgoing, other, data_tag);
+      while_in_flight(received, sent);
+      received.wait();
+      sent.wait();
+    };
+    pair_sync(comm, other, token);
+    auto start = Clock::now();
+    exchange_once([](auto&, auto&) {});
+    exchange = seconds(start, Clock::now());
+    const double chunk = std::max(busy_loop(100, [] {}) / 100, 1e-7);
+    const std::vector<double> agreed = pair_sum(comm, other, {exchange, chunk});  // both run one loop
+    const auto chunks = static_cast<std::size_t>(std::ceil(3 * agreed[0] / agreed[1])) + 10;
+    for (std::size_t rep = 0; rep < reps.warmup + reps.timed; ++rep) {
+      pair_sync(comm, other, token);
+      const double alone = busy_loop(chunks, [] {});
+      pair_sync(comm, other, token);
+      double with_traffic = 0;
+      exchange_once([&](hpf::comm::Request& received, hpf::comm::Request& sent) {
+        with_traffic = busy_loop(chunks, [&] {
+          received.test();
+          sent.test();
+        });
+      });
+      check(incoming, Pattern{other, 0}, "steal at " + std::to_string(bytes) + " bytes");
+      const std::vector<double> both = pair_sum(comm, other, {with_traffic - alone, alone});
+      if (rep >= reps.warmup) extra.push_back(both[0] / 2);
+      loop = both[1] / 2;
+    }
+  }
+  sleepy_barrier(comm);
+  if (rank != 0) return;
+  report.add({"steal", comm.size(), bytes, reps, summarize(extra),
+              {{"peer", std::to_string(peer)}, {"loop_us", number(loop * 1e6, 1)}, {"exchange_us", number(exchange * 1e6, 1)}}});
+}
+
 // --- collectives -----------------------------------------------------------------------------------------
 
 void allreduce(const hpf::comm::Communicator& comm, const Settings& s, std::size_t bytes, Report& report) {
@@ -572,15 +736,21 @@ void run(const hpf::comm::Communicator& comm, const Settings& s) {
   auto wants = [&](const char* p) {
     return std::find(s.primitives.begin(), s.primitives.end(), p) != s.primitives.end();
   };
-  for (const char* primitive : {"latency", "bw", "bibw", "allreduce"}) {
+  for (const char* primitive : {"latency", "rested", "bw", "bibw", "allreduce"}) {
     if (!wants(primitive)) continue;
+    const std::string p = primitive;
+    const double answer_s = p == "rested" ? rested_answer_seconds(comm, s) : 0;
     for (std::size_t bytes = s.min_bytes; bytes <= s.max_bytes; bytes *= 2) {
       sleepy_barrier(comm);
-      const std::string p = primitive;
       if (p == "latency") latency(comm, s, bytes, report);
+      if (p == "rested") rested(comm, s, bytes, answer_s, report);
       if (p == "bw" || p == "bibw") bandwidth(comm, s, bytes, p == "bibw", report);
       if (p == "allreduce") allreduce(comm, s, bytes, report);
     }
+  }
+  if (wants("steal")) {
+    sleepy_barrier(comm);
+    steal(comm, s, report);
   }
   if (wants("buckets")) {
     if (s.model == "resnet20") sweep_buckets<hpf::zoo::ResNet20>(comm, s, report);

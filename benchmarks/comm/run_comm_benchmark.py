@@ -27,6 +27,8 @@ median times, least squares on relative error, cut into up to 3 regimes of messa
 line misses a point by more than 15 % (the cuts minimise the total error; e.g. Open MPI's switch
 from eager to rendezvous messages). What t and n are:
   p2p_latency        one-way time of a ping-pong of n bytes (osu_latency)
+  p2p_rested         time of one message of n bytes after the pair rested 20 ms (its 4-byte answer
+                     taken off): what a link with a burst (a token bucket) does with a lone message
   p2p_bandwidth      time per message of n bytes in a window of back-to-back messages (osu_bw):
                      1 / beta is the streaming bandwidth, alpha the gap between messages
   bibw               the same with a window in each direction at once (osu_bibw): n bytes each way
@@ -35,6 +37,15 @@ from eager to rendezvous messages). What t and n are:
   buckets_ordered,   one reduction of a model's whole gradient (gradient_bytes G) through
   buckets_allreduce  hpf::GradientBuckets of b-byte buckets: t = alpha * ceil(G / b) + beta * G
                      (alpha per bucket, beta per gradient byte); min_bytes/max_bytes are bucket sizes
+
+The link (the profile's "link" object, from the pair of the smallest rank count):
+  burst_bytes,       a rested message of n bytes as a hinge: t = rested_alpha_s + rested_beta_s_per_byte
+  rested_alpha_s,    * min(n, B) + beta * max(0, n - B), beta the largest messages' p2p_bandwidth beta
+  rested_beta_s_...  (the streaming rate); B = burst_bytes, what a rested link passes before it slows
+                     to that rate. Least squares on relative error over the rested sizes, B scanned
+                     on a fine grid (0: no burst; the largest size measured: at least that)
+  compute_s_per_byte the busy loop's extra time (hpf_bench_comm's steal) per byte its rank moved while
+                     it computed (2 x the message size): what traffic takes from computation
 
 Inside training (benchmarks/comm/in_training.py; skipped by --quick, --from-csv and --training ''):
 hpf_bench_parallel_throughput trains ResNet-20 data-parallel on each rank count with the timeline on,
@@ -49,7 +60,9 @@ Machine profile (JSON; the performance oracle reads it):
    "placement": {"2": {"hosts": 1, "ranks_per_host": 2, "peer": 1, "peer_same_host": true}, "4": {...}},
    "comm": {"<primitive>": {"<ranks>": [{"min_bytes": 4, "max_bytes": 4096, "alpha_s": 5e-07,
             "beta_s_per_byte": 1e-10, "mean_rel_error": 0.05, "max_rel_error": 0.2, "points": 11}, ...]}},
-   "buckets": {"model": "resnet20", "gradient_bytes": 1078912}}
+   "buckets": {"model": "resnet20", "gradient_bytes": 1078912},
+   "link": {"ranks": 2, "burst_bytes": 112000, "rested_alpha_s": 6e-05, "rested_beta_s_per_byte": 4e-10,
+            "compute_s_per_byte": 1e-09}}
 Regimes of one primitive and rank count are contiguous and increasing: a size n takes the first
 regime whose max_bytes >= n (the last beyond it). hosts and ranks_per_host are those of the largest
 rank count (--hosts overrides the host count the ranks' processor names give, e.g. for network
@@ -86,12 +99,13 @@ TITLE = "Communication: latency and bandwidth of hpf's MPI wrappers"
 QUICK_ARGS = ["--max-bytes", "65536", "--iterations", "20", "--iterations-large", "5", "--warmup", "2",
               "--warmup-large", "1", "--bucket-min-bytes", "16384"]
 # Profile name of each measured series: (RESULT primitive, reduction) -> profile primitive.
-PROFILE_NAMES = {("latency", ""): "p2p_latency", ("bw", ""): "p2p_bandwidth", ("bibw", ""): "bibw",
+PROFILE_NAMES = {("latency", ""): "p2p_latency", ("rested", ""): "p2p_rested", ("bw", ""): "p2p_bandwidth",
+                 ("bibw", ""): "bibw",
                  ("allreduce", ""): "allreduce", ("buckets", "ordered"): "buckets_ordered",
                  ("buckets", "allreduce"): "buckets_allreduce"}
 CSV_COLUMNS = ["label", "primitive", "ranks", "bytes", "median_us", "p99_us", "bandwidth_MBps", "bus_bandwidth_MBps",
                "iterations", "warmup", "window", "peer", "model", "reduction", "bucket_bytes", "buckets",
-               "hosts", "ranks_per_host", "peer_same_host", "kokkos", "elements", "mpi"]
+               "rest_us", "loop_us", "exchange_us", "hosts", "ranks_per_host", "peer_same_host", "kokkos", "elements", "mpi"]
 THREADS = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
            "OMP_PROC_BIND": "false", "OMP_WAIT_POLICY": "passive"}
 
@@ -314,6 +328,46 @@ def placement(args, environments):
     return out
 
 
+def burst_hinge(points, beta, grid=400):
+    """(B, alpha, slope): t = alpha + slope * min(n, B) + beta * max(0, n - B) fitted to the rested
+    (n, t) points, least squares on relative error, B scanned over 0 and a geometric grid from the
+    smallest to the largest size."""
+    low, high = min(n for n, _ in points), max(n for n, _ in points)
+    candidates = [0.0] + [low * (high / low) ** (i / (grid - 1)) for i in range(grid)]
+    best = None
+    for burst in candidates:
+        # Weighted least squares of y = t - beta * max(0, n - B) on x = min(n, B), weights 1 / t^2.
+        sw = sx = sxx = sy = sxy = 0.0
+        for n, t in points:
+            w, x, y = 1 / t ** 2, min(n, burst), t - beta * max(0, n - burst)
+            sw, sx, sxx, sy, sxy = sw + w, sx + w * x, sxx + w * x * x, sy + w * y, sxy + w * x * y
+        det = sw * sxx - sx * sx
+        slope = max(0.0, (sw * sxy - sx * sy) / det) if det > 0 else 0.0
+        alpha = max(0.0, (sy - slope * sx) / sw)
+        error = sum((alpha + slope * min(n, burst) + beta * max(0, n - burst) - t) ** 2 / t ** 2 for n, t in points)
+        if best is None or error < best[0]:
+            best = (error, burst, alpha, slope)
+    return best[1], best[2], best[3]
+
+
+def link_facts(rows, fits):
+    """The profile's "link" object (see the docstring), or None without rested and steal rows."""
+    pairs = sorted({r["ranks"] for r in rows if r["primitive"] in ("rested", "steal")})
+    if not pairs:
+        return None
+    ranks, out = pairs[0], {"ranks": pairs[0]}
+    rested = [(r["bytes"], r["median_us"] * 1e-6) for r in rows if r["primitive"] == "rested"
+              and r["ranks"] == ranks and r.get("median_us", 0) > 0]
+    stream = fits.get("p2p_bandwidth", {}).get(ranks)
+    if len(rested) >= 3 and stream:
+        burst, alpha, slope = burst_hinge(rested, stream[-1].beta)
+        out.update({"burst_bytes": round(burst), "rested_alpha_s": alpha, "rested_beta_s_per_byte": slope})
+    steal = [r for r in rows if r["primitive"] == "steal" and r["ranks"] == ranks]
+    if steal:
+        out["compute_s_per_byte"] = max(0.0, steal[0]["median_us"] * 1e-6 / (2 * steal[0]["bytes"]))
+    return out
+
+
 def profile(args, fits, rows, environments):
     where = placement(args, environments)
     largest = where[max(where, key=int)] if where else {"hosts": args.hosts or 1, "ranks_per_host": None}
@@ -334,6 +388,9 @@ def profile(args, fits, rows, environments):
         out["hosts_share_cores"] = True
     if bucket_rows:
         out["buckets"] = {"model": bucket_rows[0].get("model"), "gradient_bytes": bucket_rows[0]["bytes"]}
+    link = link_facts(rows, fits)
+    if link:
+        out["link"] = link
     return out
 
 
@@ -410,7 +467,8 @@ def fit_table(fits):
 def key_figures(rows, rank_counts):
     sizes = [4, 1024, 65536, 2**20, 2**26]
     out = []
-    for primitive, shown in (("latency", "ping-pong, one way"), ("bw", "bw, per message"),
+    for primitive, shown in (("latency", "ping-pong, one way"), ("rested", "one message after a rest"),
+                             ("bw", "bw, per message"),
                              ("bibw", "bibw, per message pair"), ("allreduce", "allreduce")):
         for ranks in rank_counts:
             mine = {r["bytes"]: r for r in rows if r["primitive"] == primitive and r["ranks"] == ranks}
@@ -521,6 +579,17 @@ def report(args, rows, fits, environments, commands, plot_paths, info, training_
     out.append("")
     out.append(key_figures(rows, args.rank_counts))
     out.append("")
+    link = link_facts(rows, fits)
+    if link:
+        steal = next((r for r in rows if r["primitive"] == "steal" and r["ranks"] == link["ranks"]), None)
+        out.append(f"- The link ({link['ranks']} ranks): a rested link passes "
+                   f"{size_text(link['burst_bytes']) if 'burst_bytes' in link else '-'} before it slows to its "
+                   "streaming rate (`burst_bytes`, from p2p_rested and p2p_bandwidth)"
+                   + (f"; while a message of {size_text(steal['bytes'])} went each way, a busy loop of "
+                      f"{steal['loop_us'] / 1e3:,.1f} ms took {steal['median_us'] / 1e3:,.2f} ms longer "
+                      f"({link['compute_s_per_byte'] * 1e9:.3f} ns of compute per byte the rank moved, "
+                      "`compute_s_per_byte`)." if steal else "."))
+        out.append("")
     table = bucket_table(rows, fits)
     if table:
         b = next(r for r in rows if r["primitive"] == "buckets")
