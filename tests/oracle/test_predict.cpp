@@ -157,6 +157,51 @@ TEST_CASE("messages on one link queue: GPipe's activations arrive one after anot
   CHECK(p.time_s >= 0.276);
 }
 
+TEST_CASE("a link with a burst passes a rested message at its rested time and slows a stream to its rate") {
+  // 100-byte messages, a bucket of 150 bytes refilled at 0.1 s per byte, 1 s for a rested message.
+  const oracle::detail::MessageCost message{.latency = 5, .busy = 4, .bytes = 100, .line = 1, .stream_s_per_byte = 0.1,
+                                            .burst_bytes = 150};
+  oracle::detail::LinkQueue link;
+  CHECK(link.send(0, message) == doctest::Approx(1));   // rested: the burst covers it
+  CHECK(link.send(0, message) == doctest::Approx(6));   // 50 bytes left: the other 50 at 0.1 s each
+  CHECK(link.send(5, message) == doctest::Approx(16));  // empty: all 100 bytes at the rate
+  CHECK(link.send(100, message) == doctest::Approx(101));  // rested again (refilled, at most the burst)
+  // Without a burst a message takes its lone latency and holds the link its streaming time.
+  oracle::detail::MessageCost plain = message;
+  plain.burst_bytes = 0;
+  oracle::detail::LinkQueue unshaped;
+  CHECK(unshaped.send(0, plain) == doctest::Approx(5));
+  CHECK(unshaped.send(0, plain) == doctest::Approx(9));
+}
+
+TEST_CASE("the profile's burst and compute per byte moved shape a pipeline's messages, not data parallelism") {
+  const auto view = oracle::view_of<Tiny>("tiny");
+  const auto bounds = oracle::balanced_bounds<Tiny>(2);
+  auto profile = linear_profile();
+  for (auto& [key, unit] : profile.units) unit = {{1, 64}, {1e-7, 64e-7}, {2e-7, 128e-7}, {0, 0}, {0, 0}, {}, {}};
+  profile.comm["p2p_latency"].by_ranks[2] = {{0, 1e30, 30e-3, 0}};   // 30 ms for a message alone
+  profile.comm["p2p_bandwidth"].by_ranks[2] = {{0, 1e30, 0, 1e-3}};  // 1 ms per byte streamed
+  const auto two_stages = plan(2, 1, 8, 1, Schedule::gpipe);
+  const double before = oracle::predict(view, two_stages, profile).time_s;
+  // A burst that covers the activation and the gradient: each takes its rested time, not 30 ms
+  // (and is seen at once: only waits past 1 ms see their message half a polling pause late).
+  profile.link.burst_bytes = 1e6;
+  profile.link.rested_alpha_s = 2e-5;  // 20 us after a rest
+  const double rested = oracle::predict(view, two_stages, profile).time_s;
+  CHECK(before - rested == doctest::Approx(2 * (30e-3 - 2e-5) + 2 * 0.5e-3));
+  // Each rank loses 1 us of compute per byte it moves: the activation's bytes (8 samples of the
+  // first stage's output) once forward and once backward on both stages, all on the critical path.
+  const double bytes = static_cast<double>(oracle::stage_facts(view.units, bounds[0], bounds[1], false).output_elements *
+                                           sizeof(float) * 8);
+  profile.link.compute_s_per_byte = 1e-9;
+  CHECK(oracle::predict(view, two_stages, profile).time_s - rested == doctest::Approx(4 * 1e-9 * bytes));
+  // Data parallelism moves no activations: its step does not change.
+  profile.link.compute_s_per_byte = 0;
+  const double replicated = oracle::predict(view, plan(1, 2, 8, 1, Schedule::one_f_one_b), profile).time_s;
+  profile.link.compute_s_per_byte = 1e-9;
+  CHECK(oracle::predict(view, plan(1, 2, 8, 1, Schedule::one_f_one_b), profile).time_s == doctest::Approx(replicated));
+}
+
 TEST_CASE("hosts emulated on one machine communicate as hosts but share its cores") {
   const auto view = oracle::view_of<Tiny>("tiny");
   auto profile = linear_profile();
@@ -228,6 +273,16 @@ TEST_CASE("machine profile: compute written into a profile and read back; bad fi
   const auto& unit = read.units.begin()->second;
   CHECK(unit.forward(32) == doctest::Approx(32e-3));
 
+  std::ofstream(path) << R"({"format": "hpf-machine-profile", "link": {"burst_bytes": 112000, "rested_alpha_s": 6e-5,
+    "rested_beta_s_per_byte": 1e-10, "compute_s_per_byte": 5e-10}})";
+  const auto linked = oracle::load_profile(path).link;
+  CHECK(linked.burst_bytes == doctest::Approx(112000));
+  CHECK(linked.rested_alpha_s == doctest::Approx(6e-5));
+  CHECK(linked.rested_beta_s_per_byte == doctest::Approx(1e-10));
+  CHECK(linked.compute_s_per_byte == doctest::Approx(5e-10));
+  std::ofstream(path) << R"({"format": "hpf-machine-profile", "link": {"burst_bytes": -1}})";
+  CHECK_THROWS_WITH_AS(oracle::load_profile(path), doctest::Contains("link.burst_bytes must be a finite number >= 0"),
+                       oracle::ProfileError);
   std::ofstream(path) << R"({"format": "hpf-machine-profile", "hosts": 4, "hosts_share_cores": true})";
   CHECK(oracle::load_profile(path).hosts_share_cores);
   CHECK(oracle::load_profile(path).compute_hosts() == 1);

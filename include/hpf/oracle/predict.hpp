@@ -142,6 +142,51 @@ inline double link_busy_seconds(const MachineProfile& profile, double bytes, std
   return stream.seconds(bytes, ranks);
 }
 
+/// One micro-batch's message between neighbouring stages: its lone latency and streaming time
+/// (transfer_seconds, link_busy_seconds) and, on a link with a burst (the profile's
+/// `link.burst_bytes`), the rested time of the part the burst covers and the streaming rate the
+/// bucket refills at (`p2p_bandwidth` of the largest messages).
+struct MessageCost {
+  double latency = 0, busy = 0;
+  double bytes = 0, line = 0, stream_s_per_byte = 0, burst_bytes = 0;
+};
+inline MessageCost message_cost(const MachineProfile& profile, double bytes, std::size_t ranks, std::size_t a, std::size_t b) {
+  MessageCost out;
+  out.bytes = bytes;
+  out.latency = transfer_seconds(profile, bytes, ranks, a, b);
+  out.busy = link_busy_seconds(profile, bytes, ranks, a, b);
+  const CommFit& stream = profile.fit("p2p_bandwidth");
+  const LinkFacts& link = profile.link;
+  if (profile.cluster || link.burst_bytes <= 0 || stream.empty()) return out;
+  out.burst_bytes = link.burst_bytes;
+  out.line = link.rested_alpha_s + link.rested_beta_s_per_byte * std::min(bytes, link.burst_bytes);
+  out.stream_s_per_byte = stream.largest_beta(ranks);
+  return out;
+}
+
+/// One direction of the link between two neighbouring stages, as the play sees it: messages
+/// queue on it one at a time. Without a burst, a message arrives its lone latency after it starts
+/// and keeps the link busy its streaming time. A shaped link (a token bucket of `burst_bytes`,
+/// refilled at the streaming rate) passes what its tokens cover at line rate and the rest at the
+/// streaming rate, so a few messages after a pause go far faster than a stream of them.
+struct LinkQueue {
+  double free_at = 0;                 ///< when the next message may start
+  double tokens = -1, tokens_at = 0;  ///< the bucket's bytes as of tokens_at; < 0: full (rested)
+  /// When a message sent at `now` arrives.
+  double send(double now, const MessageCost& m) {
+    const double start = std::max(now, free_at);
+    if (m.burst_bytes <= 0 || m.stream_s_per_byte <= 0) {
+      free_at = start + m.busy;
+      return start + m.latency;
+    }
+    const double have = tokens < 0 ? m.burst_bytes : std::min(m.burst_bytes, tokens + (start - tokens_at) / m.stream_s_per_byte);
+    const double excess = std::max(0.0, m.bytes - have) * m.stream_s_per_byte;
+    tokens = std::max(0.0, have - m.bytes);
+    tokens_at = free_at = start + excess;
+    return start + m.line + excess;
+  }
+};
+
 /// Over links (a cluster's, or the hosts' of a multi-host profile): every rank receives R - 1
 /// buckets (the ordered gather) or 2 (R - 1) / R of one (a ring allreduce), each message at the
 /// link's rate while the other direction carries as much.
@@ -239,6 +284,15 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
     facts[s] = stage_facts(model.units, plan.bounds[s], plan.bounds[s + 1], last);
     times[s] = detail::stage_times(model, profile, timings, plan.bounds[s], plan.bounds[s + 1], last, m, load);
     const double load = s == 0 ? profile.load_s_per_element * static_cast<double>(facts[s].input_elements) * m : 0;
+    // What moving its messages takes from the stage's computing (the profile's measured
+    // link.compute_s_per_byte: network processing on the cores; a cluster's links are not this
+    // machine's).
+    const double steal = profile.cluster ? 0.0 : profile.link.compute_s_per_byte;
+    const double scalar = static_cast<double>(model.scalar_bytes) * m;
+    const double moved = (s > 0 ? static_cast<double>(facts[s].input_elements) : 0.0) * scalar +
+                         (last ? 0.0 : static_cast<double>(facts[s].output_elements)) * scalar;
+    times[s].forward += steal * moved;
+    times[s].backward += steal * moved;
     times[s].forward = (times[s].forward + load) / speed;  // sharing the cores: in the playing below
     times[s].backward /= speed;
     for (double& b : times[s].backward_units) b /= speed;
@@ -260,14 +314,11 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
   // same bytes (a query plays thousands of messages: looking the fits up for each took a third of
   // its time).
   std::vector<std::vector<Instruction>> programs(S);
-  struct Link {
-    double latency = 0, busy = 0;  // transfer_seconds, link_busy_seconds
-  };
   auto link = [&](std::size_t elements, std::size_t from, std::size_t to) {  // one micro-batch's message
     const double bytes = static_cast<double>(elements * model.scalar_bytes) * m;
-    return Link{detail::transfer_seconds(profile, bytes, P, from, to), detail::link_busy_seconds(profile, bytes, P, from, to)};
+    return detail::message_cost(profile, bytes, P, from, to);
   };
-  std::vector<Link> to_next(S), to_previous(S);  // s -> s + 1, s -> s - 1
+  std::vector<detail::MessageCost> to_next(S), to_previous(S);  // s -> s + 1, s -> s - 1
   for (std::size_t s = 0; s < S; ++s) {
     programs[s] = stage_program(plan.schedule, S, s, M);
     if (s + 1 < S) to_next[s] = link(facts[s].output_elements, s, s + 1);
@@ -281,9 +332,8 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
     std::vector<double> remaining(S, 0);  // compute left of the running forward/backward, in seconds alone
     std::vector<char> running(S, false);
     std::vector<double> blocked_since(S, -1);  // when the stage began waiting for its message
-    // Messages between two stages queue on their link, one direction at a time: when it is free
-    // (a message arrives its latency after it starts, and keeps the link busy its streaming time).
-    std::vector<double> forward_link_free(S, 0), backward_link_free(S, 0);  // s -> s + 1, s -> s - 1
+    // Messages between two stages queue on their link, one direction at a time (LinkQueue).
+    std::vector<detail::LinkQueue> forward_link(S), backward_link(S);  // s -> s + 1, s -> s - 1
     Played out{std::vector<double>(S, 0), std::vector<double>(S, 0), std::vector<double>(S, 0), std::vector<double>(S, 0)};
     double now = 0;
     for (;;) {
@@ -308,18 +358,10 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
               break;  // (frees no other stage: only sends do)
             } else if (in.op == Op::send_activation) {
               activation[(s + 1) * M + mb] = now;
-              if (with_transfers) {
-                const double start = std::max(now, forward_link_free[s]);
-                forward_link_free[s] = start + to_next[s].busy;
-                activation[(s + 1) * M + mb] = start + to_next[s].latency;
-              }
+              if (with_transfers) activation[(s + 1) * M + mb] = forward_link[s].send(now, to_next[s]);
             } else {
               gradient[(s - 1) * M + mb] = now;
-              if (with_transfers) {
-                const double start = std::max(now, backward_link_free[s]);
-                backward_link_free[s] = start + to_previous[s].busy;
-                gradient[(s - 1) * M + mb] = start + to_previous[s].latency;
-              }
+              if (with_transfers) gradient[(s - 1) * M + mb] = backward_link[s].send(now, to_previous[s]);
             }
           }
         }

@@ -42,15 +42,33 @@ struct CommFit {
   /// nearest measured one; the regime that holds `bytes`, or the nearest regime's line.
   double seconds(double bytes, std::size_t ranks) const {
     if (by_ranks.empty()) return 0;
-    auto it = by_ranks.lower_bound(ranks);
-    if (it == by_ranks.end()) it = std::prev(it);
-    const std::vector<Regime>& regimes = it->second;
-    const Regime* pick = &regimes.front();
-    for (const Regime& r : regimes) {
+    const std::vector<Regime>& measured = regimes(ranks);
+    const Regime* pick = &measured.front();
+    for (const Regime& r : measured) {
       if (bytes >= r.min_bytes) pick = &r;
     }
     return pick->alpha_s + pick->beta_s_per_byte * bytes;
   }
+  /// The regimes measured with `ranks` processes (or the nearest count).
+  const std::vector<Regime>& regimes(std::size_t ranks) const {
+    auto it = by_ranks.lower_bound(ranks);
+    if (it == by_ranks.end()) it = std::prev(it);
+    return it->second;
+  }
+  /// Seconds per byte of the largest messages' regime: the sustained rate.
+  double largest_beta(std::size_t ranks) const { return by_ranks.empty() ? 0 : regimes(ranks).back().beta_s_per_byte; }
+};
+
+/// \brief What the profile's pair of ranks measured of their link beyond the fits (its "link"
+/// object; every field 0 when not measured).
+struct LinkFacts {
+  /// A rested message of n bytes takes rested_alpha_s + rested_beta_s_per_byte * min(n, burst_bytes)
+  /// and the streaming rate beyond: burst_bytes is what a rested link passes before it slows to
+  /// that rate (a token bucket's burst: tc tbf on emulated fabrics, a policer on real ones).
+  double burst_bytes = 0, rested_alpha_s = 0, rested_beta_s_per_byte = 0;
+  /// Compute a rank loses per byte it sends or receives while it computes (network processing on
+  /// its cores: hpf_bench_comm's steal).
+  double compute_s_per_byte = 0;
 };
 
 /// How loaded the host was while a layer was timed: alone, or busy (every other core running the
@@ -109,6 +127,7 @@ struct MachineProfile {
   bool hosts_share_cores = false;
   std::size_t threads_per_rank = 1;  ///< threads a rank ran with when calibrated
   std::map<std::string, CommFit> comm;
+  LinkFacts link;
   std::map<std::string, UnitTiming> units;
   double optimizer_s_per_parameter = 0;  ///< optimizer step and zeroing gradients
   double load_s_per_element = 0;         ///< batch loading, per input element
@@ -221,6 +240,18 @@ inline MachineProfile load_profile(const std::string& path) {
         for (const auto& r : regimes.items) list.push_back(detail::regime(r, path + ": comm." + primitive + "." + ranks));
       }
       p.comm[primitive] = std::move(fit);
+    }
+  }
+  if (const auto* link = member(root, "link")) {
+    const std::string where = path + ": link";
+    for (auto [field, key] : {std::pair{&LinkFacts::burst_bytes, "burst_bytes"}, std::pair{&LinkFacts::rested_alpha_s, "rested_alpha_s"},
+                              std::pair{&LinkFacts::rested_beta_s_per_byte, "rested_beta_s_per_byte"},
+                              std::pair{&LinkFacts::compute_s_per_byte, "compute_s_per_byte"}}) {
+      const double value = detail::number_at(*link, key, where, 0);
+      if (!(value >= 0) || !std::isfinite(value)) {
+        throw ProfileError("hpf::oracle: " + where + "." + key + " must be a finite number >= 0");
+      }
+      p.link.*field = value;
     }
   }
   if (const auto* compute = member(root, "compute")) {
