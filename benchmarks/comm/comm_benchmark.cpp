@@ -28,15 +28,16 @@
 //   rested     one message after the link rested --rest-us (default 20 ms; rank 0 busy, the peer
 //              polling its posted receive): rank 0 sends, the peer answers with 4 bytes; time =
 //              that round trip less the 4-byte answer's own one-way time (half a rested 4-byte
-//              round trip, measured first). A shaped link (a token
-//              bucket, a policer) passes what its burst covers at line rate, so a rested message
-//              is faster than `latency`'s back-to-back ones; few repetitions (the rests dominate)
-//   steal      compute lost to traffic: both ranks of the pair run a fixed busy loop, testing their
-//              requests every ~50 us as training does between layers, once alone and once while
-//              a message of the size goes each way; time = the loop's extra time with traffic, the
-//              mean of the two ranks (the bytes a rank moves: 2 x size). Where hosts share cores
-//              (network namespaces of one machine) or TCP copies on the computing cores, it is
-//              what the network takes from computation. One size: --steal-bytes (default 8 MiB)
+//              round trip, measured first). A shaped link (a token bucket, a policer) passes what
+//              its burst covers at line rate, so a rested message is faster than `latency`'s
+//              back-to-back ones; 15 repetitions (the rests dominate), polled without pause
+//   steal      compute lost to traffic: both ranks of the pair run a fixed busy loop, testing
+//              their requests every few tens of microseconds as training does between layers,
+//              alone and while a message of the size goes each way; time = the loop's extra time
+//              with traffic, the mean of the two ranks (the bytes a rank moves: 2 x size). Where
+//              hosts share cores (network namespaces of one machine) or TCP copies on the
+//              computing cores, it is what the network takes from computation. One size:
+//              --steal-bytes (default 8 MiB)
 //   buckets    hpf::GradientBuckets on the gradient buffer of a real model (--model, ResNet-20 by
 //              default), for each bucket size in the sweep from --bucket-min-bytes up to the first
 //              power of two that holds the whole gradient: one reduction of the whole gradient,
@@ -492,8 +493,8 @@ void bandwidth(const hpf::comm::Communicator& comm, const Settings& s, std::size
   }
 }
 
-/// Round trips of a message of `bytes` from rank 0, answered with 4 bytes, each after the pair
-/// rested `rest` (what a rested link does with one message); rank 0's times in seconds.
+/// Round trips of a message of `bytes` from rank 0, answered with 4 bytes, each after the link
+/// rested --rest-us (what a rested link does with one message); rank 0's times in seconds.
 std::vector<double> rested_round_trips(const hpf::comm::Communicator& comm, const Settings& s, std::size_t bytes,
                                        std::size_t reps) {
   const int rank = comm.rank(), peer = s.peer, other = rank == 0 ? peer : 0;
@@ -567,10 +568,10 @@ std::vector<double> pair_sum(const hpf::comm::Communicator& comm, int other, std
   return values;
 }
 
-/// A fixed amount of scalar work (a dependent chain the compiler cannot shorten), in chunks of
-/// about 50 us; `between` runs after every chunk.
 volatile double busy_loop_result = 0;  // keeps the loop's chain from being optimised away
 
+/// A fixed amount of scalar work (a dependent chain the compiler cannot shorten) in chunks of
+/// 20,000 steps (tens of microseconds); `between` runs after every chunk.
 template <class Between>
 double busy_loop(std::size_t chunks, Between&& between) {
   double x = 1.0;

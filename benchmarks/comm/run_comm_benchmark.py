@@ -582,8 +582,8 @@ def report(args, rows, fits, environments, commands, plot_paths, info, training_
     link = link_facts(rows, fits)
     if link:
         steal = next((r for r in rows if r["primitive"] == "steal" and r["ranks"] == link["ranks"]), None)
-        out.append(f"- The link ({link['ranks']} ranks): a rested link passes "
-                   f"{size_text(link['burst_bytes']) if 'burst_bytes' in link else '-'} before it slows to its "
+        burst = f"{link['burst_bytes'] / 1e3:,.0f} kB" if "burst_bytes" in link else "-"
+        out.append(f"- The link ({link['ranks']} ranks): a rested link passes {burst} before it slows to its "
                    "streaming rate (`burst_bytes`, from p2p_rested and p2p_bandwidth)"
                    + (f"; while a message of {size_text(steal['bytes'])} went each way, a busy loop of "
                       f"{steal['loop_us'] / 1e3:,.1f} ms took {steal['median_us'] / 1e3:,.2f} ms longer "
