@@ -338,6 +338,20 @@ void pair_sync(const hpf::comm::Communicator& comm, int other, const Floats& tok
   received.wait();
 }
 
+/// Before a repetition of a message from rank 0 to its peer: rank 0 fills `message` for
+/// repetition `rep`, the peer posts its receive into it, and the two meet. The peer's receive.
+hpf::comm::Request ready_one_way(const hpf::comm::Communicator& comm, int other, const Floats& message,
+                                 const Floats& token, std::size_t rep) {
+  hpf::comm::Request received;
+  if (comm.rank() == 0) {
+    fill(message, Pattern{0, rep});
+  } else {
+    received = hpf::comm::irecv(comm, message, 0, data_tag);
+  }
+  pair_sync(comm, other, token);
+  return received;
+}
+
 // --- results ------------------------------------------------------------------------------------------
 
 struct Row {
@@ -422,13 +436,7 @@ void latency(const hpf::comm::Communicator& comm, const Settings& s, std::size_t
     Kokkos::deep_copy(echo, -1.0f);
     Kokkos::deep_copy(message, -1.0f);
     for (std::size_t rep = 0; rep < reps.warmup + reps.timed; ++rep) {
-      hpf::comm::Request received;
-      if (rank == 0) {
-        fill(message, Pattern{0, rep});
-      } else {
-        received = hpf::comm::irecv(comm, message, 0, data_tag);
-      }
-      pair_sync(comm, other, token);
+      hpf::comm::Request received = ready_one_way(comm, other, message, token, rep);
       if (rank == 0) {
         const auto start = Clock::now();
         hpf::comm::isend(comm, message, peer, data_tag).wait();
@@ -502,13 +510,7 @@ std::vector<double> rested_round_trips(const hpf::comm::Communicator& comm, cons
   Kokkos::deep_copy(message, -1.0f);
   std::vector<double> times;
   for (std::size_t rep = 0; rep < reps; ++rep) {
-    hpf::comm::Request received;
-    if (rank == 0) {
-      fill(message, Pattern{0, rep});
-    } else {
-      received = hpf::comm::irecv(comm, message, 0, data_tag);
-    }
-    pair_sync(comm, other, token);
+    hpf::comm::Request received = ready_one_way(comm, other, message, token, rep);
     // Polled without pause: the link's time, not a wait's (hpf's wait sleeps between late polls).
     auto spin = [](hpf::comm::Request&& r) {
       while (!r.test()) {
