@@ -3,7 +3,8 @@
 """Checks a machine profile written by run_comm_benchmark.py: its format and version, and for
 every primitive and rank count at least one regime whose alpha and beta are finite and positive,
 with finite fit errors and contiguous, increasing size ranges (p2p_rested only where present: older
-profiles lack it); a "link" object, where present, holds finite, non-negative numbers. Exits 1 and lists the problems.
+profiles lack it); a "link" object, where present, holds finite, non-negative numbers. Exits 1 and
+lists the problems.
 
   /usr/bin/python3 benchmarks/comm/check_profile.py benchmarks/comm/profiles/local.json --ranks 2,4
 """

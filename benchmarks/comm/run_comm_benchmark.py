@@ -27,8 +27,9 @@ median times, least squares on relative error, cut into up to 3 regimes of messa
 line misses a point by more than 15 % (the cuts minimise the total error; e.g. Open MPI's switch
 from eager to rendezvous messages). What t and n are:
   p2p_latency        one-way time of a ping-pong of n bytes (osu_latency)
-  p2p_rested         time of one message of n bytes after the pair rested 20 ms (its 4-byte answer
-                     taken off): what a link with a burst (a token bucket) does with a lone message
+  p2p_rested         time of one message of n bytes after the link rested 20 ms, both ranks awake (its
+                     4-byte answer taken off): what a link with a burst (a token bucket) does with a
+                     lone message
   p2p_bandwidth      time per message of n bytes in a window of back-to-back messages (osu_bw):
                      1 / beta is the streaming bandwidth, alpha the gap between messages
   bibw               the same with a window in each direction at once (osu_bibw): n bytes each way
@@ -100,12 +101,12 @@ QUICK_ARGS = ["--max-bytes", "65536", "--iterations", "20", "--iterations-large"
               "--warmup-large", "1", "--bucket-min-bytes", "16384"]
 # Profile name of each measured series: (RESULT primitive, reduction) -> profile primitive.
 PROFILE_NAMES = {("latency", ""): "p2p_latency", ("rested", ""): "p2p_rested", ("bw", ""): "p2p_bandwidth",
-                 ("bibw", ""): "bibw",
-                 ("allreduce", ""): "allreduce", ("buckets", "ordered"): "buckets_ordered",
+                 ("bibw", ""): "bibw", ("allreduce", ""): "allreduce", ("buckets", "ordered"): "buckets_ordered",
                  ("buckets", "allreduce"): "buckets_allreduce"}
 CSV_COLUMNS = ["label", "primitive", "ranks", "bytes", "median_us", "p99_us", "bandwidth_MBps", "bus_bandwidth_MBps",
                "iterations", "warmup", "window", "peer", "model", "reduction", "bucket_bytes", "buckets",
-               "rest_us", "loop_us", "exchange_us", "hosts", "ranks_per_host", "peer_same_host", "kokkos", "elements", "mpi"]
+               "rest_us", "loop_us", "exchange_us", "hosts", "ranks_per_host", "peer_same_host", "kokkos",
+               "elements", "mpi"]
 THREADS = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
            "OMP_PROC_BIND": "false", "OMP_WAIT_POLICY": "passive"}
 
@@ -468,8 +469,8 @@ def key_figures(rows, rank_counts):
     sizes = [4, 1024, 65536, 2**20, 2**26]
     out = []
     for primitive, shown in (("latency", "ping-pong, one way"), ("rested", "one message after a rest"),
-                             ("bw", "bw, per message"),
-                             ("bibw", "bibw, per message pair"), ("allreduce", "allreduce")):
+                             ("bw", "bw, per message"), ("bibw", "bibw, per message pair"),
+                             ("allreduce", "allreduce")):
         for ranks in rank_counts:
             mine = {r["bytes"]: r for r in rows if r["primitive"] == primitive and r["ranks"] == ranks}
             if not mine:

@@ -179,7 +179,8 @@ struct LinkQueue {
       free_at = start + m.busy;
       return start + m.latency;
     }
-    const double have = tokens < 0 ? m.burst_bytes : std::min(m.burst_bytes, tokens + (start - tokens_at) / m.stream_s_per_byte);
+    const double refilled = tokens + (start - tokens_at) / m.stream_s_per_byte;
+    const double have = tokens < 0 ? m.burst_bytes : std::min(m.burst_bytes, refilled);
     const double excess = std::max(0.0, m.bytes - have) * m.stream_s_per_byte;
     tokens = std::max(0.0, have - m.bytes);
     tokens_at = free_at = start + excess;

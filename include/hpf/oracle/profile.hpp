@@ -244,7 +244,8 @@ inline MachineProfile load_profile(const std::string& path) {
   }
   if (const auto* link = member(root, "link")) {
     const std::string where = path + ": link";
-    for (auto [field, key] : {std::pair{&LinkFacts::burst_bytes, "burst_bytes"}, std::pair{&LinkFacts::rested_alpha_s, "rested_alpha_s"},
+    for (auto [field, key] : {std::pair{&LinkFacts::burst_bytes, "burst_bytes"},
+                              std::pair{&LinkFacts::rested_alpha_s, "rested_alpha_s"},
                               std::pair{&LinkFacts::rested_beta_s_per_byte, "rested_beta_s_per_byte"},
                               std::pair{&LinkFacts::compute_s_per_byte, "compute_s_per_byte"}}) {
       const double value = detail::number_at(*link, key, where, 0);
