@@ -539,7 +539,7 @@ def oversubscribed_text(args, environments):
             "include the scheduler's time slices.")
 
 
-def report(args, rows, fits, environments, commands, plot_paths, info, training_rows):
+def report(args, rows, fits, environments, commands, plot_paths, info, training_rows, link):
     env = next(iter(environments.values()), {})
     rel = lambda p: os.path.relpath(os.path.abspath(p), os.path.dirname(os.path.abspath(args.results)))
     out = [f"## {TITLE}", ""]
@@ -580,7 +580,6 @@ def report(args, rows, fits, environments, commands, plot_paths, info, training_
     out.append("")
     out.append(key_figures(rows, args.rank_counts))
     out.append("")
-    link = link_facts(rows, fits)
     if link:
         steal = next((r for r in rows if r["primitive"] == "steal" and r["ranks"] == link["ranks"]), None)
         burst = f"{link['burst_bytes'] / 1e3:,.0f} kB" if "burst_bytes" in link else "-"
@@ -671,7 +670,7 @@ def main():
         if failed:
             h.log("run_comm_benchmark: FAILED: " + "; ".join(failed))
             return 1
-    text = report(args, rows, fits, environments, commands, plot_paths, info, training_rows)
+    text = report(args, rows, fits, environments, commands, plot_paths, info, training_rows, prof.get("link"))
     print(text)
     if not args.no_results:
         h.replace_section(args.results, SECTION, text)

@@ -170,8 +170,9 @@ inline MessageCost message_cost(const MachineProfile& profile, double bytes, std
 /// refilled at the streaming rate) passes what its tokens cover at line rate and the rest at the
 /// streaming rate, so a few messages after a pause go far faster than a stream of them.
 struct LinkQueue {
-  double free_at = 0;                 ///< when the next message may start
-  double tokens = -1, tokens_at = 0;  ///< the bucket's bytes as of tokens_at; < 0: full (rested)
+  double free_at = 0;  ///< when the next message may start
+  /// The bucket's bytes as of tokens_at; a link that never carried a message has rested forever.
+  double tokens = 0, tokens_at = -std::numeric_limits<double>::infinity();
   /// When a message sent at `now` arrives.
   double send(double now, const MessageCost& m) {
     const double start = std::max(now, free_at);
@@ -179,8 +180,7 @@ struct LinkQueue {
       free_at = start + m.busy;
       return start + m.latency;
     }
-    const double refilled = tokens + (start - tokens_at) / m.stream_s_per_byte;
-    const double have = tokens < 0 ? m.burst_bytes : std::min(m.burst_bytes, refilled);
+    const double have = std::min(m.burst_bytes, tokens + (start - tokens_at) / m.stream_s_per_byte);
     const double excess = std::max(0.0, m.bytes - have) * m.stream_s_per_byte;
     tokens = std::max(0.0, have - m.bytes);
     tokens_at = free_at = start + excess;
@@ -285,15 +285,6 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
     facts[s] = stage_facts(model.units, plan.bounds[s], plan.bounds[s + 1], last);
     times[s] = detail::stage_times(model, profile, timings, plan.bounds[s], plan.bounds[s + 1], last, m, load);
     const double load = s == 0 ? profile.load_s_per_element * static_cast<double>(facts[s].input_elements) * m : 0;
-    // What moving its messages takes from the stage's computing (the profile's measured
-    // link.compute_s_per_byte: network processing on the cores; a cluster's links are not this
-    // machine's).
-    const double steal = profile.cluster ? 0.0 : profile.link.compute_s_per_byte;
-    const double scalar = static_cast<double>(model.scalar_bytes) * m;
-    const double moved = (s > 0 ? static_cast<double>(facts[s].input_elements) : 0.0) * scalar +
-                         (last ? 0.0 : static_cast<double>(facts[s].output_elements)) * scalar;
-    times[s].forward += steal * moved;
-    times[s].backward += steal * moved;
     times[s].forward = (times[s].forward + load) / speed;  // sharing the cores: in the playing below
     times[s].backward /= speed;
     for (double& b : times[s].backward_units) b /= speed;
@@ -324,6 +315,13 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
     programs[s] = stage_program(plan.schedule, S, s, M);
     if (s + 1 < S) to_next[s] = link(facts[s].output_elements, s, s + 1);
     if (s > 0) to_previous[s] = link(facts[s].input_elements, s, s - 1);
+    // What moving its messages (a micro-batch's activation in and out) takes from the stage's
+    // computing: the profile's measured link.compute_s_per_byte, network processing on its cores.
+    // A cluster's links are not this machine's.
+    const double moved = to_next[s].bytes + to_previous[s].bytes;
+    const double steal = profile.cluster ? 0.0 : profile.link.compute_s_per_byte * moved;
+    times[s].forward += steal;
+    times[s].backward += steal;
   }
   auto play = [&](bool with_transfers) {
     const double unknown = -1;
