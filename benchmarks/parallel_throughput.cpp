@@ -56,6 +56,8 @@
 #include <exception>
 #include <fstream>
 #include <map>
+#include <numeric>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <unordered_map>
@@ -158,6 +160,7 @@ struct Settings {
   std::string model = "resnet20";
   std::size_t stages = 1, micro_batches = 1, batch = 0, steps = 0, warmup = 0, repeats = 0, bucket_bytes = 0, cut = 0,
               shards = 1;
+  std::optional<std::size_t> piece_bytes;
   hpf::Schedule schedule = hpf::Schedule::one_f_one_b;
   hpf::GradientReduction reduction = hpf::GradientReduction::automatic;
   bool stage_times = false, side_by_side = false, help = false;
@@ -167,7 +170,7 @@ struct Settings {
 const char* const usage_text =
     "usage: mpiexec -n P hpf_bench_parallel_throughput [--model mlp|cnn|resnet20|resnet56] [--stages 1|2|4]\n"
     "         [--batch B] [--micro-batches M] [--schedule gpipe|1f1b] [--reduction automatic|ordered|allreduce]\n"
-    "         [--bucket-bytes N] [--cut LEAF] [--steps N] [--warmup W] [--repeats R] [--stage-times] [--seed S]\n"
+    "         [--bucket-bytes N] [--piece-bytes N] [--cut LEAF] [--steps N] [--warmup W] [--repeats R] [--stage-times] [--seed S]\n"
     "         [--shards C] [--side-by-side]\n"
     "  P processes form P / stages replicas; --batch is the global mini-batch (default: mlp 128, cnn and\n"
     "  resnets 64 per replica), split into M micro-batches per replica (pipelined over the stages, accumulated on one).\n"
@@ -178,7 +181,9 @@ const char* const usage_text =
     "  cnn 20/5, resnet20 5/2, resnet56 3/1; 3 blocks.\n"
     "  --stage-times  one more block with region callbacks: per-rank busy time per step\n"
     "  --shards C     data shards per replica (TrainOptions::shards_per_replica; default 1): each replica's\n"
-    "                 batch in C pieces; --side-by-side trains them at once, one per thread (Kokkos OpenMP)\n";
+    "                 batch in C pieces; --side-by-side trains them at once, one per thread (Kokkos OpenMP)\n"
+    "  --piece-bytes N  gradient messages between replicas on different hosts of at most N bytes\n"
+    "                 (StepOptions::exchange_piece_bytes; 0: whole buckets)\n";
 
 std::size_t to_size(const std::string& flag, const std::string& text) {
   const auto value = hpf_bench::whole_number(text);
@@ -231,6 +236,8 @@ Settings parse(int argc, char** argv) {
       s.cut = to_size(flag, value);
     } else if (flag == "--bucket-bytes") {
       s.bucket_bytes = to_size(flag, value);
+    } else if (flag == "--piece-bytes") {
+      s.piece_bytes = to_size(flag, value);
     } else if (flag == "--steps") {
       s.steps = to_size(flag, value);
     } else if (flag == "--warmup") {
@@ -272,6 +279,7 @@ hpf::TrainOptions options_for(const Settings& s, std::size_t replicas) {
   o.shards_per_replica = s.shards;
   o.shards_side_by_side = s.side_by_side;
   if (s.bucket_bytes) o.bucket_bytes = s.bucket_bytes;
+  if (s.piece_bytes) o.exchange_piece_bytes = *s.piece_bytes;
   o.evaluate = false;
   o.log = nullptr;
   o.progress = hpf::ProgressMode::none;
@@ -310,6 +318,10 @@ void run_stage(const hpf::comm::Communicator& world, const hpf::ProcessGrid& gri
   if (count_views) views::install(true);
   auto engine = hpf::make_stage_engine<StageModel, float, Kokkos::DefaultExecutionSpace, Links>(
       {grid, o.shards_per_replica, o.shards_side_by_side}, o, data.train, nullptr);
+  // Messages one replica's gradient exchange takes per step (pieces of buckets; 0 alone).
+  const std::vector<std::size_t> pieces = engine.links().bucket_pieces();
+  const std::size_t exchange_messages =
+      grid.replicas() > 1 ? std::accumulate(pieces.begin(), pieces.end(), std::size_t{0}) * o.shards_per_replica : 0;
   // HPF_TRACE=FILE (HPF_TRACE_STEPS, HPF_TRACE_LAYERS): the timeline of the steps asked for,
   // counted from the first step; off, it costs what tracing compiled in but unused costs.
   hpf::Timeline<Links> timeline(hpf::trace::TraceOptions::from_environment(), o, engine.links());
@@ -384,7 +396,8 @@ void run_stage(const hpf::comm::Communicator& world, const hpf::ProcessGrid& gri
       "rank_workspace_mib=%s rank_views_peak_mib=%s rank_slots=%s rank_busy_ms=%s profiled_step_ms=%.3f "
       "cut=%s rank_stage_gflop_per_sample=%s rank_stage_train_mflop_per_sample=%s rank_first_leaf=%s model_leaves=%zu "
       "tool_loaded_while_timing=%s blas=%s blas_threads=%d kokkos_space=%s loss_first=%.5f loss_last=%.5f "
-      "block_images_per_s=%s block_ms_per_step=%s shards_per_replica=%zu shard_threads=%zu\n",
+      "block_images_per_s=%s block_ms_per_step=%s shards_per_replica=%zu shard_threads=%zu "
+      "exchange_piece_bytes=%zu exchange_messages=%zu\n",
       s.model.c_str(), world.size(), stages, grid.replicas(), o.batch, local, o.micro_batches,
       (local + o.micro_batches - 1) / o.micro_batches, hpf::to_string(o.schedule),
       hpf::to_string(hpf::resolve(o.reduction, grid.replicas() * o.shards_per_replica)), o.bucket_bytes, steps, warmup, repeats, best_rate,
@@ -394,7 +407,7 @@ void run_stage(const hpf::comm::Communicator& world, const hpf::ProcessGrid& gri
       profiled_step_ms, stages == 1 ? "none" : s.cut ? "explicit" : "balanced", rank_stage_gflop.c_str(), rank_stage_flops.c_str(), rank_first_leaf.c_str(),
       static_cast<std::size_t>(Model::leaves), tool.c_str(), blas_token().c_str(), hpf::system::blas_threads(),
       Kokkos::DefaultExecutionSpace::name(), first_loss, last_loss, blocks.str().c_str(), block_ms.str().c_str(),
-      o.shards_per_replica, engine.shard_threads());
+      o.shards_per_replica, engine.shard_threads(), o.exchange_piece_bytes, exchange_messages);
   std::fflush(stdout);
 }
 

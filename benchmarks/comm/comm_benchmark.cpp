@@ -55,6 +55,7 @@
 #include <hpf/comm/transfer.hpp>
 #include <hpf/model/network.hpp>
 #include <hpf/parallel/gradient_buckets.hpp>
+#include <hpf/parallel/step_options.hpp>
 #include <hpf/zoo/models.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -667,7 +668,9 @@ void buckets(const hpf::comm::Communicator& comm, const Settings& s, const std::
   const std::size_t bytes = gradients.size() * sizeof(float);
   const Repetitions reps = repetitions(s, bytes, bytes);
   const std::string name = hpf::to_string(reduction);
-  hpf::GradientBuckets<float, Space> reducer(comm, gradients, bucket_bytes, reduction);
+  // In pieces where the ranks span hosts, as training's buckets travel (StepOptions).
+  const std::size_t piece_bytes = comm.spans_hosts() ? hpf::StepOptions{}.exchange_piece_bytes : 0;
+  hpf::GradientBuckets<float, Space> reducer(comm, gradients, bucket_bytes, reduction, -1, 1, piece_bytes);
   std::vector<double> times;
   for (std::size_t rep = 0; rep < reps.warmup + reps.timed; ++rep) {
     fill(gradients, Pattern{comm.rank(), rep});
@@ -688,7 +691,8 @@ void buckets(const hpf::comm::Communicator& comm, const Settings& s, const std::
                {"model", model},
                {"reduction", name},
                {"bucket_bytes", std::to_string(bucket_bytes)},
-               {"buckets", std::to_string(reducer.bucket_count())}}});
+               {"buckets", std::to_string(reducer.bucket_count())},
+               {"piece_bytes", std::to_string(piece_bytes)}}});
 }
 
 template <class Model>

@@ -104,7 +104,7 @@ PROFILE_NAMES = {("latency", ""): "p2p_latency", ("rested", ""): "p2p_rested", (
                  ("bibw", ""): "bibw", ("allreduce", ""): "allreduce", ("buckets", "ordered"): "buckets_ordered",
                  ("buckets", "allreduce"): "buckets_allreduce"}
 CSV_COLUMNS = ["label", "primitive", "ranks", "bytes", "median_us", "p99_us", "bandwidth_MBps", "bus_bandwidth_MBps",
-               "iterations", "warmup", "window", "peer", "model", "reduction", "bucket_bytes", "buckets",
+               "iterations", "warmup", "window", "peer", "model", "reduction", "bucket_bytes", "buckets", "piece_bytes",
                "rest_us", "loop_us", "exchange_us", "hosts", "ranks_per_host", "peer_same_host", "kokkos",
                "elements", "mpi"]
 THREADS = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",

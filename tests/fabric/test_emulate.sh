@@ -59,11 +59,17 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   MPI_Get_processor_name(name, &len);
+  /* processes on this rank's node as MPI sees it (hpf pieces gradient buckets between nodes) */
+  MPI_Comm node;
+  int on_node = 0;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+  MPI_Comm_size(node, &on_node);
+  MPI_Comm_free(&node);
   static double x[1 << 18];  /* 2 MiB: more than an eager message */
   for (int i = 0; i < (1 << 18); ++i) x[i] = rank + 1;
   MPI_Allreduce(MPI_IN_PLACE, x, 1 << 18, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
   const int good = x[0] == size * (size + 1) / 2.0 && x[(1 << 18) - 1] == x[0];
-  printf("hello rank %d of %d on %s allreduce %s\n", rank, size, name, good ? "ok" : "WRONG");
+  printf("hello rank %d of %d on %s node of %d allreduce %s\n", rank, size, name, on_node, good ? "ok" : "WRONG");
   MPI_Finalize();
   return good ? 0 : 1;
 }
@@ -134,8 +140,8 @@ else
 fi
 
 out=$(HPF_FABRIC_MPIEXEC_ARGS="--mca btl_base_verbose 100" fabric mpiexec -n 3 "$work/hello" 2>&1)
-check "tiny MPI program: every rank on its own host, allreduce right" \
-  "hello rank 0 of 3 on hpft0 allreduce ok|hello rank 1 of 3 on hpft1 allreduce ok|hello rank 2 of 3 on hpft2 allreduce ok" \
+check "tiny MPI program: every rank on its own host and node, allreduce right" \
+  "hello rank 0 of 3 on hpft0 node of 1 allreduce ok|hello rank 1 of 3 on hpft1 node of 1 allreduce ok|hello rank 2 of 3 on hpft2 node of 1 allreduce ok" \
   "$(printf '%s\n' "$out" | grep '^hello' | sort | tr '\n' '|' | sed 's/|$//')"
 # Connections open lazily: at least the pairs the allreduce uses, and every one to a fabric address.
 tcp_links=$(printf '%s\n' "$out" | grep -cE 'btl:tcp: now connected to 10\.77\.9\.[0-9]+, process')

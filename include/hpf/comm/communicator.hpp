@@ -44,6 +44,18 @@ class Communicator {
     return result;
   }
 
+  /// Whether its processes run on more than one host (shared-memory node, MPI_COMM_TYPE_SHARED).
+  /// The same answer on every rank: a rank's node holds all of them or fewer. Collective.
+  bool spans_hosts() const {
+    MPI_Comm node = MPI_COMM_NULL;
+    check(MPI_Comm_split_type(get(), MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
+    int on_node = 0;
+    const int sized = MPI_Comm_size(node, &on_node);
+    MPI_Comm_free(&node);
+    check(sized, "MPI_Comm_size");
+    return on_node < size_;
+  }
+
   /// Waits until every rank of the communicator has called it (at most hpf::comm::wait_limit()).
   void barrier() const {
     MPI_Request request = MPI_REQUEST_NULL;

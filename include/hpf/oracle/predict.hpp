@@ -211,11 +211,10 @@ inline double bucket_seconds(const MachineProfile& profile, double bytes, std::s
     const Regime& link = spans_nodes ? c.inter : c.intra;
     return exchange_seconds([&](double n) { return link.alpha_s + n * link.beta_s_per_byte; }, bytes, replicas, reduction);
   }
-  // Replicas on separate hosts exchange over the link at its streaming rate, as on a cluster. The
-  // standalone bucket benchmark does not measure that over Open MPI's TCP transport: there both
-  // ranks start together, and one rank's rendezvous acknowledgement can queue behind its own
-  // gradient on the single connection the two share, so the two directions take turns (half the
-  // rate on 1 Gbit/s). Training's exchange ran at 0.7-0.9 of the link's rate (docs/oracle.md).
+  // Replicas on separate hosts exchange over the link at its streaming rate, as on a cluster:
+  // the engine sends their buckets in pieces under the eager limit (StepOptions::
+  // exchange_piece_bytes), so no rendezvous acknowledgement queues behind the other direction's
+  // data and both directions flow at once (docs/oracle.md).
   const CommFit& stream = profile.fit("p2p_bandwidth");
   const std::size_t hosts = std::max<std::size_t>(1, profile.hosts);
   if (hosts > 1 && !stream.empty() && (replicas - 1) * stages >= (ranks + hosts - 1) / hosts) {

@@ -14,6 +14,7 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -32,6 +33,8 @@ namespace hpf {
 /// hpf::ordered_sum's fixed tree, which single-process training reproduces bit for bit; with
 /// ::allreduce it goes to MPI_Iallreduce. MPI progresses only inside MPI calls, so every
 /// readiness notification (one per layer during backward) also tests the buckets in flight.
+/// A bucket may travel in pieces (fixed sub-ranges, each its own collective, summed as it
+/// arrives): the same tree per element, so the same bits.
 ///
 /// A replica may train several data shards per step (TrainOptions::shards_per_replica, C): under
 /// the ordered reduction each shard's gradient is parked (park()) and every bucket gathers the C
@@ -44,8 +47,11 @@ class GradientBuckets {
   /// `stage` (the pipeline stage these gradients belong to, -1 if none) only names the buckets
   /// when a wait for one times out (hpf::comm::WaitFor).
   /// `shards_per_replica` (C): data shards each replica trains per step.
+  /// `piece_bytes`: each bucket travels in messages of at most this many bytes (0: one message
+  /// per bucket; StepOptions::exchange_piece_bytes says why).
   GradientBuckets(comm::Communicator replicas, Buffer<T, Space> gradients, std::size_t bucket_bytes,
-                  GradientReduction reduction, int stage = -1, std::size_t shards_per_replica = 1)
+                  GradientReduction reduction, int stage = -1, std::size_t shards_per_replica = 1,
+                  std::size_t piece_bytes = 0)
       : replicas_(std::move(replicas)), gradients_(gradients), parts_(shards_per_replica),
         reduction_(resolve(reduction, static_cast<std::size_t>(replicas_.size()) * parts_)), stage_(stage) {
     if (reduction_ == GradientReduction::ordered && static_cast<std::size_t>(replicas_.size()) * parts_ > ordered_sum_max_parts) {
@@ -60,13 +66,20 @@ class GradientBuckets {
       ends_.push_back(end);
       end = begin;
     }
-    requests_.resize(begins_.size() * parts_);
+    const std::size_t per_piece = piece_bytes / sizeof(T) > 0 ? piece_bytes / sizeof(T) : 1;
+    for (std::size_t b = 0; b < begins_.size(); ++b) {
+      first_piece_.push_back(piece_begins_.size());
+      const std::size_t step = piece_bytes > 0 ? per_piece : ends_[b] - begins_[b];
+      for (std::size_t begin = begins_[b]; begin < ends_[b]; begin += step) piece_begins_.push_back(begin);
+    }
+    first_piece_.push_back(piece_begins_.size());
+    requests_.resize(piece_begins_.size() * parts_);
     if (reduction_ == GradientReduction::ordered && shards() > 1) {
       gathered_.resize(begins_.size());
       for (std::size_t b = 0; b < begins_.size(); ++b) {
         gathered_[b] = Buffer<T, Space>("hpf::GradientBuckets::gathered", (ends_[b] - begins_[b]) * shards());
       }
-      summed_.assign(begins_.size(), true);
+      summed_.assign(piece_begins_.size(), true);
       if (parts_ > 1) parked_ = Buffer<T, Space>("hpf::GradientBuckets::parked", total * parts_);
     }
   }
@@ -93,8 +106,8 @@ class GradientBuckets {
   void ready(std::size_t offset) {
     if (shards() == 1) return;
     while (started_ < begins_.size() && begins_[started_] >= offset) start(started_++);
-    for (std::size_t b = 0; b < started_; ++b) {
-      if (bucket_arrived(b)) sum_gathered(b);
+    for (std::size_t k = 0; k < first_piece_[started_]; ++k) {
+      if (piece_arrived(k)) sum_gathered(k);
     }
   }
 
@@ -108,14 +121,18 @@ class GradientBuckets {
       ready(0);
     }
     for (std::size_t b = 0; b < begins_.size(); ++b) {
-      for (std::size_t j = 0; j < parts_; ++j) trace::wait(requests_[b * parts_ + j], "allreduce", tags(b));
-      sum_gathered(b);
+      for (std::size_t k = first_piece_[b]; k < first_piece_[b + 1]; ++k) {
+        for (std::size_t j = 0; j < parts_; ++j) trace::wait(requests_[k * parts_ + j], "allreduce", tags(b));
+        sum_gathered(k);
+      }
     }
   }
 
   std::size_t bucket_count() const { return begins_.size(); }
   /// [begin, end) of bucket b; bucket 0 holds the end of the array.
   std::pair<std::size_t, std::size_t> bucket(std::size_t b) const { return {begins_[b], ends_[b]}; }
+  /// Messages bucket b travels in (per part each replica sends).
+  std::size_t pieces(std::size_t b) const { return first_piece_[b + 1] - first_piece_[b]; }
   /// Buckets started so far in this step (all of them after finish()).
   std::size_t started() const { return started_; }
   GradientReduction reduction() const { return reduction_; }
@@ -128,43 +145,60 @@ class GradientBuckets {
   }
 
  private:
-  auto bucket_view(std::size_t b) const { return Kokkos::subview(gradients_, Kokkos::make_pair(begins_[b], ends_[b])); }
   trace::Tags tags(std::size_t b) const {
     return {.bucket = static_cast<std::int32_t>(b), .bytes = static_cast<std::int64_t>((ends_[b] - begins_[b]) * sizeof(T))};
   }
   std::size_t shards() const { return static_cast<std::size_t>(replicas_.size()) * parts_; }
-  bool bucket_arrived(std::size_t b) {
+  /// Piece k: [piece_begins_[k], piece_end(k)) of the flat array, within its bucket.
+  std::size_t piece_end(std::size_t k) const {
+    const std::size_t b = bucket_of(k);
+    return k + 1 < first_piece_[b + 1] ? piece_begins_[k + 1] : ends_[b];
+  }
+  std::size_t bucket_of(std::size_t k) const {
+    return static_cast<std::size_t>(std::upper_bound(first_piece_.begin(), first_piece_.end(), k) - first_piece_.begin()) - 1;
+  }
+  bool piece_arrived(std::size_t k) {
     bool all = true;
-    for (std::size_t j = 0; j < parts_; ++j) all = requests_[b * parts_ + j].test() && all;  // tests every part
+    for (std::size_t j = 0; j < parts_; ++j) all = requests_[k * parts_ + j].test() && all;  // tests every part
     return all;
   }
   void start(std::size_t b) {
+    // One span per bucket, closed when its last piece's last part is seen complete.
+    trace::Pending span = trace::Pending::open(trace::Track::collective, "allreduce", tags(b));
+    const std::size_t last = first_piece_[b + 1] - 1;
     if (reduction_ != GradientReduction::ordered) {
-      trace::Pending span = trace::Pending::open(trace::Track::collective, "allreduce", tags(b));
-      requests_[b * parts_] = comm::iallreduce(replicas_, bucket_view(b), MPI_SUM, waiting_for(b));
-      requests_[b * parts_].trace_until_complete(std::move(span));
+      for (std::size_t k = first_piece_[b]; k <= last; ++k) {
+        const auto piece = Kokkos::subview(gradients_, Kokkos::make_pair(piece_begins_[k], piece_end(k)));
+        requests_[k * parts_] = comm::iallreduce(replicas_, piece, MPI_SUM, waiting_for(b));
+      }
+      requests_[last * parts_].trace_until_complete(std::move(span));
       return;
     }
-    // Part j of every replica lands in block j of the gathered bucket: shard g = j R + r at g.
-    // One span per bucket, closed when its last part's gather is seen complete.
-    trace::Pending span = trace::Pending::open(trace::Track::collective, "allreduce", tags(b));
-    const std::size_t length = ends_[b] - begins_[b], total = gradients_.extent(0), replicas = replicas_.size();
-    for (std::size_t j = 0; j < parts_; ++j) {
-      const auto part = parts_ == 1 ? bucket_view(b)
-                                    : Kokkos::subview(parked_, Kokkos::make_pair(j * total + begins_[b], j * total + ends_[b]));
-      const auto into = Kokkos::subview(gathered_[b], Kokkos::make_pair(j * replicas * length, (j + 1) * replicas * length));
-      requests_[b * parts_ + j] = comm::iallgather(replicas_, part, into, waiting_for(b));
+    // Piece k of part j of every replica lands in the piece's block of the gathered bucket, shard
+    // g = j R + r at position g: the piece's shards one after another, as ordered_sum reads them.
+    const std::size_t total = gradients_.extent(0), replicas = replicas_.size();
+    for (std::size_t k = first_piece_[b]; k <= last; ++k) {
+      const std::size_t begin = piece_begins_[k], length = piece_end(k) - begin;
+      const std::size_t block = (begin - begins_[b]) * shards();
+      for (std::size_t j = 0; j < parts_; ++j) {
+        const auto part = parts_ == 1 ? Kokkos::subview(gradients_, Kokkos::make_pair(begin, begin + length))
+                                      : Kokkos::subview(parked_, Kokkos::make_pair(j * total + begin, j * total + begin + length));
+        const auto into = Kokkos::subview(gathered_[b], Kokkos::make_pair(block + j * replicas * length,
+                                                                          block + (j + 1) * replicas * length));
+        requests_[k * parts_ + j] = comm::iallgather(replicas_, part, into, waiting_for(b));
+      }
+      summed_[k] = false;
     }
-    requests_[b * parts_ + parts_ - 1].trace_until_complete(std::move(span));
-    summed_[b] = false;
+    requests_[last * parts_ + parts_ - 1].trace_until_complete(std::move(span));
   }
-  /// Ordered reduction of a bucket whose gathers have completed (once).
-  void sum_gathered(std::size_t b) {
-    if (reduction_ != GradientReduction::ordered || summed_[b]) return;
+  /// Ordered reduction of a piece whose gathers have completed (once).
+  void sum_gathered(std::size_t k) {
+    if (reduction_ != GradientReduction::ordered || summed_[k]) return;
+    const std::size_t b = bucket_of(k), begin = piece_begins_[k], length = piece_end(k) - begin;
     trace::Span span(trace::Track::compute, "reduce bucket", tags(b));
-    const std::size_t length = ends_[b] - begins_[b];
-    ordered_sum(Space{}, gathered_[b].data(), shards(), length, gradients_.data() + begins_[b], length);
-    summed_[b] = true;
+    ordered_sum(Space{}, gathered_[b].data() + (begin - begins_[b]) * shards(), shards(), length,
+                gradients_.data() + begin, length);
+    summed_[k] = true;
   }
 
   comm::Communicator replicas_;
@@ -174,8 +208,10 @@ class GradientBuckets {
   int stage_;
   std::vector<Buffer<T, Space>> gathered_;  // ordered: every shard's copy of each bucket, in shard order
   Buffer<T, Space> parked_;                  // ordered with C > 1: this replica's C shard gradients
-  std::vector<bool> summed_;
+  std::vector<bool> summed_;                 // by piece
   std::vector<std::size_t> begins_, ends_;
+  std::vector<std::size_t> piece_begins_;    // every bucket's pieces, bucket by bucket
+  std::vector<std::size_t> first_piece_;     // bucket b's pieces: [first_piece_[b], first_piece_[b + 1])
   std::vector<comm::Request> requests_;
   std::size_t started_ = 0;
 };

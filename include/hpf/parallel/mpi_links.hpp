@@ -80,7 +80,7 @@ class MpiLinks {
   MpiLinks(const Placement& placement, Buffer<T, Space> gradients, Buffer<T, Space> buffers, const StepOptions& options)
       : grid_(*placement.grid), gradients_(gradients), buffers_(buffers),
         buckets_(grid_.stage_group(), gradients, options.bucket_bytes, options.reduction, static_cast<int>(grid_.stage()),
-                 placement.shards_per_replica),
+                 placement.shards_per_replica, exchange_piece_bytes(grid_.stage_group(), options)),
         side_by_side_(placement.side_by_side && grid_.stages() == 1 && buckets_.parks()) {
     for (std::size_t j = 0; j < placement.shards_per_replica; ++j) shards_.push_back(grid_.replica() + j * grid_.replicas());
     if (shards_.size() > 1 && buffers_.extent(0) > 0) {
@@ -177,6 +177,20 @@ class MpiLinks {
     const auto all = comm::allreduce_value(grid_.world(), static_cast<unsigned long long>(holds_result ? correct : 0),
                                            MPI_SUM, {.what = "the evaluation's correct samples"});
     return {total_loss, static_cast<std::size_t>(all)};
+  }
+
+  /// Bytes per message of the gradient exchange (0: whole buckets): StepOptions'
+  /// exchange_piece_bytes where the replicas span hosts (or pieces_on_one_host says so).
+  /// Collective over `replicas`, the same on each of them.
+  static std::size_t exchange_piece_bytes(const comm::Communicator& replicas, const StepOptions& options) {
+    if (replicas.size() <= 1 || options.exchange_piece_bytes == 0) return 0;
+    return options.pieces_on_one_host || replicas.spans_hosts() ? options.exchange_piece_bytes : 0;
+  }
+  /// Messages each gradient bucket travels in (1 each: whole buckets).
+  std::vector<std::size_t> bucket_pieces() const {
+    std::vector<std::size_t> pieces;
+    for (std::size_t b = 0; b < buckets_.bucket_count(); ++b) pieces.push_back(buckets_.pieces(b));
+    return pieces;
   }
 
  private:

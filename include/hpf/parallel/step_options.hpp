@@ -31,6 +31,16 @@ struct StepOptions {
   Schedule schedule = Schedule::one_f_one_b;
   /// Size of the gradient buckets reduced among replicas while backward still runs.
   std::size_t bucket_bytes = std::size_t{4} << 20;
+  /// Replicas on different hosts exchange a bucket in messages of at most this many bytes (0:
+  /// one message per bucket). A bucket above the transport's eager limit waits for the peer's
+  /// rendezvous acknowledgement, which over Open MPI's TCP transport can queue behind the peer's
+  /// own bucket on the one connection the two share: the two directions take turns. Pieces
+  /// under the eager limit (64 KiB for Open MPI's TCP, 128 KiB for MPICH's) keep both flowing:
+  /// 28.2-29.7 against 25.2-26.4 ms per MLP step on emulated 1 Gbit/s links (docs/oracle.md).
+  std::size_t exchange_piece_bytes = std::size_t{60} << 10;
+  /// Pieces also between replicas on one host, where shared memory moves a whole bucket in one
+  /// copy (tests; a transport that needs them there too).
+  bool pieces_on_one_host = false;
   /// How replicas combine gradients (and in which order single-process training adds the
   /// pieces of data_shards shards, to reproduce it).
   GradientReduction reduction = GradientReduction::automatic;
@@ -61,6 +71,7 @@ inline void check_step_options(const StepOptions& o, std::size_t replicas, const
          "-sample replica batch would leave some empty");
   }
   if (o.bucket_bytes == 0) fail("bucket_bytes must be positive");
+  if (o.pieces_on_one_host && o.exchange_piece_bytes == 0) fail("pieces_on_one_host needs exchange_piece_bytes > 0");
   if (o.eval_batch == 0) fail("eval_batch must be at least 1");
   if (resolve(o.reduction, replicas) == GradientReduction::ordered && replicas > ordered_sum_max_parts) {
     fail("ordered gradient reduction supports up to " + std::to_string(ordered_sum_max_parts) +

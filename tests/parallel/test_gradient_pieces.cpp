@@ -1,0 +1,151 @@
+// hpf/parallel/gradient_buckets.hpp with buckets in pieces (StepOptions::exchange_piece_bytes):
+// the pieces' ranges, and the same bits as whole buckets and as one process adding every shard
+// in hpf::ordered_sum's tree, for both reductions, parked shards and a short last piece; and
+// hpf::fit's choice (pieces only where the replicas span hosts, unless pieces_on_one_host).
+#include <hpf/comm/communicator.hpp>
+#include <hpf/comm/transfer.hpp>
+#include <hpf/parallel/gradient_buckets.hpp>
+#include <hpf/parallel/grid.hpp>
+#include <hpf/parallel/mpi_links.hpp>
+#include <hpf/tensor/ordered_sum.hpp>
+
+#include <doctest/doctest.h>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+namespace {
+
+using Space = Kokkos::DefaultExecutionSpace;
+using Buffer = hpf::Buffer<float, Space>;
+
+/// Shard g's gradient: values that round differently in every order of addition.
+std::vector<float> shard_values(std::size_t g, std::size_t n) {
+  std::vector<float> v(n);
+  std::uint32_t state = 0x9e3779b9u * static_cast<std::uint32_t>(g + 1);
+  for (float& x : v) {
+    state = state * 1664525u + 1013904223u;
+    x = static_cast<float>(state >> 8) / static_cast<float>(1u << 24) * 3.0f - 1.0f + static_cast<float>(g) * 1e-3f;
+  }
+  return v;
+}
+
+Buffer to_buffer(const std::vector<float>& v) {
+  Buffer b("gradient", v.size());
+  auto host = Kokkos::create_mirror_view(b);
+  for (std::size_t i = 0; i < v.size(); ++i) host(i) = v[i];
+  Kokkos::deep_copy(b, host);
+  return b;
+}
+
+std::vector<float> to_vector(const Buffer& b) {
+  auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, b);
+  return {host.data(), host.data() + host.extent(0)};
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+/// Reduces this rank's `shards` shard gradients (replica r's part j is shard j R + r) with
+/// GradientBuckets of `bucket_bytes` in pieces of `piece_bytes`, started during a mock backward
+/// (ready() from the end of the array towards its start) for one shard, after parking for several.
+std::vector<float> reduce(const hpf::comm::Communicator& world, std::size_t n, std::size_t shards,
+                          hpf::GradientReduction reduction, std::size_t bucket_bytes, std::size_t piece_bytes) {
+  const auto replicas = static_cast<std::size_t>(world.size()), r = static_cast<std::size_t>(world.rank());
+  Buffer gradients("gradients", n);
+  hpf::GradientBuckets<float, Space> buckets(world, gradients, bucket_bytes, reduction, -1, shards, piece_bytes);
+  buckets.begin_step();
+  if (shards == 1) {
+    Kokkos::deep_copy(gradients, to_buffer(shard_values(r, n)));
+    for (std::size_t offset = n; offset > 0; offset = offset > 1000 ? offset - 1000 : 0) buckets.ready(offset);
+  } else {
+    for (std::size_t j = 0; j < shards; ++j) {
+      const Buffer shard = to_buffer(shard_values(j * replicas + r, n));
+      if (buckets.parks()) {
+        buckets.park(j, shard);
+      } else {  // ::allreduce: the shards accumulate in the gradient
+        Kokkos::parallel_for(
+            "add", Kokkos::RangePolicy<Space>(0, n), KOKKOS_LAMBDA(std::size_t i) { gradients(i) += shard(i); });
+      }
+    }
+  }
+  buckets.finish();
+  Kokkos::fence();
+  return to_vector(gradients);
+}
+
+/// One process's sum of all `count` shards in ordered_sum's tree.
+std::vector<float> one_process(std::size_t count, std::size_t n) {
+  std::vector<float> all;
+  for (std::size_t g = 0; g < count; ++g) {
+    const std::vector<float> v = shard_values(g, n);
+    all.insert(all.end(), v.begin(), v.end());
+  }
+  std::vector<float> out(n);
+  hpf::ordered_sum(Kokkos::DefaultHostExecutionSpace{}, all.data(), count, n, out.data(), n);
+  Kokkos::fence();
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a bucket's pieces: fixed ranges of at most the piece size, the last one short") {
+  hpf::comm::Communicator world;
+  Buffer gradients("gradients", 10000);
+  // Buckets of 4,000 bytes (1,000 floats) cut from the end; pieces of 300 floats.
+  hpf::GradientBuckets<float, Space> buckets(world, gradients, 4000, hpf::GradientReduction::ordered, -1, 1, 1200);
+  REQUIRE(buckets.bucket_count() == 10);
+  for (std::size_t b = 0; b < 10; ++b) CHECK(buckets.pieces(b) == 4);  // 300 + 300 + 300 + 100
+  hpf::GradientBuckets<float, Space> whole(world, gradients, 4000, hpf::GradientReduction::ordered);
+  for (std::size_t b = 0; b < 10; ++b) CHECK(whole.pieces(b) == 1);
+  // A piece larger than its bucket is the bucket.
+  hpf::GradientBuckets<float, Space> large(world, gradients, 4000, hpf::GradientReduction::ordered, -1, 1, 1 << 20);
+  for (std::size_t b = 0; b < 10; ++b) CHECK(large.pieces(b) == 1);
+}
+
+TEST_CASE("pieces give the bits of whole buckets and of one process adding every shard") {
+  hpf::comm::Communicator world;
+  const auto replicas = static_cast<std::size_t>(world.size());
+  const std::size_t n = 10007;  // buckets and pieces that do not divide it
+  for (const std::size_t shards : {std::size_t{1}, std::size_t{2}}) {
+    CAPTURE(shards);
+    const std::vector<float> expected = one_process(replicas * shards, n);
+    const std::vector<float> whole = reduce(world, n, shards, hpf::GradientReduction::ordered, 16384, 0);
+    CHECK(same_bits(whole, expected));
+    for (const std::size_t piece_bytes : {std::size_t{40}, std::size_t{1000}, std::size_t{4096}, std::size_t{20000}}) {
+      CAPTURE(piece_bytes);
+      CHECK(same_bits(reduce(world, n, shards, hpf::GradientReduction::ordered, 16384, piece_bytes), expected));
+    }
+    // MPI's allreduce: no order is promised, but pieces are the same elementwise reductions.
+    const std::vector<float> allreduce = reduce(world, n, shards, hpf::GradientReduction::allreduce, 16384, 0);
+    const std::vector<float> pieces = reduce(world, n, shards, hpf::GradientReduction::allreduce, 16384, 1000);
+    REQUIRE(pieces.size() == n);
+    for (std::size_t i = 0; i < n; ++i) CHECK(pieces[i] == doctest::Approx(allreduce[i]).epsilon(1e-5));
+  }
+}
+
+TEST_CASE("fit's links: pieces where the replicas span hosts, or everywhere when asked") {
+  hpf::comm::Communicator world;
+  const hpf::ProcessGrid grid(world, 1);
+  Buffer gradients("gradients", 100000), buffers("buffers", 0);
+  hpf::StepOptions options;
+  options.batch = 4 * static_cast<std::size_t>(world.size());
+  const auto messages = [&](const hpf::StepOptions& o) {
+    hpf::MpiLinks<float, Space> links(grid, gradients, buffers, o);
+    return links.bucket_pieces().front();
+  };
+  // mpiexec here starts every rank on this host: whole buckets unless pieces_on_one_host.
+  CHECK_FALSE(world.spans_hosts());
+  CHECK(messages(options) == 1);
+  options.exchange_piece_bytes = 40000;
+  options.pieces_on_one_host = true;
+  CHECK(messages(options) == (world.size() > 1 ? 10 : 1));  // 400,000 bytes; alone there is nothing to send
+  options.exchange_piece_bytes = 0;
+  CHECK_THROWS_WITH_AS(hpf::check_step_options(options, 1, "fit"),
+                       "fit: pieces_on_one_host needs exchange_piece_bytes > 0", std::invalid_argument);
+}
