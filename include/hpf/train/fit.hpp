@@ -77,6 +77,8 @@ inline comm::Facts run_facts(const ProgramTypes& types, const TrainOptions& o, s
           {"shards_side_by_side", text(o.shards_side_by_side)},
           {"schedule", to_string(o.schedule)},
           {"bucket_bytes", text(o.bucket_bytes)},
+          {"exchange_piece_bytes", text(o.exchange_piece_bytes)},
+          {"pieces_on_one_host", text(o.pieces_on_one_host)},
           {"reduction", text(static_cast<int>(o.reduction))},
           {"steps_per_epoch", text(o.steps_per_epoch)},
           {"data_seed", text(o.data_seed)},
