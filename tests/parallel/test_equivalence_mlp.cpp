@@ -29,6 +29,13 @@ TEST_CASE("MLP: every layout of the world size trains bit for bit as one process
   hpf_test::check_every_layout<Model, hpf::Pipeline<hpf::Cuts<3>>, hpf::Pipeline<hpf::Balanced<3>>,
                                hpf::Pipeline<hpf::Balanced<4>>>(options(), source, steps);
 }
+TEST_CASE("MLP: messages in pieces, as between hosts, train bit for bit as one process") {
+  auto o = options();
+  o.exchange_piece_bytes = 3000;  // gradient buckets and stage messages in several pieces each
+  o.pieces_on_one_host = true;
+  hpf_test::check_every_layout<Model, hpf::Pipeline<hpf::Cuts<3>>, hpf::Pipeline<hpf::Balanced<3>>,
+                               hpf::Pipeline<hpf::Balanced<4>>>(o, source, steps);
+}
 TEST_CASE("MLP: data parallel through MPI_Iallreduce (summation order of the MPI library)") {
   auto o = options();
   o.reduction = hpf::GradientReduction::allreduce;

@@ -6,6 +6,7 @@
 #include <hpf/comm/mpi.hpp>
 #include <hpf/comm/watchdog.hpp>
 
+#include <algorithm>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -44,16 +45,29 @@ class Communicator {
     return result;
   }
 
-  /// Whether its processes run on more than one host (shared-memory node, MPI_COMM_TYPE_SHARED).
-  /// The same answer on every rank: a rank's node holds all of them or fewer. Collective.
-  bool spans_hosts() const {
+  /// For each of its ranks, whether it runs on this rank's host (shared-memory node,
+  /// MPI_COMM_TYPE_SHARED): the same relation seen from both ends. Collective.
+  std::vector<bool> ranks_on_this_host() const {
     MPI_Comm node = MPI_COMM_NULL;
     check(MPI_Comm_split_type(get(), MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
-    int on_node = 0;
-    const int sized = MPI_Comm_size(node, &on_node);
+    MPI_Group group = MPI_GROUP_NULL, node_group = MPI_GROUP_NULL;
+    std::vector<int> ranks(static_cast<std::size_t>(size_)), in_node(ranks.size());
+    for (int r = 0; r < size_; ++r) ranks[static_cast<std::size_t>(r)] = r;
+    int failed = MPI_Comm_group(get(), &group);
+    if (failed == MPI_SUCCESS) failed = MPI_Comm_group(node, &node_group);
+    if (failed == MPI_SUCCESS) failed = MPI_Group_translate_ranks(group, size_, ranks.data(), node_group, in_node.data());
+    if (group != MPI_GROUP_NULL) MPI_Group_free(&group);
+    if (node_group != MPI_GROUP_NULL) MPI_Group_free(&node_group);
     MPI_Comm_free(&node);
-    check(sized, "MPI_Comm_size");
-    return on_node < size_;
+    check(failed, "MPI_Group_translate_ranks");
+    std::vector<bool> near(ranks.size());
+    for (std::size_t r = 0; r < near.size(); ++r) near[r] = in_node[r] != MPI_UNDEFINED;
+    return near;
+  }
+  /// Whether its processes run on more than one host: the same answer on every rank. Collective.
+  bool spans_hosts() const {
+    const std::vector<bool> near = ranks_on_this_host();
+    return std::find(near.begin(), near.end(), false) != near.end();
   }
 
   /// Waits until every rank of the communicator has called it (at most hpf::comm::wait_limit()).

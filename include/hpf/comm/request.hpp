@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <utility>
+#include <vector>
 
 namespace hpf::comm {
 
@@ -31,11 +32,20 @@ class Request {
   Request(MPI_Request request, const char* operation, std::shared_ptr<void> keep_alive = {},
           std::function<void()> on_complete = {})
       : Request(request, WaitFor{.operation = operation}, std::move(keep_alive), std::move(on_complete)) {}
+  /// One operation in pieces (a message sent as several): complete when every piece is.
+  Request(std::vector<MPI_Request> pieces, const WaitFor& waiting_for, std::shared_ptr<void> keep_alive = {},
+          std::function<void()> on_complete = {})
+      : pieces_(std::move(pieces)), waiting_for_(waiting_for), keep_alive_(std::move(keep_alive)),
+        on_complete_(std::move(on_complete)) {
+    if (pieces_.size() == 1) request_ = pieces_.front();
+    if (pieces_.size() <= 1) pieces_.clear();
+  }
   Request(Request&& other) noexcept { *this = std::move(other); }
   Request& operator=(Request&& other) noexcept {
     if (this != &other) {
       finish_quietly();
       request_ = std::exchange(other.request_, MPI_REQUEST_NULL);
+      pieces_ = std::exchange(other.pieces_, {});
       waiting_for_ = other.waiting_for_;
       keep_alive_ = std::move(other.keep_alive_);
       on_complete_ = std::move(other.on_complete_);
@@ -61,13 +71,18 @@ class Request {
   const WaitFor& waiting_for() const noexcept { return waiting_for_; }
 
   /// True when nothing is in flight any more.
-  bool done() const noexcept { return request_ == MPI_REQUEST_NULL; }
+  bool done() const noexcept { return request_ == MPI_REQUEST_NULL && pieces_.empty(); }
 
   /// Advances the operation (MPI makes progress only inside MPI calls); true when complete.
   bool test() {
     if (done()) return true;
     int flag = 0;
-    check(MPI_Test(&request_, &flag, MPI_STATUS_IGNORE), waiting_for_.operation);
+    if (pieces_.empty()) {
+      check(MPI_Test(&request_, &flag, MPI_STATUS_IGNORE), waiting_for_.operation);
+    } else {
+      check(MPI_Testall(static_cast<int>(pieces_.size()), pieces_.data(), &flag, MPI_STATUSES_IGNORE),
+            waiting_for_.operation);
+    }
     if (flag) complete();
     return flag != 0;
   }
@@ -75,13 +90,18 @@ class Request {
   /// Waits until complete, at most wait_limit() seconds: then the job ends (watched_wait).
   void wait() {
     if (done()) return;
-    watched_wait(request_, waiting_for_);
+    if (pieces_.empty()) {
+      watched_wait(request_, waiting_for_);
+    } else {
+      watched_wait_all(pieces_, waiting_for_);
+    }
     complete();
   }
 
  private:
   void complete() {
     request_ = MPI_REQUEST_NULL;
+    pieces_.clear();
     span_.close();
     if (on_complete_) std::exchange(on_complete_, nullptr)();
     keep_alive_.reset();
@@ -95,6 +115,7 @@ class Request {
   }
 
   MPI_Request request_ = MPI_REQUEST_NULL;
+  std::vector<MPI_Request> pieces_;  // an operation in several pieces (request_ unused)
   WaitFor waiting_for_;
   std::shared_ptr<void> keep_alive_;
   std::function<void()> on_complete_;

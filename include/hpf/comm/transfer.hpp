@@ -12,7 +12,9 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <algorithm>
 #include <climits>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
@@ -84,44 +86,69 @@ std::int64_t bytes_of(const View& v) {
 // and integer or min/max reductions; a floating-point sum may add in another order than the
 // blocking call would.
 
+namespace detail {
+/// Posts one point-to-point operation on [data, data + count) as `post(first, count)` calls:
+/// one, or consecutive pieces of at most `piece` elements (0: one) for the peer to match in order.
+template <class Post>
+std::vector<MPI_Request> post_pieces(int count, std::size_t piece, const Post& post) {
+  const int step = piece == 0 || piece >= static_cast<std::size_t>(count) ? count : static_cast<int>(piece);
+  std::vector<MPI_Request> requests;
+  requests.reserve(step > 0 ? static_cast<std::size_t>((count + step - 1) / step) : 1);
+  for (int first = 0; first < count || requests.empty(); first += step) {
+    requests.push_back(MPI_REQUEST_NULL);
+    post(first, std::min(step, count - first), requests.back());
+  }
+  return requests;
+}
+}  // namespace detail
+
 /// Starts sending a contiguous view to `dest`. The view must stay unchanged until the request
-/// completes (unless staged, then only until this call returns).
+/// completes (unless staged, then only until this call returns). `piece_elements` > 0 sends it as
+/// messages of at most that many elements, which the receiver must receive in the same pieces
+/// (irecv with the same value): over TCP, messages under the eager limit need no rendezvous
+/// acknowledgement, which could queue behind the peer's own sending (StepOptions::exchange_piece_bytes).
 template <class View>
-Request isend(const Communicator& comm, const View& v, int dest, int tag, const WaitFor& what = {}) {
+Request isend(const Communicator& comm, const View& v, int dest, int tag, const WaitFor& what = {},
+              std::size_t piece_elements = 0) {
   trace::Region region("hpf::comm::isend");
   const int count = detail::count_of(v, "isend");
   using T = typename View::value_type;
   typename View::execution_space().fence();  // kernels that produced v are done
-  MPI_Request request = MPI_REQUEST_NULL;
   const WaitFor w = detail::point_to_point(what, "MPI_Isend", "send", comm, dest, tag, detail::bytes_of(v));
+  const auto send_from = [&](const T* data) {
+    return detail::post_pieces(count, piece_elements, [&](int first, int n, MPI_Request& request) {
+      check(MPI_Isend(data + first, n, datatype<T>(), dest, tag, comm.get(), &request), "MPI_Isend");
+    });
+  };
   if constexpr (detail::direct_v<View>) {
-    check(MPI_Isend(v.data(), count, datatype<T>(), dest, tag, comm.get(), &request), "MPI_Isend");
-    return Request(request, w);
+    return Request(send_from(v.data()), w);
   } else {
     auto staging = std::make_shared<decltype(detail::host_staging(v))>(detail::host_staging(v));
     Kokkos::deep_copy(*staging, detail::flat(v));
-    check(MPI_Isend(staging->data(), count, datatype<T>(), dest, tag, comm.get(), &request), "MPI_Isend");
-    return Request(request, w, staging);
+    return Request(send_from(staging->data()), w, staging);
   }
 }
 
 /// Starts receiving into a contiguous view from `source`; the data is there once the request
-/// completes.
+/// completes. `piece_elements`: the sender's (isend).
 template <class View>
-Request irecv(const Communicator& comm, const View& v, int source, int tag, const WaitFor& what = {}) {
+Request irecv(const Communicator& comm, const View& v, int source, int tag, const WaitFor& what = {},
+              std::size_t piece_elements = 0) {
   trace::Region region("hpf::comm::irecv");
   const int count = detail::count_of(v, "irecv");
   using T = typename View::value_type;
-  MPI_Request request = MPI_REQUEST_NULL;
   const WaitFor w = detail::point_to_point(what, "MPI_Irecv", "receive", comm, source, tag, detail::bytes_of(v));
+  const auto receive_into = [&](T* data) {
+    return detail::post_pieces(count, piece_elements, [&](int first, int n, MPI_Request& request) {
+      check(MPI_Irecv(data + first, n, datatype<T>(), source, tag, comm.get(), &request), "MPI_Irecv");
+    });
+  };
   if constexpr (detail::direct_v<View>) {
-    check(MPI_Irecv(v.data(), count, datatype<T>(), source, tag, comm.get(), &request), "MPI_Irecv");
-    return Request(request, w);
+    return Request(receive_into(v.data()), w);
   } else {
     auto staging = std::make_shared<decltype(detail::host_staging(v))>(detail::host_staging(v));
-    check(MPI_Irecv(staging->data(), count, datatype<T>(), source, tag, comm.get(), &request), "MPI_Irecv");
     const auto target = detail::flat(v);
-    return Request(request, w, staging, [staging, target] { Kokkos::deep_copy(target, *staging); });
+    return Request(receive_into(staging->data()), w, staging, [staging, target] { Kokkos::deep_copy(target, *staging); });
   }
 }
 

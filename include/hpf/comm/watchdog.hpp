@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace hpf::comm {
 
@@ -164,29 +165,21 @@ class WaitLimit {
   std::_Exit(wait_timeout_exit_code);  // MPI_Abort does not return; this is for the compiler
 }
 
-/// \brief Waits for `request` like MPI_Wait, but at most wait_limit() seconds: then the job ends
-/// (abort_wait). Polls MPI_Test (MPI progresses only inside MPI calls): for the first millisecond
-/// continuously, yielding the core between tests to any other process that wants it (as Open
-/// MPI's own wait does when ranks share cores), then sleeping between tests for an eighth of the
-/// time waited so far, at most 1 ms. A long wait (a stage waiting for its neighbour's compute)
-/// thus leaves its core to others and still sees completion within 12.5% of its wait or 1 ms;
-/// operations that take less than 1 ms (messages, buckets up to a few hundred KiB within a node)
-/// are waited for as tightly as by MPI_Wait. Throws MpiError if MPI_Test fails.
-inline void watched_wait(MPI_Request& request, const WaitFor& w, MPI_Status* status = MPI_STATUS_IGNORE) {
+/// The loop of watched_wait: calls `complete()` (one MPI test, true when done) until it is true, as
+/// watched_wait describes, or ends the job at wait_limit() saying what `w` waited for.
+template <class Complete>
+void watched_poll(const Complete& complete, const WaitFor& w) {
   using clock = std::chrono::steady_clock;
   constexpr auto spin = std::chrono::microseconds(1000);
   constexpr auto longest_sleep = std::chrono::microseconds(1000);
-  int flag = 0;
-  check(MPI_Test(&request, &flag, status), w.operation);
-  if (flag) return;
+  if (complete()) return;
   const double limit = wait_limit();
   const auto start = clock::now();
   const auto deadline = limit > 0 && limit < 1e9  // beyond 30 years: forever (and no overflow)
                             ? start + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(limit))
                             : clock::time_point::max();
   for (;;) {
-    check(MPI_Test(&request, &flag, status), w.operation);
-    if (flag) return;
+    if (complete()) return;
     const auto now = clock::now();
     if (now >= deadline) abort_wait(w, limit);
     const auto waited = now - start;
@@ -197,6 +190,31 @@ inline void watched_wait(MPI_Request& request, const WaitFor& w, MPI_Status* sta
       std::this_thread::sleep_for(std::min<clock::duration>(pause, deadline - now));
     }
   }
+}
+
+/// \brief Waits for `request` like MPI_Wait, but at most wait_limit() seconds: then the job ends
+/// (abort_wait). Polls MPI_Test (MPI progresses only inside MPI calls): for the first millisecond
+/// continuously, yielding the core between tests to any other process that wants it (as Open
+/// MPI's own wait does when ranks share cores), then sleeping between tests for an eighth of the
+/// time waited so far, at most 1 ms. A long wait (a stage waiting for its neighbour's compute)
+/// thus leaves its core to others and still sees completion within 12.5% of its wait or 1 ms;
+/// operations that take less than 1 ms (messages, buckets up to a few hundred KiB within a node)
+/// are waited for as tightly as by MPI_Wait. Throws MpiError if MPI_Test fails.
+inline void watched_wait(MPI_Request& request, const WaitFor& w, MPI_Status* status = MPI_STATUS_IGNORE) {
+  watched_poll([&] {
+    int flag = 0;
+    check(MPI_Test(&request, &flag, status), w.operation);
+    return flag != 0;
+  }, w);
+}
+
+/// watched_wait for every one of `requests` (MPI_Testall): the pieces of one message.
+inline void watched_wait_all(std::vector<MPI_Request>& requests, const WaitFor& w) {
+  watched_poll([&] {
+    int flag = 0;
+    check(MPI_Testall(static_cast<int>(requests.size()), requests.data(), &flag, MPI_STATUSES_IGNORE), w.operation);
+    return flag != 0;
+  }, w);
 }
 
 }  // namespace hpf::comm

@@ -17,6 +17,7 @@
 #include <hpf/trace/clock.hpp>
 #include <hpf/trace/span.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -82,6 +83,15 @@ class MpiLinks {
         buckets_(grid_.stage_group(), gradients, options.bucket_bytes, options.reduction, static_cast<int>(grid_.stage()),
                  placement.shards_per_replica, exchange_piece_bytes(grid_.stage_group(), options)),
         side_by_side_(placement.side_by_side && grid_.stages() == 1 && buckets_.parks()) {
+    if (grid_.stages() > 1) {  // activations and their gradients in pieces to a stage on another host
+      const std::vector<bool> near = grid_.pipeline().ranks_on_this_host();
+      const auto piece = [&](std::size_t peer) {
+        if (options.exchange_piece_bytes == 0 || (near[peer] && !options.pieces_on_one_host)) return std::size_t{0};
+        return std::max<std::size_t>(1, options.exchange_piece_bytes / sizeof(T));
+      };
+      if (grid_.stage() > 0) previous_piece_ = piece(grid_.stage() - 1);
+      if (grid_.stage() + 1 < grid_.stages()) next_piece_ = piece(grid_.stage() + 1);
+    }
     for (std::size_t j = 0; j < placement.shards_per_replica; ++j) shards_.push_back(grid_.replica() + j * grid_.replicas());
     if (shards_.size() > 1 && buffers_.extent(0) > 0) {
       shard0_buffers_ = Buffer<T, Space>("hpf::MpiLinks::shard0_buffers", buffers_.extent(0));
@@ -104,19 +114,23 @@ class MpiLinks {
   // passes before them (hpf::receive_posting) and waits where the program needs the data.
   template <class View>
   request receive_from_previous(const View& v, int tag) const {
-    return comm::irecv(grid_.pipeline(), v, static_cast<int>(grid_.stage()) - 1, tag, detail::pipeline_transfer(grid_.stage(), tag));
+    return comm::irecv(grid_.pipeline(), v, static_cast<int>(grid_.stage()) - 1, tag, detail::pipeline_transfer(grid_.stage(), tag),
+                       previous_piece_);
   }
   template <class View>
   request receive_from_next(const View& v, int tag) const {
-    return comm::irecv(grid_.pipeline(), v, static_cast<int>(grid_.stage()) + 1, tag, detail::pipeline_transfer(grid_.stage(), tag));
+    return comm::irecv(grid_.pipeline(), v, static_cast<int>(grid_.stage()) + 1, tag, detail::pipeline_transfer(grid_.stage(), tag),
+                       next_piece_);
   }
   template <class View>
   request send_to_next(const View& v, int tag) const {
-    return comm::isend(grid_.pipeline(), v, static_cast<int>(grid_.stage()) + 1, tag, detail::pipeline_transfer(grid_.stage(), tag));
+    return comm::isend(grid_.pipeline(), v, static_cast<int>(grid_.stage()) + 1, tag, detail::pipeline_transfer(grid_.stage(), tag),
+                       next_piece_);
   }
   template <class View>
   request send_to_previous(const View& v, int tag) const {
-    return comm::isend(grid_.pipeline(), v, static_cast<int>(grid_.stage()) - 1, tag, detail::pipeline_transfer(grid_.stage(), tag));
+    return comm::isend(grid_.pipeline(), v, static_cast<int>(grid_.stage()) - 1, tag, detail::pipeline_transfer(grid_.stage(), tag),
+                       previous_piece_);
   }
 
   // The timeline's collective parts (hpf::Timeline).
@@ -186,6 +200,10 @@ class MpiLinks {
     if (replicas.size() <= 1 || options.exchange_piece_bytes == 0) return 0;
     return options.pieces_on_one_host || replicas.spans_hosts() ? options.exchange_piece_bytes : 0;
   }
+  /// Elements per message to the previous and the next stage (0: whole messages; they are on this
+  /// host, or there is none).
+  std::size_t previous_piece_elements() const { return previous_piece_; }
+  std::size_t next_piece_elements() const { return next_piece_; }
   /// Messages each gradient bucket travels in (1 each: whole buckets).
   std::vector<std::size_t> bucket_pieces() const {
     std::vector<std::size_t> pieces;
@@ -224,6 +242,7 @@ class MpiLinks {
   Buffer<T, Space> gradients_, buffers_;
   GradientBuckets<T, Space> buckets_;
   bool side_by_side_;
+  std::size_t previous_piece_ = 0, next_piece_ = 0;  // elements per message between stages (0: whole)
   std::vector<std::size_t> shards_;
   Buffer<T, Space> shard0_buffers_;  // several shards per replica: shard 0's buffers
 };

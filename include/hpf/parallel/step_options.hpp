@@ -31,14 +31,15 @@ struct StepOptions {
   Schedule schedule = Schedule::one_f_one_b;
   /// Size of the gradient buckets reduced among replicas while backward still runs.
   std::size_t bucket_bytes = std::size_t{4} << 20;
-  /// Replicas on different hosts exchange a bucket in messages of at most this many bytes (0:
-  /// one message per bucket). A bucket above the transport's eager limit waits for the peer's
-  /// rendezvous acknowledgement, which over Open MPI's TCP transport can queue behind the peer's
-  /// own bucket on the one connection the two share: the two directions take turns. Pieces
-  /// under the eager limit (64 KiB for Open MPI's TCP, 128 KiB for MPICH's) keep both flowing:
-  /// 28.2-29.7 against 25.2-26.4 ms per MLP step on emulated 1 Gbit/s links (docs/oracle.md).
+  /// Ranks on different hosts exchange in messages of at most this many bytes (0: whole): the
+  /// replicas' gradient buckets and the activations and gradients between pipeline stages. A
+  /// message above the transport's eager limit waits for the peer's rendezvous acknowledgement,
+  /// which over Open MPI's TCP transport can queue behind the peer's own sending on the one
+  /// connection the two share: the two directions take turns. Pieces under the eager limit
+  /// (64 KiB for Open MPI's TCP, 128 KiB for MPICH's) keep both flowing: 28.2-29.7 against
+  /// 25.2-26.4 ms per data-parallel MLP step on emulated 1 Gbit/s links (docs/oracle.md).
   std::size_t exchange_piece_bytes = std::size_t{60} << 10;
-  /// Pieces also between replicas on one host, where shared memory moves a whole bucket in one
+  /// Pieces also between ranks on one host, where shared memory moves a whole message in one
   /// copy (tests; a transport that needs them there too).
   bool pieces_on_one_host = false;
   /// How replicas combine gradients (and in which order single-process training adds the

@@ -1,7 +1,8 @@
-// hpf/parallel/gradient_buckets.hpp with buckets in pieces (StepOptions::exchange_piece_bytes):
-// the pieces' ranges, and the same bits as whole buckets and as one process adding every shard
-// in hpf::ordered_sum's tree, for both reductions, parked shards and a short last piece; and
-// hpf::fit's choice (pieces only where the replicas span hosts, unless pieces_on_one_host).
+// Messages in pieces (StepOptions::exchange_piece_bytes): point-to-point transfers sent and
+// received in pieces arrive whole; gradient buckets in pieces have fixed ranges and give the bits
+// of whole buckets and of one process adding every shard in hpf::ordered_sum's tree, for both
+// reductions, parked shards and a short last piece; and fit's links choose pieces only where the
+// peers are on another host, unless pieces_on_one_host.
 #include <hpf/comm/communicator.hpp>
 #include <hpf/comm/transfer.hpp>
 #include <hpf/parallel/gradient_buckets.hpp>
@@ -129,6 +130,28 @@ TEST_CASE("pieces give the bits of whole buckets and of one process adding every
   }
 }
 
+TEST_CASE("a message sent in pieces arrives whole, whatever the piece size") {
+  hpf::comm::Communicator world;
+  if (world.size() < 2) return;  // nobody to send to
+  const int peer = world.rank() ^ 1;
+  if (peer >= world.size()) return;  // an odd rank out
+  for (const std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{1000}, std::size_t{4097}}) {
+    for (const std::size_t piece : {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{1024}, std::size_t{5000}}) {
+      CAPTURE(count);
+      CAPTURE(piece);
+      const std::vector<float> mine = shard_values(static_cast<std::size_t>(world.rank()), count);
+      const Buffer sent = to_buffer(mine), received("received", count);
+      // Both directions at once, as opposite pipeline messages go.
+      hpf::comm::Request receiving = hpf::comm::irecv(world, received, peer, 5, {}, piece);
+      hpf::comm::Request sending = hpf::comm::isend(world, sent, peer, 5, {}, piece);
+      receiving.wait();
+      sending.wait();
+      CHECK(receiving.done());
+      CHECK(same_bits(to_vector(received), shard_values(static_cast<std::size_t>(peer), count)));
+    }
+  }
+}
+
 TEST_CASE("fit's links: pieces where the replicas span hosts, or everywhere when asked") {
   hpf::comm::Communicator world;
   const hpf::ProcessGrid grid(world, 1);
@@ -145,6 +168,19 @@ TEST_CASE("fit's links: pieces where the replicas span hosts, or everywhere when
   options.exchange_piece_bytes = 40000;
   options.pieces_on_one_host = true;
   CHECK(messages(options) == (world.size() > 1 ? 10 : 1));  // 400,000 bytes; alone there is nothing to send
+  // Between pipeline stages: pieces to a neighbour on another host, or on this one when asked.
+  if (world.size() % 2 == 0) {
+    const hpf::ProcessGrid two_stages(world, 2);
+    options.exchange_piece_bytes = 4000;
+    options.pieces_on_one_host = false;
+    const hpf::MpiLinks<float, Space> whole(two_stages, gradients, buffers, options);
+    CHECK(whole.previous_piece_elements() == 0);
+    CHECK(whole.next_piece_elements() == 0);
+    options.pieces_on_one_host = true;
+    const hpf::MpiLinks<float, Space> pieces(two_stages, gradients, buffers, options);
+    CHECK(pieces.previous_piece_elements() == (two_stages.stage() == 1 ? 1000 : 0));
+    CHECK(pieces.next_piece_elements() == (two_stages.stage() == 0 ? 1000 : 0));
+  }
   options.exchange_piece_bytes = 0;
   CHECK_THROWS_WITH_AS(hpf::check_step_options(options, 1, "fit"),
                        "fit: pieces_on_one_host needs exchange_piece_bytes > 0", std::invalid_argument);
