@@ -182,8 +182,8 @@ const char* const usage_text =
     "  --stage-times  one more block with region callbacks: per-rank busy time per step\n"
     "  --shards C     data shards per replica (TrainOptions::shards_per_replica; default 1): each replica's\n"
     "                 batch in C pieces; --side-by-side trains them at once, one per thread (Kokkos OpenMP)\n"
-    "  --piece-bytes N  gradient messages between replicas on different hosts of at most N bytes\n"
-    "                 (StepOptions::exchange_piece_bytes; 0: whole buckets)\n";
+    "  --piece-bytes N  messages between ranks on different hosts (gradient buckets, between stages)\n"
+    "                 of at most N bytes (StepOptions::exchange_piece_bytes; 0: whole messages)\n";
 
 std::size_t to_size(const std::string& flag, const std::string& text) {
   const auto value = hpf_bench::whole_number(text);
