@@ -86,8 +86,8 @@ class MpiLinks {
     if (grid_.stages() > 1) {  // activations and their gradients in pieces to a stage on another host
       const std::vector<bool> near = grid_.pipeline().ranks_on_this_host();
       const auto piece = [&](std::size_t peer) {
-        if (options.exchange_piece_bytes == 0 || (near[peer] && !options.pieces_on_one_host)) return std::size_t{0};
-        return std::max<std::size_t>(1, options.exchange_piece_bytes / sizeof(T));
+        const std::size_t bytes = piece_bytes(near[peer], options);
+        return bytes == 0 ? 0 : std::max<std::size_t>(1, bytes / sizeof(T));
       };
       if (grid_.stage() > 0) previous_piece_ = piece(grid_.stage() - 1);
       if (grid_.stage() + 1 < grid_.stages()) next_piece_ = piece(grid_.stage() + 1);
@@ -193,12 +193,16 @@ class MpiLinks {
     return {total_loss, static_cast<std::size_t>(all)};
   }
 
-  /// Bytes per message of the gradient exchange (0: whole buckets): StepOptions'
-  /// exchange_piece_bytes where the replicas span hosts (or pieces_on_one_host says so).
-  /// Collective over `replicas`, the same on each of them.
+  /// Bytes per message to peers on this host or not (0: whole messages): StepOptions'
+  /// exchange_piece_bytes between hosts, and on one host when pieces_on_one_host says so.
+  static std::size_t piece_bytes(bool on_this_host, const StepOptions& options) {
+    return on_this_host && !options.pieces_on_one_host ? 0 : options.exchange_piece_bytes;
+  }
+  /// piece_bytes of the gradient exchange among `replicas` (whether they span hosts is the same
+  /// on each of them). Collective over `replicas`.
   static std::size_t exchange_piece_bytes(const comm::Communicator& replicas, const StepOptions& options) {
     if (replicas.size() <= 1 || options.exchange_piece_bytes == 0) return 0;
-    return options.pieces_on_one_host || replicas.spans_hosts() ? options.exchange_piece_bytes : 0;
+    return piece_bytes(!replicas.spans_hosts(), options);
   }
   /// Elements per message to the previous and the next stage (0: whole messages; they are on this
   /// host, or there is none).

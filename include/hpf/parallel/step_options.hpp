@@ -36,7 +36,7 @@ struct StepOptions {
   /// message above the transport's eager limit waits for the peer's rendezvous acknowledgement,
   /// which over Open MPI's TCP transport can queue behind the peer's own sending on the one
   /// connection the two share: the two directions take turns. Pieces under the eager limit
-  /// (64 KiB for Open MPI's TCP, 128 KiB for MPICH's) keep both flowing: 28.2-29.7 against
+  /// (64 KiB for Open MPI's TCP, 128 KiB for MPICH's) keep both flowing: 28.0-29.7 against
   /// 25.2-26.4 ms per data-parallel MLP step on emulated 1 Gbit/s links (docs/oracle.md).
   std::size_t exchange_piece_bytes = std::size_t{60} << 10;
   /// Pieces also between ranks on one host, where shared memory moves a whole message in one
