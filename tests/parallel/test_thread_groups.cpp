@@ -76,21 +76,22 @@ TEST_CASE("run_on_thread_groups: more groups than threads run one after another;
 
 namespace {
 
+template <class T = float>
 struct Run {
   std::vector<double> losses;
-  std::vector<float> parameters, buffers;
+  std::vector<T> parameters, buffers;
   std::size_t shard_threads = 0;
 };
 
 /// Trains `steps` steps (whole epochs and a partial last batch) and keeps every loss, parameter
 /// and buffer.
-template <class Model>
-Run train(hpf::TrainOptions o, const hpf::data::Dataset& data, bool side_by_side, std::size_t epochs) {
+template <class Model, class T>
+Run<T> train(hpf::TrainOptions o, const hpf::data::Dataset& data, bool side_by_side, std::size_t epochs) {
   o.shards_side_by_side = side_by_side;
   o.evaluate = false;
   o.log = nullptr;
-  hpf::Trainer<Model, float> trainer(o, data);
-  Run run;
+  hpf::Trainer<Model, T> trainer(o, data);
+  Run<T> run;
   run.shard_threads = trainer.shard_threads();
   for (std::size_t e = 0; e < epochs; ++e)
     for (std::size_t s = 0; s < trainer.steps_per_epoch(); ++s) run.losses.push_back(trainer.step(e, s).loss_sum);
@@ -113,7 +114,7 @@ std::size_t differing_bits(const std::vector<V>& a, const std::vector<V>& b) {
 /// OPENBLAS_NUM_THREADS says otherwise). hpf's own kernels give the same bits on any number of
 /// threads; a BLAS need not: OpenBLAS 0.3.21's SGEMM on an AMD Zen 5 (family 26) rounds the MLP's
 /// products (batch 16 against 784 or 512 features) differently on 2 threads than on 1, with its
-/// Haswell and SkylakeX kernels.
+/// Haswell and SkylakeX kernels, and its DGEMM on a Zen 4 (family 25) the CNN's in double.
 struct OneBlasThread {
   OneBlasThread() { hpf::system::match_library_threads(1); }
   ~OneBlasThread() { hpf::system::match_library_threads(Space().concurrency()); }
@@ -123,14 +124,14 @@ struct OneBlasThread {
 
 /// Trains the shards one after another (the BLAS on one thread, as side by side) and side by side
 /// on `threads` threads; returns the latter.
-template <class Model>
-Run check_side_by_side(const hpf::TrainOptions& o, const hpf::data::Dataset& data, std::size_t epochs,
-                              std::size_t threads) {
+template <class Model, class T = float>
+Run<T> check_side_by_side(const hpf::TrainOptions& o, const hpf::data::Dataset& data, std::size_t epochs,
+                          std::size_t threads) {
   const auto one_after_another = [&] {
     const OneBlasThread one;
-    return train<Model>(o, data, false, epochs);
+    return train<Model, T>(o, data, false, epochs);
   }();
-  const auto side_by_side = train<Model>(o, data, true, epochs);
+  const auto side_by_side = train<Model, T>(o, data, true, epochs);
   CHECK(one_after_another.shard_threads == 0);
   CHECK(side_by_side.shard_threads == threads);
   REQUIRE(side_by_side.losses.size() == one_after_another.losses.size());
@@ -165,6 +166,17 @@ TEST_CASE("Trainer: 4 MLP shards on 2 threads (two each) train bit for bit as on
   o.network.seed = 6;
   const auto data = hpf::data::synthetic_dataset(64 * 3, 1, 28, 28, 10, 7);
   check_side_by_side<hpf::zoo::Mlp>(o, data, 2, 2);
+}
+
+TEST_CASE("Trainer: the CNN's 3 shards side by side in double train bit for bit as one after another") {
+  // In double the convolutions are im2col and GEMMs of hpf's own (oneDNN serves float only).
+  hpf::TrainOptions o;
+  o.batch = 24;
+  o.data_shards = 3;
+  o.optimizer = hpf::SgdOptions{.learning_rate = 0.05, .momentum = 0.9};
+  o.network.seed = 9;
+  const auto data = hpf::data::synthetic_dataset(24 * 2 + 5, 1, 28, 28, 10, 10);
+  check_side_by_side<hpf::zoo::Cnn, double>(o, data, 2, 2);
 }
 
 TEST_CASE("Trainer: shards side by side with the allreduce order train one after another") {
