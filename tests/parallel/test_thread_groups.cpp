@@ -169,7 +169,7 @@ TEST_CASE("Trainer: 4 MLP shards on 2 threads (two each) train bit for bit as on
 }
 
 TEST_CASE("Trainer: the CNN's 3 shards side by side in double train bit for bit as one after another") {
-  // In double the convolutions are im2col and GEMMs of hpf's own (oneDNN serves float only).
+  // In double the convolutions are hpf's own im2col and GEMMs (oneDNN serves float only).
   hpf::TrainOptions o;
   o.batch = 24;
   o.data_shards = 3;
