@@ -103,13 +103,19 @@ TEST_CASE("replicas that outnumber the cores reduce as the fit with a core per r
   profile.comm["buckets_ordered"].by_ranks[4] = {{0, 1e30, 40e-3, 0}};  // all four polling at once
   profile.comm["buckets_allreduce"].by_ranks[2] = {{0, 1e30, 5e-3, 0}};
   profile.comm["buckets_allreduce"].by_ranks[4] = {{0, 1e30, 40e-3, 0}};
+  // What the exchange computes per byte a rank sends or receives: on half a core it takes twice as long.
+  profile.link.compute_s_per_byte = 1e-6;
+  std::size_t parameters = 0;
+  for (const auto& u : view.units) parameters += u.cost.parameters;
+  const double gradient_bytes = static_cast<double>(parameters * sizeof(float));
   auto four = plan(1, 4, 8, 1, Schedule::one_f_one_b);
-  // Each rank gathers 3 peers' gradients instead of 1, on half a core.
-  CHECK(oracle::predict(view, four, profile).reduction_s == doctest::Approx(5e-3 * 3 * 2));
-  // A ring moves (R - 1) / R of the gradient each way instead of 1 / 2.
+  // Each rank gathers 3 peers' gradients instead of 1 and sends its own to 3; the computing part
+  // of moving those bytes runs on half a core.
+  CHECK(oracle::predict(view, four, profile).reduction_s == doctest::Approx(5e-3 * 3 + 1e-6 * 2 * 3 * gradient_bytes));
+  // A ring moves (R - 1) / R of the gradient each way instead of 1 / 2, twice.
   four.reduction = GradientReduction::allreduce;
-  CHECK(oracle::predict(view, four, profile).reduction_s == doctest::Approx(5e-3 * 1.5 * 2));
-  // With a core per rank the 4-rank fit holds as measured.
+  CHECK(oracle::predict(view, four, profile).reduction_s == doctest::Approx(5e-3 * 1.5 + 1e-6 * 4 * 0.75 * gradient_bytes));
+  // With a core per rank the 4-rank fit holds as measured, and nothing is shared.
   profile.cores = 4;
   four.reduction = GradientReduction::ordered;
   CHECK(oracle::predict(view, four, profile).reduction_s == doctest::Approx(40e-3));

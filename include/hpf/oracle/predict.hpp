@@ -226,7 +226,7 @@ inline double bucket_seconds(const MachineProfile& profile, double bytes, std::s
   // them together after a barrier, all polling against the ranks that copy, which training's
   // staggered arrivals do not do (a 4-rank gather of 2.7 MB: 6.6 ms there, 3.1-4.3 ms in training;
   // docs/oracle.md). Then the largest communicator that had a core per rank, as the cluster model
-  // does: the volume a rank receives grows with its peers. More ranks on the host share the cores.
+  // does: the volume a rank receives grows with its peers.
   std::size_t measured = replicas;
   if (sharing(profile, replicas) > 1) {
     for (const auto& entry : used.by_ranks) {
@@ -234,8 +234,15 @@ inline double bucket_seconds(const MachineProfile& profile, double bytes, std::s
     }
   }
   const double r = static_cast<double>(replicas), q = static_cast<double>(measured);
-  const double volume = reduction == GradientReduction::ordered ? (r - 1) / (q - 1) : ((r - 1) / r) / ((q - 1) / q);
-  return used.seconds(bytes, measured) * volume * sharing(profile, ranks) / sharing(profile, measured);
+  const bool ordered = reduction == GradientReduction::ordered;
+  const double volume = ordered ? (r - 1) / (q - 1) : ((r - 1) / r) / ((q - 1) / q);
+  // More ranks on the host share its cores, which slows what the exchange computes: the profile's
+  // compute per byte a rank sends or receives (hpf_bench_comm's steal), on a share of a core. The
+  // rest of the fit (the peer's turn, the kernel's transfer) does not slow down: on an AMD EPYC the
+  // 2-rank fit moves 2.7 MB each way in 1.7 ms, of which it computes about 0.5 ms (docs/oracle.md).
+  const double moved = ordered ? 2 * (r - 1) * bytes : 4 * (r - 1) / r * bytes;  // in and out, per rank
+  const double shared = sharing(profile, ranks) / sharing(profile, measured);
+  return used.seconds(bytes, measured) * volume + (shared - 1) * profile.link.compute_s_per_byte * moved;
 }
 
 /// How late, on average, a rank that waited `waited` seconds sees its message: hpf's wait
