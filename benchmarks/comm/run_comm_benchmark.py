@@ -20,7 +20,8 @@ scheduler's time slices. The binary checks every message and reduction it times.
 
 Files (LABEL from --label, default `local`): benchmarks/comm/results/comm_LABEL.csv (every RESULT
 row), comm_LABEL_time.svg and comm_LABEL_bandwidth.svg next to it (--out-dir moves all three), and
-the profile benchmarks/comm/profiles/LABEL.json (--profile).
+the profile benchmarks/comm/profiles/LABEL.json (--profile). A profile there that was measured on
+this host keeps its compute part (hpf-oracle calibrate's); one from another host is replaced whole.
 
 Fits (benchmarks/comm/alpha_beta.py): per primitive and rank count, t = alpha + beta * n over the
 median times, least squares on relative error, cut into up to 3 regimes of message size where one
@@ -395,6 +396,19 @@ def profile(args, fits, rows, environments):
     return out
 
 
+def kept_compute(path, host):
+    """The compute part (hpf-oracle calibrate's) of the profile at `path`, if it was measured on a
+    host like this one: measuring the communication again keeps the models calibrated there
+    (PreActResNet-164's blocks for the cluster extrapolation are not among the accuracy runner's)."""
+    try:
+        with open(path) as f:
+            old = json.load(f)
+    except (OSError, ValueError):
+        return None
+    same = old.get("host", {}).get("description") == host.get("description")
+    return old.get("compute") if same else None
+
+
 # --- plots ---------------------------------------------------------------------------------------------------
 def sizes_between(low, high):
     n, out = 1, []
@@ -657,6 +671,11 @@ def main():
             h.log(f"run_comm_benchmark: profile: {p}")
         h.log(f"run_comm_benchmark: {args.profile} not written")
         return 1
+    kept = kept_compute(args.profile, prof["host"])
+    if kept:
+        prof["compute"] = kept
+        h.log(f"kept the compute part of {args.profile}: calibrated on this host "
+              f"({len(kept.get('units', {}))} units)")
     os.makedirs(os.path.dirname(os.path.abspath(args.profile)), exist_ok=True)
     with open(args.profile, "w") as f:
         json.dump(prof, f, indent=1)
