@@ -238,8 +238,8 @@ inline double bucket_seconds(const MachineProfile& profile, double bytes, std::s
   const double volume = ordered ? (r - 1) / (q - 1) : ((r - 1) / r) / ((q - 1) / q);
   // More ranks on the host share its cores, which slows what the exchange computes: the profile's
   // compute per byte a rank sends or receives (hpf_bench_comm's steal), on a share of a core. The
-  // rest of the fit (the peer's turn, the kernel's transfer) does not slow down: on an AMD EPYC the
-  // 2-rank fit moves 2.7 MB each way in 1.7 ms, of which it computes about 0.5 ms (docs/oracle.md).
+  // rest of the fit is time the rank's core is not used, which sharing does not stretch: on an AMD
+  // EPYC the 2-rank fit moves 2.7 MB each way in 1.7 ms, of which 0.5 ms computes (docs/oracle.md).
   const double moved = ordered ? 2 * (r - 1) * bytes : 4 * (r - 1) / r * bytes;  // in and out, per rank
   const double shared = sharing(profile, ranks) / sharing(profile, measured);
   return used.seconds(bytes, measured) * volume + (shared - 1) * profile.link.compute_s_per_byte * moved;
