@@ -215,6 +215,12 @@ def best(runs, key="images_per_s", **match):
 
 
 # --- machine facts ---------------------------------------------------------------------------------
+def machine_of(description):
+    """The machine of a host description (CPU, clock, cores, memory): without the kernel's release.
+    A machine profile belongs to one machine (benchmarks/comm/profiles/)."""
+    return ", ".join(part for part in description.split(", ") if not part.startswith("Linux "))
+
+
 def machine_description():
     """One line: CPU model, clock (where the VM shows one), cores, memory, kernel."""
     facts = {}

@@ -397,16 +397,17 @@ def profile(args, fits, rows, environments):
 
 
 def kept_compute(path, host):
-    """The compute part (hpf-oracle calibrate's) of the profile at `path`, if it was measured on a
-    host like this one: measuring the communication again keeps the models calibrated there
-    (PreActResNet-164's blocks for the cluster extrapolation are not among the accuracy runner's)."""
+    """The compute part (hpf-oracle calibrate's) of the profile at `path`, if it was measured on this
+    machine (bench_harness.machine_of, as run_oracle_accuracy.py checks): measuring the
+    communication again keeps the models calibrated there (PreActResNet-164's blocks for the cluster
+    extrapolation are not among the accuracy runner's)."""
     try:
         with open(path) as f:
             old = json.load(f)
     except (OSError, ValueError):
         return None
-    same = old.get("host", {}).get("description") == host.get("description")
-    return old.get("compute") if same else None
+    measured_on = old.get("host", {}).get("description", "")
+    return old.get("compute") if h.machine_of(measured_on) == h.machine_of(host.get("description", "")) else None
 
 
 # --- plots ---------------------------------------------------------------------------------------------------

@@ -209,7 +209,7 @@ def parse_args():
         # A profile is a fact of one machine: predicting this host's runs from another's misprices
         # them (an EPYC's profile put the MLP 25 % fast on a Xeon).
         measured_on, here = profile_host(args.profile), h.machine_description()
-        if measured_on and machine_of(measured_on) != machine_of(here):
+        if measured_on and h.machine_of(measured_on) != h.machine_of(here):
             p.error(f"--profile {args.profile} was measured on: {measured_on}; this host is: {here}. Measure its "
                     "communication here (benchmarks/comm/run_comm_benchmark.py) and run this with --calibrate")
         if not os.access(args.hpf, os.X_OK):
@@ -229,11 +229,6 @@ def profile_host(path):
             return json.load(f).get("host", {}).get("description", "")
     except (OSError, ValueError, AttributeError):
         return ""
-
-
-def machine_of(description):
-    """The machine of a host description (CPU, clock, cores, memory): without the kernel's release."""
-    return ", ".join(part for part in description.split(", ") if not part.startswith("Linux "))
 
 
 def calibrate(args):
