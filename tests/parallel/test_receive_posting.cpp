@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cstddef>
+#include <string>
 #include <vector>
 
 using hpf::Op;
@@ -32,7 +33,7 @@ TEST_CASE("receive posting: never into a slot still in use, never ahead of a sen
           const auto program = hpf::stage_program(kind, stages, stage, micro);
           const std::size_t slots = hpf::slots_needed(kind, stages, stage, micro);
           const hpf::ReceivePosting posting = hpf::receive_posting(program, slots);
-          INFO("S=", stages, " stage ", stage, " M=", micro, " ", hpf::to_string(kind));
+          INFO("S=", stages, " stage ", stage, " M=", micro, " ", std::string(hpf::to_string(kind)));
           std::size_t receives = 0;
           for (std::size_t k = 0; k < program.size(); ++k) {
             if (!is_receive(program[k].op)) continue;

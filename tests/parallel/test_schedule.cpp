@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -22,7 +23,7 @@ TEST_CASE("schedules: every send has its receive and no stage deadlocks, for man
     for (std::size_t micro = 1; micro <= 40; ++micro) {
       for (Schedule kind : {Schedule::gpipe, Schedule::one_f_one_b}) {
         const auto check = hpf::check_schedule(kind, stages, micro);
-        INFO("S=", stages, " M=", micro, " ", hpf::to_string(kind), ": ", check.problem);
+        INFO("S=", stages, " M=", micro, " ", std::string(hpf::to_string(kind)), ": ", check.problem);
         REQUIRE(check.ok);
         // GPipe holds every micro-batch; 1F1B at most S (on the first stage).
         CHECK(check.peak_in_flight == (kind == Schedule::gpipe ? micro : std::min(stages, micro)));

@@ -54,6 +54,12 @@ void check_trace(const hpf_test::TraceFile& trace, int ranks) {
   double largest_round_trip_us = 0;
   for (const auto& [pid, p] : trace.processes) largest_round_trip_us = std::max(largest_round_trip_us, p.round_trip_ns / 1e3);
 
+  // Ranks outnumbering the cores are descheduled anywhere, also between two spans for a whole
+  // turn or two: that time is the scheduler's, not untraced work. So there the breakdown is summed
+  // over every traced step of every rank (untraced work would recur in each), not checked per
+  // step (one step in about 700 runs here had 58 % accounted: 6.5 ms off the core).
+  const bool crowded = static_cast<unsigned>(ranks) > std::max(1u, std::thread::hardware_concurrency());
+  double all_accounted = 0, all_steps = 0;
   for (long long step = first_traced; step <= static_cast<long long>(last_traced); ++step) {
     for (int pid = 0; pid < ranks; ++pid) {
       INFO("rank ", pid, ", step ", step);
@@ -81,12 +87,13 @@ void check_trace(const hpf_test::TraceFile& trace, int ranks) {
           busy.emplace_back(s.ts, s.end());
         }
       }
-      // Ranks outnumbering the cores are descheduled anywhere, also between two spans: that time
-      // is the scheduler's, not untraced work, so it is allowed more room there (one step in
-      // about a dozen runs under AddressSanitizer had 92.6 % accounted).
-      const bool crowded = static_cast<unsigned>(ranks) > std::max(1u, std::thread::hardware_concurrency());
       const double accounted = hpf_test::covered(busy, whole.ts, whole.end());
-      CHECK(accounted >= (crowded ? 0.90 : 0.98) * whole.dur);
+      if (crowded) {
+        all_accounted += accounted;
+        all_steps += whole.dur;
+      } else {
+        CHECK(accounted >= 0.98 * whole.dur);
+      }
     }
     // Sends matched by receives: activations from stage 0 to 1, gradients back, per replica and micro-batch.
     for (int replica = 0; replica < ranks / 2; ++replica) {
@@ -107,6 +114,7 @@ void check_trace(const hpf_test::TraceFile& trace, int ranks) {
       }
     }
   }
+  if (crowded) CHECK(all_accounted >= 0.90 * all_steps);
   // Bounded: far below a viewer's limit at the default detail.
   CHECK(trace.bytes < (std::size_t{1} << 20) * static_cast<std::size_t>(ranks) * (last_traced - first_traced + 1));
 }
@@ -116,7 +124,7 @@ TEST_CASE("a traced 2x2 hybrid run: every rank, every micro-batch, matched messa
   hpf::comm::Communicator world;
   REQUIRE_MESSAGE(world.size() == 4, "this test runs a 2-stage x 2-replica layout: start it on 4 ranks");
   for (const hpf::Schedule schedule : {hpf::Schedule::gpipe, hpf::Schedule::one_f_one_b}) {
-    INFO("schedule ", hpf::to_string(schedule));
+    INFO("schedule ", std::string(hpf::to_string(schedule)));
     const std::string path = std::string("hpf_test_timeline_") + hpf::to_string(schedule) + ".json";
     std::remove(path.c_str());
     hpf::TrainOptions traced = options(schedule);
