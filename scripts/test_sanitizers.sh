@@ -15,9 +15,12 @@
 # Left out, and why: the compile-fail, compile-budget, header, consumer and README tests (they
 # check compilers and the build system, not running code), the benchmarks (not built here), the
 # accuracy runs, and in `serial` the PyTorch reference tests and the examples (the Release pass of
-# the README's test command runs them on that configuration). Open MPI's and MPICH's own
-# allocations that outlive MPI_Finalize are suppressed by tests/sanitizers/lsan.supp, which names
-# MPI-stack libraries only.
+# the README's test command runs them on that configuration). In `openmp-mpich`, the MLP's and
+# the ResNet's equivalence on 6 ranks (the Release pass runs them): under ASan, 6 ranks on CI's 2
+# cores took 114 s and 63 s, the longest tests of the pass (a sixth of it), while the CNN's
+# (22 s, kept) trains the same layouts, 1x6, 2x3 and 3x2, through the same engine, and the MLP's
+# and the ResNet's other rank counts stay. Open MPI's and MPICH's own allocations that outlive
+# MPI_Finalize are suppressed by tests/sanitizers/lsan.supp, which names MPI-stack libraries only.
 #
 # Every test's whole output goes to the JUnit report, and every sanitizer report in it counts as a
 # finding, so a report from a test that is expected to fail (a rank aborting on purpose) fails the
@@ -57,7 +60,7 @@ if [ "$configuration" = openmp-mpich ]; then
   backend="Kokkos OpenMP with ${HPF_TEST_THREADS:-2} threads per rank, MPICH"
   configure=("${hpf_openmp_mpich_args[@]}" -DHPF_ENABLE_REFERENCE_TESTS=ON -DHPF_ENABLE_EXAMPLES=ON)
   labels="unit|mpi|reference"
-  excluded=(-LE "compile|consumer|accuracy|readme|bench")
+  excluded=(-LE "compile|consumer|accuracy|readme|bench" -E '^hpf\.parallel\.test_equivalence_(mlp|resnet)\.np6$')
 fi
 
 echo "== configuring and building the tests with ASan + UBSan in $build ($configuration)"
