@@ -17,7 +17,7 @@
 # accuracy runs, and in `serial` the PyTorch reference tests and the examples (the Release pass of
 # the README's test command runs them on that configuration). In `openmp-mpich`, the MLP's and
 # the ResNet's equivalence on 6 ranks (the Release pass runs them): under ASan, 6 ranks on CI's 2
-# cores took 114 s and 63 s, the longest tests of the pass (a sixth of it), while the CNN's
+# cores took 114 s and 63 s of the pass's 645 s, its longest tests, while the CNN's
 # (22 s, kept) trains the same layouts, 1x6, 2x3 and 3x2, through the same engine, and the MLP's
 # and the ResNet's other rank counts stay. Open MPI's and MPICH's own allocations that outlive
 # MPI_Finalize are suppressed by tests/sanitizers/lsan.supp, which names MPI-stack libraries only.
