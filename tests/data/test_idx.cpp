@@ -5,6 +5,8 @@
 
 #include <doctest/doctest.h>
 
+#include <string>
+
 using hpf::data::DataError;
 using hpf::data::read_idx;
 using hpf_test::contains;
@@ -28,7 +30,7 @@ TEST_CASE("read_idx: parses raw and gzip files alike") {
   hpf_test::write_raw(dir / "a.idx", bytes);
   hpf_test::write_gz(dir / "a.idx.gz", bytes);
   for (const char* name : {"a.idx", "a.idx.gz"}) {
-    CAPTURE(name);
+    INFO("file ", std::string(name));
     const auto array = read_idx(dir / name);
     CHECK(array.dims == std::vector<std::size_t>{5, 3, 4});
     CHECK(array.items() == 5);

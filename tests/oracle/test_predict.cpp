@@ -57,7 +57,7 @@ TEST_CASE("two stages: the bubble is (S - 1) micro-batch forward and backward un
   const double f0 = first_units * 1e-3 * m, b0 = first_units * 2e-3 * m;
   const double f1 = (6 - first_units) * 1e-3 * m, b1 = (6 - first_units) * 2e-3 * m;
   for (const Schedule schedule : {Schedule::gpipe, Schedule::one_f_one_b}) {
-    CAPTURE(to_string(schedule));
+    INFO("schedule ", std::string(to_string(schedule)));
     const auto p = oracle::predict(view, plan(2, 1, 8, 4, schedule), linear_profile());
     const double busiest = 4 * std::max(f0 + b0, f1 + b1);
     CHECK(p.compute_s == doctest::Approx(busiest));
