@@ -7,6 +7,7 @@ runs, machine facts, markdown tables, and replacing one delimited section of RES
 Runs on any Python 3.8+ (no numpy or torch needed here).
 """
 import datetime
+import json
 import os
 import re
 import resource
@@ -219,6 +220,22 @@ def machine_of(description):
     """The machine of a host description (CPU, clock, cores, memory): without the kernel's release.
     A machine profile belongs to one machine (benchmarks/comm/profiles/)."""
     return ", ".join(part for part in description.split(", ") if not part.startswith("Linux "))
+
+
+def read_profile(path):
+    """A machine profile (benchmarks/comm/profiles/) as a dict: {} when it is missing or unreadable."""
+    try:
+        with open(path) as f:
+            profile = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    return profile if isinstance(profile, dict) else {}
+
+
+def profile_host(profile):
+    """The description of the host a profile (read_profile's) was measured on ("" when it does not say)."""
+    host = profile.get("host")
+    return host.get("description", "") if isinstance(host, dict) else ""
 
 
 def machine_description():

@@ -401,13 +401,9 @@ def kept_compute(path, host):
     machine (bench_harness.machine_of, as run_oracle_accuracy.py checks): measuring the
     communication again keeps the models calibrated there (PreActResNet-164's blocks for the cluster
     extrapolation are not among the accuracy runner's)."""
-    try:
-        with open(path) as f:
-            old = json.load(f)
-    except (OSError, ValueError):
-        return None
-    measured_on = old.get("host", {}).get("description", "")
-    return old.get("compute") if h.machine_of(measured_on) == h.machine_of(host.get("description", "")) else None
+    old = h.read_profile(path)
+    same_machine = h.machine_of(h.profile_host(old)) == h.machine_of(host.get("description", ""))
+    return old.get("compute") if old and same_machine else None
 
 
 # --- plots ---------------------------------------------------------------------------------------------------

@@ -208,7 +208,7 @@ def parse_args():
     else:
         # A profile is a fact of one machine: predicting this host's runs from another's misprices
         # them (an EPYC's profile put the MLP 25 % fast on a Xeon).
-        measured_on, here = profile_host(args.profile), h.machine_description()
+        measured_on, here = h.profile_host(h.read_profile(args.profile)), h.machine_description()
         if measured_on and h.machine_of(measured_on) != h.machine_of(here):
             p.error(f"--profile {args.profile} was measured on: {measured_on}; this host is: {here}. Measure its "
                     "communication here (benchmarks/comm/run_comm_benchmark.py) and run this with --calibrate")
@@ -220,15 +220,6 @@ def parse_args():
     args.csv_given = bool(args.csv)
     args.csv = args.csv or os.path.join(HERE, "results", f"oracle_{args.label}.csv")
     return args
-
-
-def profile_host(path):
-    """The description of the host a profile was measured on ("" when it does not say)."""
-    try:
-        with open(path) as f:
-            return json.load(f).get("host", {}).get("description", "")
-    except (OSError, ValueError, AttributeError):
-        return ""
 
 
 def calibrate(args):
@@ -808,14 +799,12 @@ def summary_lines(args, rows, verdicts, rejected, oracle_times):
 
 
 def profile_text(path):
-    try:
-        with open(path) as f:
-            profile = json.load(f)
-        host = profile.get("host", {}).get("description", "")
-        return (f"`{h.repo_relative(path, ROOT)}` (label `{profile.get('label', '?')}`, created "
-                f"{profile.get('created', '?')}" + (f", measured on: {host}" if host else "") + ")")
-    except (OSError, ValueError, AttributeError):
+    profile = h.read_profile(path)
+    if not profile:
         return f"`{h.repo_relative(path, ROOT)}`"
+    host = h.profile_host(profile)
+    return (f"`{h.repo_relative(path, ROOT)}` (label `{profile.get('label', '?')}`, created "
+            f"{profile.get('created', '?')}" + (f", measured on: {host}" if host else "") + ")")
 
 
 def measurement_provenance(args):
