@@ -45,8 +45,10 @@ worst rank; a case's recommendation is a hit when its measured time is at most 5
 fastest measured configuration of the case (a recommended configuration outside the list is
 measured too); Kendall tau-b over the predicted and measured times of the measured configurations
 of a case, and again with the measured order of two configurations counted as a tie where the
-ranges of their per-run medians overlap (the runs disagree on it). Nothing here asserts a target:
-the runner reports.
+ranges of their per-run medians overlap (the runs disagree on it). Every missed recommendation
+gets its cause from the measurements (`miss_cause`): a measured tie (the two configurations' runs
+overlap), or a misprediction, blamed on the one that ran further from its prediction. Nothing here
+asserts a target: the runner reports.
 """
 import argparse
 import csv
@@ -586,6 +588,29 @@ def kendall_tau_b(x, y, compare_y=None):
     return (concordant - discordant) / denominator if denominator > 0 else None, discordant
 
 
+def miss_cause(rec, fast):
+    """Why a recommendation missed, from the measurements: the runs did not order the two (a tie
+    within the host's noise), or the oracle's error on one of them exceeded the margin it saw
+    between them; an error where ranks outnumber the cores is time slicing (docs/oracle.md)."""
+    cores = os.cpu_count() or 1
+    ranks = rec["config"].ranks
+    shared = (f" ({ranks} ranks on {cores} cores: the kernel's time slicing, which the play's processor sharing "
+              "does not model; docs/oracle.md)") if ranks > cores else ""
+    runs_rec, runs_fast = run_medians(rec["meas"]), run_medians(fast["meas"])
+    if run_order(rec, fast) == 0:
+        return (f"a measured tie: the two configurations' runs overlap (per-run medians {min(runs_rec):.2f}-"
+                f"{max(runs_rec):.2f} ms against {min(runs_fast):.2f}-{max(runs_fast):.2f} ms), so another "
+                "run could order them either way.")
+    if not fast["pred"]:
+        return f"the measured fastest has no prediction{shared}."
+    error = {"rec": rec["measured_s"] / rec["pred"]["time_s"] - 1, "fast": fast["measured_s"] / fast["pred"]["time_s"] - 1}
+    margin = fast["pred"]["time_s"] / rec["pred"]["time_s"] - 1
+    worse = "the recommended" if error["rec"] - error["fast"] >= 0 else "the measured fastest"
+    return (f"a misprediction, not a measured tie (every run ordered them): the oracle saw the recommended "
+            f"{100 * margin:.1f} % ahead, and {worse} ran further from its prediction (the recommended "
+            f"{100 * error['rec']:+.0f} %, the fastest {100 * error['fast']:+.0f} %){shared}.")
+
+
 def same_strategy(a, b):
     """Equal stages, micro-batches and (with more than one stage) schedule."""
     return a.stages == b.stages and a.micro == b.micro and (a.stages == 1 or a.schedule == b.schedule)
@@ -739,9 +764,11 @@ def summary_lines(args, rows, verdicts, rejected, oracle_times):
                        "fixed buffers (empty views' bookkeeping, per-tensor padding) the model does not count.")
     judged = [v for v in verdicts if v["hit"] is not None]
     hits = sum(v["hit"] for v in judged)
+    tied = sum(1 for v in judged if not v["hit"] and run_order(v["rec_row"], v["fastest"]) == 0)
     out.append(f"- recommendation: **{hits} of {len(judged)} cases** the measured fastest or within 5 % of it"
                + (f" ({len(verdicts) - len(judged)} cases without a verdict)" if len(judged) < len(verdicts) else "")
-               + ".")
+               + (f"; {hits + tied} of {len(judged)} counting the misses whose runs overlap the fastest's (measured "
+                  "ties, below)" if tied else "") + ".")
     taus = [v["tau"] for v in verdicts if v["tau"] is not None]
     out.append("- ranking: Kendall tau-b per case " + ", ".join(
         f"{v['model']} P={v['ranks']} {v['tau']:.2f}" for v in verdicts if v["tau"] is not None)
@@ -764,7 +791,8 @@ def summary_lines(args, rows, verdicts, rejected, oracle_times):
                    f"({100 * (rec['measured_s'] / fast['measured_s'] - 1):.0f} % slower); measured fastest "
                    f"{strategy_text(fast['config'])} predicted "
                    f"{ms(fast['pred']['time_s'], 2) if fast['pred'] else '-'} ms, measured "
-                   f"{ms(fast['measured_s'], 2)} ms; oracle's reason: {v['case'].get('reason') or '-'}.")
+                   f"{ms(fast['measured_s'], 2)} ms; oracle's reason: {v['case'].get('reason') or '-'}. "
+                   f"Cause: {miss_cause(rec, fast)}")
     failed = [r for r in rows if not r["pred"]]
     if failed:
         out.append("- no prediction: " + "; ".join(f"{name(r['config'])} ({r['pred_error']})" for r in failed) + ".")

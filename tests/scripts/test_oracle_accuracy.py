@@ -1,6 +1,6 @@
 """The ranking statistics of benchmarks/oracle/run_oracle_accuracy.py on made-up numbers whose
-answers are worked out by hand: Kendall's tau-b, and the measured order of two configurations that
-counts a pair as a tie where their runs disagree."""
+answers are worked out by hand: Kendall's tau-b, the measured order of two configurations that
+counts a pair as a tie where their runs disagree, and the cause given for a missed recommendation."""
 import importlib.util
 import os
 import sys
@@ -57,6 +57,35 @@ tau, _ = runner.kendall_tau_b([1, 2, 3], [r["measured_s"] for r in rows],
 check("tau-b with the runs' ties", tau, 2 / 6 ** 0.5)
 # The plain measured medians order a < b, so the plain tau-b is 1.
 check("tau-b on medians", runner.kendall_tau_b([1, 2, 3], [r["measured_s"] for r in rows])[0], 1.0)
+
+# A missed recommendation's cause: runs that overlap are a measured tie; runs apart are a
+# misprediction, blamed on the configuration that ran further from its prediction.
+def judged(run_medians_ms, predicted_ms, ranks=1):
+    """A configuration as the runner reads it from its CSV: blocks in ms, times in seconds."""
+    row = configuration(run_medians_ms)
+    row["measured_s"] /= 1e3
+    row["config"] = runner.Config("cnn", ranks, 1, 1, "1f1b")
+    row["pred"] = {"time_s": predicted_ms / 1e3}
+    return row
+
+
+def cause(rec, fast):
+    return runner.miss_cause(rec, fast)
+
+
+tie = cause(judged([103, 110, 108], 100), judged([100, 104, 102], 101))
+check("overlapping runs: a measured tie", tie.startswith("a measured tie"), True)
+check("the tie names both ranges", "103.00-110.00 ms against 100.00-104.00 ms" in tie, True)
+# Recommended predicted 100 ms (1 % ahead of 101 ms), ran 121 ms (+21 %); the fastest ran 102 ms (+1 %).
+wrong = cause(judged([120, 125, 121], 100), judged([100, 104, 102], 101))
+check("runs apart: a misprediction", wrong.startswith("a misprediction"), True)
+check("the margin the oracle saw", "recommended 1.0 % ahead" in wrong, True)
+check("the recommended erred more", "the recommended ran further" in wrong and "(the recommended +21 %, "
+      "the fastest +1 %)" in wrong, True)
+cores = os.cpu_count() or 1
+crowded = cause(judged([120, 125, 121], 100, cores + 1), judged([100, 104, 102], 101, cores + 1))
+check("ranks above the cores name time slicing", "time slicing" in crowded, True)
+check("ranks within the cores do not", "time slicing" in wrong, False)
 
 for failure in failures:
     print("FAILED:", failure)
