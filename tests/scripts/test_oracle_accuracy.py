@@ -69,21 +69,17 @@ def judged(run_medians_ms, predicted_ms, ranks=1):
     return row
 
 
-def cause(rec, fast):
-    return runner.miss_cause(rec, fast)
-
-
-tie = cause(judged([103, 110, 108], 100), judged([100, 104, 102], 101))
+tie = runner.miss_cause(judged([103, 110, 108], 100), judged([100, 104, 102], 101))
 check("overlapping runs: a measured tie", tie.startswith("a measured tie"), True)
 check("the tie names both ranges", "103.00-110.00 ms against 100.00-104.00 ms" in tie, True)
 # Recommended predicted 100 ms (1 % ahead of 101 ms), ran 121 ms (+21 %); the fastest ran 102 ms (+1 %).
-wrong = cause(judged([120, 125, 121], 100), judged([100, 104, 102], 101))
+wrong = runner.miss_cause(judged([120, 125, 121], 100), judged([100, 104, 102], 101))
 check("runs apart: a misprediction", wrong.startswith("a misprediction"), True)
 check("the margin the oracle saw", "recommended 1.0 % ahead" in wrong, True)
 check("the recommended erred more", "the recommended ran further" in wrong and "(the recommended +21 %, "
       "the fastest +1 %)" in wrong, True)
 cores = os.cpu_count() or 1
-crowded = cause(judged([120, 125, 121], 100, cores + 1), judged([100, 104, 102], 101, cores + 1))
+crowded = runner.miss_cause(judged([120, 125, 121], 100, cores + 1), judged([100, 104, 102], 101, cores + 1))
 check("ranks above the cores name time slicing", "time slicing" in crowded, True)
 check("ranks within the cores do not", "time slicing" in wrong, False)
 
