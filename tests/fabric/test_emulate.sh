@@ -81,6 +81,7 @@ snapshot() {
   ip -o link show | sed -E 's/^[0-9]+: ([^:@]+).*/\1/' | sort
   ip -o addr show | awk '{ print $2, $3, $4 }' | sort
   tc qdisc show | sort
+  echo "tcp_autocorking $(cat /proc/sys/net/ipv4/tcp_autocorking)"
 }
 snapshot > "$work/before"
 # inodes of the network namespaces of the current fabric (to look for processes after it is gone)
@@ -120,6 +121,7 @@ for i in 0 1 2; do
   check "host hpft$i: address" "10.77.9.$((i + 1))/24" \
     "$(ip -n "hpft$i" -o -4 addr show dev eth0 | awk '{ print $4 }')"
   check "host hpft$i: loopback up" "yes" "$(ip -n "hpft$i" link show lo | grep -q 'UP' && echo yes || echo no)"
+  check "host hpft$i: TCP autocorking off" "0" "$(ip netns exec "hpft$i" cat /proc/sys/net/ipv4/tcp_autocorking)"
   check "host hpft$i: to-switch qdisc" "tbf 1Gbit" \
     "$(tc -n "hpft$i" qdisc show dev eth0 | sed -nE 's/^qdisc (tbf) .* rate ([^ ]+) .*/\1 \2/p')"
   check "switch port$i: to-host qdisc" "tbf 1Gbit" \
