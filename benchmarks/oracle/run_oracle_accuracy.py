@@ -592,23 +592,23 @@ def miss_cause(rec, fast):
     """Why a recommendation missed, from the measurements: the runs did not order the two (a tie
     within the host's noise), or the oracle's error on one of them exceeded the margin it saw
     between them; an error where ranks outnumber the cores is time slicing (docs/oracle.md)."""
-    cores = os.cpu_count() or 1
     ranks = rec["config"].ranks
-    shared = (f" ({ranks} ranks on {cores} cores: the kernel's time slicing, which the play's processor sharing "
-              "does not model; docs/oracle.md)") if ranks > cores else ""
-    runs_rec, runs_fast = run_medians(rec["meas"]), run_medians(fast["meas"])
+    shared = (f" ({ranks} ranks on {h.CPUS} cores: the kernel's time slicing, which the play's processor sharing "
+              "does not model; docs/oracle.md)") if ranks > h.CPUS else ""
     if run_order(rec, fast) == 0:
+        runs_rec, runs_fast = run_medians(rec["meas"]), run_medians(fast["meas"])
         return (f"a measured tie: the two configurations' runs overlap (per-run medians {min(runs_rec):.2f}-"
                 f"{max(runs_rec):.2f} ms against {min(runs_fast):.2f}-{max(runs_fast):.2f} ms), so another "
                 "run could order them either way.")
     if not fast["pred"]:
         return f"the measured fastest has no prediction{shared}."
-    error = {"rec": rec["measured_s"] / rec["pred"]["time_s"] - 1, "fast": fast["measured_s"] / fast["pred"]["time_s"] - 1}
+    rec_error = rec["measured_s"] / rec["pred"]["time_s"] - 1
+    fast_error = fast["measured_s"] / fast["pred"]["time_s"] - 1
     margin = fast["pred"]["time_s"] / rec["pred"]["time_s"] - 1
-    worse = "the recommended" if error["rec"] - error["fast"] >= 0 else "the measured fastest"
+    worse = "the recommended" if rec_error >= fast_error else "the measured fastest"
     return (f"a misprediction, not a measured tie (every run ordered them): the oracle saw the recommended "
             f"{100 * margin:.1f} % ahead, and {worse} ran further from its prediction (the recommended "
-            f"{100 * error['rec']:+.0f} %, the fastest {100 * error['fast']:+.0f} %){shared}.")
+            f"{100 * rec_error:+.0f} %, the fastest {100 * fast_error:+.0f} %){shared}.")
 
 
 def same_strategy(a, b):
@@ -734,7 +734,7 @@ def summary_lines(args, rows, verdicts, rejected, oracle_times):
                        f"{name(r['config'])} ({pct(r['accuracy'], 0)})" for r in below) if below else "") + ".")
         over = [r for r in acc if r["accuracy"] < 0.95]
         out.append(f"- {len(over)} of {len(acc)} configurations below 95 %.")
-        cores = os.cpu_count() or 1
+        cores = h.CPUS
         crowded = [r for r in acc if r["config"].ranks > cores]
         fitting = [r for r in acc if r["config"].ranks <= cores]
         if crowded and fitting:

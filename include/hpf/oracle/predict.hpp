@@ -170,12 +170,13 @@ inline MessageCost message_cost(const MachineProfile& profile, double bytes, std
 /// refilled at the streaming rate) passes what its tokens cover at line rate and the rest at the
 /// streaming rate, so a few messages after a pause go far faster than a stream of them.
 struct LinkQueue {
-  double free_at = 0;  ///< when the next message may start
+  double free_at = 0;     ///< when the next message may start
+  double last_start = 0;  ///< when the message last sent started to move
   /// The bucket's bytes as of tokens_at; a link that never carried a message has rested forever.
   double tokens = 0, tokens_at = -std::numeric_limits<double>::infinity();
   /// When a message sent at `now` arrives.
   double send(double now, const MessageCost& m) {
-    const double start = std::max(now, free_at);
+    const double start = last_start = std::max(now, free_at);
     if (m.burst_bytes <= 0 || m.stream_s_per_byte <= 0) {
       free_at = start + m.busy;
       return start + m.latency;
@@ -346,8 +347,8 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
     std::vector<double> moving(S, 0.0);  // per stage: the part of its core its transfers take now
     auto transfer = [&](detail::LinkQueue& queue, double now, const detail::MessageCost& cost, std::size_t from,
                         std::size_t to) {
-      const double start = std::max(now, queue.free_at);
       const double arrival = queue.send(now, cost);
+      const double start = queue.last_start;
       if (compute_per_byte > 0 && arrival > start) {
         in_flight.push_back({start, arrival, compute_per_byte * cost.bytes / (arrival - start), from, to});
       }
