@@ -11,6 +11,7 @@
 #include <hpf/data/fashion_mnist.hpp>
 #include <hpf/data/synthetic.hpp>
 #include <hpf/oracle/calibrate.hpp>
+#include <hpf/oracle/noise_probe.hpp>
 #include <hpf/oracle/recommend.hpp>
 #include <hpf/system/runtime.hpp>
 #include <hpf/zoo/models.hpp>
@@ -41,7 +42,7 @@ using namespace hpf::oracle;
 
 const char* const usage_text =
     "usage: hpf-oracle calibrate --model NAME [--profile FILE] [--batches 1,2,4,...]\n"
-    "                            [--data fashion-mnist|synthetic|random]\n"
+    "                            [--data fashion-mnist|synthetic|random] [--noise-seconds S]\n"
     "       hpf-oracle rank      --model NAME --ranks P --batch B [--profile FILE] [--cluster FILE]\n"
     "                            [--memory-budget MIB] [--max-stages S] [--top N] [--json]\n"
     "       hpf-oracle predict   --model NAME --ranks P --batch B --stages S --micro-batches M\n"
@@ -56,13 +57,16 @@ const char* const usage_text =
     "  --data:    the samples calibrate runs the layers on (pooling and ReLU take time that depends on\n"
     "             them); default: what the model trains on in hpf's examples and benchmarks,\n"
     "             fashion-mnist for mlp and cnn, synthetic (N(0, 1) values) for the ResNets;\n"
-    "             random: values uniform in [-1, 1)\n";
+    "             random: values uniform in [-1, 1)\n"
+    "  --noise-seconds: how long calibrate probes the host's system noise first, one thread per core\n"
+    "             (default 10; 0 keeps the profile's probe)\n";
 
 struct Args {
   std::string command, model, profile, cluster, schedule = "1f1b", data;
   std::size_t ranks = 0, batch = 0, stages = 0, micro_batches = 0, top = 0, max_stages = 0;
   std::size_t ready_fd = 0;  ///< load: where to tell the calibration it computes (0: nowhere)
   double memory_budget_mib = 0;
+  double noise_seconds = 10;
   bool json = false;
   std::vector<std::size_t> batches, cuts;
 };
@@ -116,7 +120,13 @@ Args parse(int argc, char** argv) {
     else if (flag == "--top") a.top = count(flag, value);
     else if (flag == "--max-stages") a.max_stages = count(flag, value);
     else if (flag == "--ready-fd" && a.command == "load") a.ready_fd = count(flag, value);
-    else if (flag == "--memory-budget") a.memory_budget_mib = static_cast<double>(count(flag, value));
+    else if (flag == "--noise-seconds" && a.command == "calibrate") {
+      char* end = nullptr;
+      a.noise_seconds = std::strtod(value.c_str(), &end);
+      if (value.empty() || *end != '\0' || !(a.noise_seconds >= 0) || a.noise_seconds > 3600) {
+        fail("--noise-seconds needs seconds from 0 to 3600, not '" + value + "'");
+      }
+    } else if (flag == "--memory-budget") a.memory_budget_mib = static_cast<double>(count(flag, value));
     else if (flag == "--batches" || flag == "--cuts") {
       auto& list = flag == "--batches" ? a.batches : a.cuts;
       std::stringstream items(value);
@@ -151,7 +161,8 @@ std::string json_of(const Prediction& p, const std::string& model) {
     << ", \"schedule\": \"" << hpf::to_string(p.plan.schedule) << "\", \"bounds\": [";
   for (std::size_t i = 0; i < p.plan.bounds.size(); ++i) o << (i ? ", " : "") << p.plan.bounds[i];
   o << "], \"time_s\": " << p.time_s << ", \"compute_s\": " << p.compute_s << ", \"bubble_s\": " << p.bubble_s
-    << ", \"transfer_s\": " << p.transfer_s << ", \"reduction_s\": " << p.reduction_s << ", \"other_s\": " << p.other_s
+    << ", \"transfer_s\": " << p.transfer_s << ", \"reduction_s\": " << p.reduction_s
+    << ", \"replica_skew_s\": " << p.replica_skew_s << ", \"other_s\": " << p.other_s
     << ", \"stage_memory_bytes\": [";
   for (std::size_t i = 0; i < p.stage_memory.size(); ++i) o << (i ? ", " : "") << p.stage_memory[i].total();
   o << "], \"peak_memory_bytes\": " << p.peak_memory_bytes << ", \"fits\": " << (p.fits ? "true" : "false")
@@ -298,6 +309,14 @@ int run(const Args& a) {
     // Every other core busy with the same model in turn with idle ones: the busy rates.
     const auto threads = static_cast<std::size_t>(std::max(Kokkos::DefaultExecutionSpace().concurrency(), 1));
     const std::size_t slots = profile.cores / threads;
+    if (a.noise_seconds > 0) {
+      // Before the load processes exist: the probe's threads are the only work on the host.
+      profile.noise = measure_noise(a.noise_seconds, std::max<std::size_t>(1, slots));
+      const NoiseProfile& n = profile.noise;
+      std::printf("  system noise: %zu thread%s for %.0f s, quantum %.3f ms; E[slowest of 2] / E[one] over 10 ms %.3f, "
+                  "100 ms %.3f\n", n.threads, n.threads == 1 ? "" : "s", n.seconds, n.quantum_s * 1e3,
+                  n.expected_max_ratio(10e-3, 2), n.expected_max_ratio(100e-3, 2));
+    }
     std::optional<Load> load;
     if (slots > 1) {
       std::printf("  alone, and in turn with %zu more process%s running the model (a busy host)\n", slots - 1,

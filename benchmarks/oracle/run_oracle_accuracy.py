@@ -224,13 +224,15 @@ def parse_args():
     return args
 
 
-def calibrate(args):
+def calibrate(args, noise=False):
     """Calibrates args.profile's compute part for every model measured, in the runs' environment
-    (BLAS setting, one thread): {model: seconds}."""
+    (BLAS setting, one thread): {model: seconds}. With `noise`, the first model's calibration probes
+    the host's system noise too (hpf-oracle's default 10 s); the others keep the profile's."""
     env, overrides = h.bench_env(h.BLAS_SETTINGS[args.setting][0], 1)
     seconds = {}
     for model in args.models:
-        cmd = [args.oracle, "calibrate", "--model", model, "--profile", args.profile]
+        probe = noise and model == args.models[0]
+        cmd = [args.oracle, "calibrate", "--model", model, "--profile", args.profile] + ([] if probe else ["--noise-seconds", "0"])
         start = time.monotonic()
         proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         if proc.returncode != 0:
@@ -826,13 +828,32 @@ def summary_lines(args, rows, verdicts, rejected, oracle_times):
     return out
 
 
+def slowest_over_mean(values, n):
+    """E[max of n draws] / mean of equally likely sorted values (NoiseProfile::max_ratio)."""
+    k = len(values)
+    largest = sum(x * (((i + 1) / k) ** n - (i / k) ** n) for i, x in enumerate(values))
+    return max(1.0, largest * k / sum(values))
+
+
+def noise_text(profile):
+    """What the profile's system-noise probe says (hpf-oracle calibrate), or that it has none."""
+    noise = (profile.get("compute") or {}).get("noise")
+    if not noise:
+        return "no system-noise probe (the replicas' skew is not priced)"
+    at = dict(zip(noise["windows_s"], noise["slowdowns"]))
+    ratios = ", ".join(f"{w * 1e3:g} ms {slowest_over_mean(at[w], 2):.3f}" for w in (0.01, 0.1) if w in at)
+    return (f"its system-noise probe {noise['threads']} threads x {noise['seconds']:g} s: the slower of two "
+            f"replicas computes E[max] / E[one] = {ratios} (windows of compute)")
+
+
 def profile_text(path):
     profile = h.read_profile(path)
     if not profile:
         return f"`{h.repo_relative(path, ROOT)}`"
     host = h.profile_host(profile)
     return (f"`{h.repo_relative(path, ROOT)}` (label `{profile.get('label', '?')}`, created "
-            f"{profile.get('created', '?')}" + (f", measured on: {host}" if host else "") + ")")
+            f"{profile.get('created', '?')}" + (f", measured on: {host}" if host else "") + "; "
+            + noise_text(profile) + ")")
 
 
 def measurement_provenance(args):
@@ -1047,7 +1068,7 @@ def main():
             args.hpf = snapshot(args.hpf)
             h.log(f"machine: {h.machine_description()}")
             if args.calibrate:
-                args.calibrated = {model: [seconds] for model, seconds in calibrate(args).items()}
+                args.calibrated = {model: [seconds] for model, seconds in calibrate(args, noise=True).items()}
             configs = configurations(args)
             known = set(configs)
             predictions, cases, oracle_times = ask_oracle(args, configs)

@@ -83,6 +83,17 @@ crowded = runner.miss_cause(judged([120, 125, 121], 100, cores + 1), judged([100
 check("ranks above the cores name time slicing", "time slicing" in crowded, True)
 check("ranks within the cores do not", "time slicing" in wrong, False)
 
+# The report's noise figures: the slower of two draws of {1, 2} is 7/4 against a mean of 3/2
+# (NoiseProfile::max_ratio, tests/oracle/test_noise.cpp), and a profile without a probe says so.
+check("slowest of two over the mean", runner.slowest_over_mean([1, 2], 2), 7 / 6)
+check("slowest of one", runner.slowest_over_mean([1, 2], 1), 1.0)
+noise = {"compute": {"noise": {"threads": 2, "seconds": 10, "windows_s": [0.01, 0.1], "slowdowns": [[1, 2], [1, 1]]}}}
+text = runner.noise_text(noise)
+if "10 ms 1.167, 100 ms 1.000" not in text or "2 threads x 10 s" not in text:
+    failures.append(f"noise text: {text!r}")
+if "not priced" not in runner.noise_text({"compute": {}}):
+    failures.append("a profile without a noise probe is not named as such")
+
 for failure in failures:
     print("FAILED:", failure)
 print(f"{'FAILED' if failures else 'passed'}: oracle accuracy statistics")

@@ -60,6 +60,7 @@ struct Prediction {
   double bubble_s = 0;     ///< idle time the schedule leaves on that stage, transfers taken as free
   double transfer_s = 0;   ///< what stage-to-stage transfers add to the pipeline
   double reduction_s = 0;  ///< gradient reduction among replicas not hidden behind backward
+  double replica_skew_s = 0;  ///< of reduction_s: waiting for the replica the host's noise slowed most
   double other_s = 0;      ///< optimizer, loss allgather, buffer broadcast, fixed step cost
   double imbalance = 1;    ///< the busiest stage's compute over the stages' mean (1: balanced)
   std::vector<MemoryBreakdown> stage_memory;
@@ -445,14 +446,19 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
   // gradient), each reduction starts when it is ready and the previous one is done. The units'
   // times are a rank's alone; the played backward may have taken longer (ranks sharing cores), so
   // a unit ends at its share of the played backward.
+  // The replicas of a stage reduce together, so the step waits for the one the host's noise slowed
+  // most: its compute ends (E[max of R] / E[one] - 1) x its time later (NoiseProfile).
   double step_end = 0, busiest = 0, all_stages = 0, optimizer = 0;
   for (std::size_t s = 0; s < S; ++s) {
-    double end = ends[s];
+    const double skew = R > 1 ? (profile.noise.expected_max_ratio(played.computing[s], R) - 1) * played.computing[s] : 0;
+    out.replica_skew_s = std::max(out.replica_skew_s, skew);
+    double end = ends[s] + skew;
     if (R > 1 && facts[s].cost.parameters > 0) {
       const std::size_t per_bucket = std::max<std::size_t>(1, plan.bucket_bytes / model.scalar_bytes);
       const std::size_t params = facts[s].cost.parameters;
       const double stretch = times[s].backward > 0 ? (backward_end[s] - backward_start[s]) / times[s].backward : 1;
-      double ready_clock = backward_start[s], reduced = 0;
+      const double slowest_start = backward_start[s] + skew;
+      double ready_clock = slowest_start, reduced = 0;
       std::size_t covered = params;  // gradients at offsets >= covered are final
       std::size_t u = times[s].unit_params.size();
       std::size_t bucket_begin = params > per_bucket ? (params - 1) / per_bucket * per_bucket : 0;
@@ -464,7 +470,7 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
         }
         const std::size_t bucket_end = std::min(params, bucket_begin + per_bucket);
         const double bytes = static_cast<double>((bucket_end - bucket_begin) * model.scalar_bytes);
-        reduced = std::max(reduced, std::max(ready_clock, backward_start[s])) +
+        reduced = std::max(reduced, std::max(ready_clock, slowest_start)) +
                   detail::bucket_seconds(profile, bytes, R, S, reduction);
         if (bucket_begin == 0) break;
         bucket_begin -= per_bucket;
