@@ -33,7 +33,7 @@ TEST_CASE("the skew ratio is the nearest window's outside the probe's, log-inter
 
 TEST_CASE("a window's slowdown: the window over the work done in it, each quantum at its own rate") {
   // Quanta of 1 ms, except the third, which took 3 ms (interrupted): 0-1, 1-2, 2-5, 5-6, 6-7, 7-8 ms.
-  hpf::oracle::detail::QuantumTimes t{{0, 1e-3, 2e-3, 5e-3, 6e-3, 7e-3}, {1e-3, 2e-3, 5e-3, 6e-3, 7e-3, 8e-3}};
+  hpf::oracle::detail::QuantumTimes t{0, {1e-3, 2e-3, 5e-3, 6e-3, 7e-3, 8e-3}};
   // Windows of 2 ms: [0, 2) two quanta; [2, 4) two thirds of one; [4, 6) one third and one; [6, 8) two.
   const auto x = hpf::oracle::detail::window_slowdowns({t}, 2e-3, 1e-3);
   REQUIRE(x.size() == 4);
@@ -49,7 +49,7 @@ TEST_CASE("the probe on this host: windows that fit eight times, sorted slowdown
   const NoiseProfile n = hpf::oracle::measure_noise(0.5, 2);
   CHECK(n.threads == 2);
   CHECK(n.quantum_s > 0);
-  CHECK(n.quantum_s < 5e-3);  // about 0.25 ms of work; a loaded host stretches it, not 20-fold
+  CHECK(n.quantum_s < 5e-3);  // sized to 0.25 ms of work; a loaded host stretches it, not 20-fold
   REQUIRE(!n.windows_s.empty());
   CHECK(n.windows_s.back() * 8 <= 0.5);
   REQUIRE(n.slowdowns.size() == n.windows_s.size());

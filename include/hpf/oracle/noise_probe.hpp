@@ -24,9 +24,11 @@ inline float noise_work(std::vector<float>& a, const std::vector<float>& b, std:
   return a[a.size() / 2];
 }
 
-/// Seconds each quantum of one thread began and ended.
+/// When one thread's quanta ran: back to back from `start`, quantum q ending at ends[q].
 struct QuantumTimes {
-  std::vector<double> begin, end;
+  double start = 0;
+  std::vector<double> ends;
+  double begin(std::size_t q) const { return q ? ends[q - 1] : start; }
 };
 
 /// The values of `x` in `slices` equally likely groups, each its group's mean (sorted), so the mean
@@ -49,14 +51,13 @@ inline std::vector<double> equally_likely(std::vector<double> x, std::size_t sli
 inline std::vector<double> window_slowdowns(const std::vector<QuantumTimes>& threads, double window, double quantum) {
   std::vector<double> out;
   for (const QuantumTimes& t : threads) {
-    if (t.begin.empty()) continue;
-    const double start = t.begin.front();
-    const auto windows = static_cast<std::size_t>((t.end.back() - start) / window + 1e-9);  // whole windows
+    if (t.ends.empty()) continue;
+    const auto windows = static_cast<std::size_t>((t.ends.back() - t.start) / window + 1e-9);  // whole windows
     std::vector<double> work(windows, 0.0);
-    for (std::size_t q = 0; q < t.begin.size(); ++q) {
-      const double b = t.begin[q], e = t.end[q], rate = 1.0 / std::max(e - b, 1e-12);
-      for (auto w = static_cast<std::size_t>((b - start) / window); w < windows; ++w) {
-        const double lo = start + static_cast<double>(w) * window, hi = lo + window;
+    for (std::size_t q = 0; q < t.ends.size(); ++q) {
+      const double b = t.begin(q), e = t.ends[q], rate = 1.0 / std::max(e - b, 1e-12);
+      for (auto w = static_cast<std::size_t>((b - t.start) / window); w < windows; ++w) {
+        const double lo = t.start + static_cast<double>(w) * window, hi = lo + window;
         if (lo >= e) break;
         work[w] += (std::min(e, hi) - std::max(b, lo)) * rate;
       }
@@ -69,7 +70,8 @@ inline std::vector<double> window_slowdowns(const std::vector<QuantumTimes>& thr
 }  // namespace detail
 
 /// \brief Measures the host's system noise (NoiseProfile): `threads` threads, one per core the
-/// ranks compute on, each running quanta of fixed work of about 0.25 ms back to back for `seconds`
+/// ranks compute on, each running quanta of fixed work (sized to 0.25 ms from passes timed before;
+/// 0.18-0.20 ms in the probes of 2026-11-29) back to back for `seconds`
 /// (a fixed-work-quantum probe), then the distribution of the slowdown over windows of 1 ms to
 /// 0.5 s (those that fit eight times into the probe). Run it with the host otherwise idle.
 inline NoiseProfile measure_noise(double seconds, std::size_t threads) {
@@ -87,9 +89,7 @@ inline NoiseProfile measure_noise(double seconds, std::size_t threads) {
   const auto passes = std::max<std::size_t>(1, static_cast<std::size_t>(16 * 0.25e-3 / std::max(sixteen[5], 1e-9)));
 
   std::vector<detail::QuantumTimes> times(threads);
-  std::vector<float> sinks(threads);
   const auto origin = Clock::now();
-  const auto stop = origin + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
   const auto since = [origin](Clock::time_point t) { return std::chrono::duration<double>(t - origin).count(); };
   {
     std::vector<std::jthread> workers;
@@ -97,23 +97,19 @@ inline NoiseProfile measure_noise(double seconds, std::size_t threads) {
       workers.emplace_back([&, k] {
         std::vector<float> x(elements, 1.0f), y(elements, 0.5f);
         detail::QuantumTimes& mine = times[k];
-        mine.begin.reserve(static_cast<std::size_t>(seconds / 0.2e-3) + 16);
-        mine.end.reserve(mine.begin.capacity());
-        float sink = 0;
-        for (auto t = Clock::now(); t < stop;) {
-          sink += detail::noise_work(x, y, passes);
-          const auto done = Clock::now();
-          mine.begin.push_back(since(t));
-          mine.end.push_back(since(done));
-          t = done;
+        mine.ends.reserve(static_cast<std::size_t>(seconds / 0.2e-3) + 16);
+        volatile float sink = 0;  // the work's result is kept, so the compiler keeps the work
+        mine.start = since(Clock::now());
+        while (mine.ends.empty() || mine.ends.back() < seconds) {
+          sink = sink + detail::noise_work(x, y, passes);
+          mine.ends.push_back(since(Clock::now()));
         }
-        sinks[k] = sink;
       });
     }
   }
   std::vector<double> durations;
   for (const auto& t : times) {
-    for (std::size_t q = 0; q < t.begin.size(); ++q) durations.push_back(t.end[q] - t.begin[q]);
+    for (std::size_t q = 0; q < t.ends.size(); ++q) durations.push_back(t.ends[q] - t.begin(q));
   }
   if (durations.empty()) throw std::runtime_error("hpf::oracle::measure_noise: no quantum completed");
   std::nth_element(durations.begin(), durations.begin() + static_cast<std::ptrdiff_t>(durations.size() / 2), durations.end());

@@ -450,7 +450,7 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
   // most: its compute ends (E[max of R] / E[one] - 1) x its time later (NoiseProfile).
   double step_end = 0, busiest = 0, all_stages = 0, optimizer = 0;
   for (std::size_t s = 0; s < S; ++s) {
-    const double skew = R > 1 ? (profile.noise.expected_max_ratio(played.computing[s], R) - 1) * played.computing[s] : 0;
+    const double skew = (profile.noise.expected_max_ratio(played.computing[s], R) - 1) * played.computing[s];
     out.replica_skew_s = std::max(out.replica_skew_s, skew);
     double end = ends[s] + skew;
     if (R > 1 && facts[s].cost.parameters > 0) {

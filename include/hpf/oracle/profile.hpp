@@ -218,9 +218,6 @@ inline JsonValue read_document(const std::string& path, const std::string& what,
   }
   return root;
 }
-}  // namespace detail
-
-namespace detail {
 /// A profile's "noise" object (NoiseProfile): increasing windows_s > 0 and per window an increasing
 /// list of finite slowdowns > 0 (not >= 1: a window can run faster than the median quantum).
 inline NoiseProfile noise_of(const JsonValue& v, const std::string& where) {
@@ -235,11 +232,14 @@ inline NoiseProfile noise_of(const JsonValue& v, const std::string& where) {
   }
   for (std::size_t w = 0; w < n.windows_s.size(); ++w) {
     const std::string at = where + ".slowdowns[" + std::to_string(w) + "]";
+    const JsonValue& list = lists->items[w];
     std::vector<double> values;
-    for (const auto& item : lists->items[w].items) values.push_back(number(item, at));
+    if (list.kind == JsonValue::Kind::array) {
+      for (const auto& item : list.items) values.push_back(number(item, at));
+    }
     const bool positive = std::all_of(values.begin(), values.end(), [](double x) { return x > 0 && std::isfinite(x); });
-    if (lists->items[w].kind != JsonValue::Kind::array || values.empty() || !positive || !std::is_sorted(values.begin(), values.end()) ||
-        !(n.windows_s[w] > 0) || (w > 0 && !(n.windows_s[w] > n.windows_s[w - 1]))) {
+    const bool window_increases = n.windows_s[w] > 0 && (w == 0 || n.windows_s[w] > n.windows_s[w - 1]);
+    if (values.empty() || !positive || !std::is_sorted(values.begin(), values.end()) || !window_increases) {
       throw ProfileError("hpf::oracle: " + at + " must be increasing finite values > 0, over increasing windows_s > 0");
     }
     n.slowdowns.push_back(std::move(values));
