@@ -164,6 +164,29 @@ TEST_CASE("replicas on separate hosts reduce at the link's streaming rate, as on
         doctest::Approx(1e-3));
 }
 
+TEST_CASE("over links the exchange waits for the replica the noise slowed most; the buckets' benchmark already did") {
+  const auto view = oracle::view_of<Tiny>("tiny");
+  auto profile = linear_profile();
+  profile.noise.windows_s = {1e-3};
+  profile.noise.slowdowns = {{1, 2}};  // of two replicas the slower takes 7/6 of the mean time
+  profile.comm["p2p_bandwidth"].by_ranks[2] = {{0, 1e30, 1e-3, 0}};  // 1 ms per message of a stream
+  profile.comm["buckets_ordered"].by_ranks[2] = {{0, 1e30, 5e-3, 0}};
+  const auto two = plan(1, 2, 16, 1, Schedule::one_f_one_b);
+  const double compute_skew = 0.144 / 6;  // as in the test above
+  // One host: the benchmark timed the whole reduction of both ranks; only the compute is skewed.
+  const auto here = oracle::predict(view, two, profile);
+  CHECK(here.replica_skew_s == doctest::Approx(compute_skew));
+  CHECK(here.reduction_s == doctest::Approx(compute_skew + 5e-3));
+  // A replica per host: the stream fit is one direction's, so the 1 ms exchange ends 1/6 ms later.
+  profile.hosts = 2;
+  const auto linked = oracle::predict(view, two, profile);
+  CHECK(linked.replica_skew_s == doctest::Approx(compute_skew + 1e-3 / 6));
+  CHECK(linked.reduction_s == doctest::Approx(compute_skew + 1e-3 + 1e-3 / 6));
+  // Without a probe nothing is added.
+  profile.noise = {};
+  CHECK(oracle::predict(view, two, profile).reduction_s == doctest::Approx(1e-3));
+}
+
 TEST_CASE("messages on one link queue: GPipe's activations arrive one after another") {
   const auto view = oracle::view_of<Tiny>("tiny");
   const auto bounds = oracle::balanced_bounds<Tiny>(2);

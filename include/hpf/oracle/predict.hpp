@@ -60,7 +60,7 @@ struct Prediction {
   double bubble_s = 0;     ///< idle time the schedule leaves on that stage, transfers taken as free
   double transfer_s = 0;   ///< what stage-to-stage transfers add to the pipeline
   double reduction_s = 0;  ///< gradient reduction among replicas not hidden behind backward
-  double replica_skew_s = 0;  ///< of reduction_s: waiting for the replica the host's noise slowed most
+  double replica_skew_s = 0;  ///< of reduction_s: waiting for the replica the host's noise slowed most (its compute; over links also its exchange)
   double other_s = 0;      ///< optimizer, loss allgather, buffer broadcast, fixed step cost
   double imbalance = 1;    ///< the busiest stage's compute over the stages' mean (1: balanced)
   std::vector<MemoryBreakdown> stage_memory;
@@ -201,6 +201,15 @@ double exchange_seconds(const MessageSeconds& message_seconds, double bytes, std
   return 2 * (r - 1) * message_seconds(bytes / r);
 }
 
+/// Whether the replicas of one stage of a `stages`-stage pipeline exchange their buckets over links
+/// between hosts of a multi-host profile (not a cluster's), priced from one direction's stream
+/// (`p2p_bandwidth`) rather than from a benchmark of the whole reduction.
+inline bool exchange_over_links(const MachineProfile& profile, std::size_t replicas, std::size_t stages) {
+  const std::size_t hosts = std::max<std::size_t>(1, profile.hosts), ranks = replicas * stages;
+  return !profile.cluster && replicas > 1 && hosts > 1 && !profile.fit("p2p_bandwidth").empty() &&
+         (replicas - 1) * stages >= (ranks + hosts - 1) / hosts;
+}
+
 /// One gradient bucket of `bytes` reduced among the `replicas` of one stage of a `stages`-stage
 /// pipeline.
 inline double bucket_seconds(const MachineProfile& profile, double bytes, std::size_t replicas, std::size_t stages,
@@ -217,9 +226,8 @@ inline double bucket_seconds(const MachineProfile& profile, double bytes, std::s
   // the engine sends their buckets in pieces under the eager limit (StepOptions::
   // exchange_piece_bytes), so no rendezvous acknowledgement queues behind the other direction's
   // data and both directions flow at once (docs/oracle.md).
-  const CommFit& stream = profile.fit("p2p_bandwidth");
-  const std::size_t hosts = std::max<std::size_t>(1, profile.hosts);
-  if (hosts > 1 && !stream.empty() && (replicas - 1) * stages >= (ranks + hosts - 1) / hosts) {
+  if (exchange_over_links(profile, replicas, stages)) {
+    const CommFit& stream = profile.fit("p2p_bandwidth");
     return exchange_seconds([&](double n) { return stream.seconds(n, ranks); }, bytes, replicas, reduction);
   }
   const CommFit& fit = profile.fit(reduction == GradientReduction::ordered ? "buckets_ordered" : "buckets_allreduce");
@@ -458,7 +466,7 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
       const std::size_t params = facts[s].cost.parameters;
       const double stretch = times[s].backward > 0 ? (backward_end[s] - backward_start[s]) / times[s].backward : 1;
       const double slowest_start = backward_start[s] + skew;
-      double ready_clock = slowest_start, reduced = 0;
+      double ready_clock = slowest_start, reduced = 0, linked = 0;  // linked: the buckets' link time
       std::size_t covered = params;  // gradients at offsets >= covered are final
       std::size_t u = times[s].unit_params.size();
       std::size_t bucket_begin = params > per_bucket ? (params - 1) / per_bucket * per_bucket : 0;
@@ -470,10 +478,20 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
         }
         const std::size_t bucket_end = std::min(params, bucket_begin + per_bucket);
         const double bytes = static_cast<double>((bucket_end - bucket_begin) * model.scalar_bytes);
-        reduced = std::max(reduced, std::max(ready_clock, slowest_start)) +
-                  detail::bucket_seconds(profile, bytes, R, S, reduction);
+        const double seconds = detail::bucket_seconds(profile, bytes, R, S, reduction);
+        reduced = std::max(reduced, std::max(ready_clock, slowest_start)) + seconds;
+        linked += seconds;
         if (bucket_begin == 0) break;
         bucket_begin -= per_bucket;
+      }
+      // Over links each replica's data arrives at the pace of its own core (the MPI library and
+      // the kernel move it), and the stream fit is of one direction: the exchange ends when the
+      // replica the noise slowed most during it has sent and received. A benchmark of the whole
+      // reduction (the buckets fits) already waited for its slowest rank.
+      if (detail::exchange_over_links(profile, R, S)) {
+        const double lag = (profile.noise.expected_max_ratio(linked, R) - 1) * linked;
+        reduced += lag;
+        out.replica_skew_s = std::max(out.replica_skew_s, skew + lag);
       }
       end = std::max(end, reduced);
     }
