@@ -335,10 +335,28 @@ def ask_oracle(args, configs):
 
 
 # --- measuring -----------------------------------------------------------------------------------
+def median_noise(probes):
+    """The value-by-value median (the lower middle one) of system-noise probes with the same windows:
+    per window, the median of the probes' i-th equally likely slowdowns (sorted, as each probe's are),
+    and of their quanta. None when they do not match. One disturbed probe is outvoted: on 2026-11-29
+    one probe at 20:45 put the slower of two replicas 44 % above the mean over 10 ms, where the
+    probes before and after it put it at 4-8 %."""
+    if not probes or any(p is None or p.get("windows_s") != probes[0].get("windows_s") or
+                         [len(x) for x in p.get("slowdowns", [])] != [len(x) for x in probes[0].get("slowdowns", [])]
+                         for p in probes):
+        return None
+    merged = dict(probes[0])
+    merged["slowdowns"] = [[statistics.median_low(values) for values in zip(*window)]
+                           for window in zip(*(p["slowdowns"] for p in probes))]
+    merged["quantum_s"] = statistics.median_low(p["quantum_s"] for p in probes)
+    return merged
+
+
 def median_calibration(profiles, target):
     """Writes into `target` (one of `profiles`) the median of the profiles' compute parts, value by
     value (of an even count, the lower middle one: a measured value, not a mean): each unit's
-    seconds at each size, and the optimizer's and loading's per-value seconds.
+    seconds at each size, the optimizer's and loading's per-value seconds, and the system-noise
+    probe (median_noise).
     With the host's speed drifting 5-10 % within minutes (this VM), one calibration before a 20-minute
     run stands for one moment of it; calibrated before each round, the median stands for the run."""
     loaded = []
@@ -349,6 +367,9 @@ def median_calibration(profiles, target):
     computes = [p["compute"] for p in loaded]
     for key in ("optimizer_s_per_parameter", "load_s_per_element"):
         merged["compute"][key] = statistics.median_low(c[key] for c in computes)
+    noise = median_noise([c.get("noise") for c in computes])
+    if noise:
+        merged["compute"]["noise"] = noise
     for key, unit in merged["compute"]["units"].items():
         others = [c["units"].get(key) for c in computes]
         if any(o is None or o["batch"] != unit["batch"] for o in others):
@@ -374,7 +395,7 @@ def calibrate_in_rounds(args, rounds):
     def before_round(r):
         if r == 0 or r >= args.repeats:
             return  # round 1 runs on the calibration made before the oracle was asked what to measure
-        copy = calibrated_copy(args, args.models, work, name=f"round{r + 1}.json")
+        copy = calibrated_copy(args, args.models, work, name=f"round{r + 1}.json", noise=True)
         copies.append(copy.profile)
         for model, seconds in copy.seconds.items():
             args.calibrated.setdefault(model, []).append(seconds)
@@ -387,13 +408,14 @@ def calibrate_in_rounds(args, rounds):
         shutil.rmtree(work, ignore_errors=True)
 
 
-def calibrated_copy(args, models, directory, name="profile.json"):
+def calibrated_copy(args, models, directory, name="profile.json", noise=False):
     """A copy of args.profile in `directory` whose compute part for `models` is calibrated afresh
-    (args.profile stays as it is), as the arguments oracle_call() takes."""
+    (args.profile stays as it is), as the arguments oracle_call() takes; with `noise`, the host's
+    system noise probed afresh too."""
     copy = types.SimpleNamespace(oracle=args.oracle, profile=os.path.join(directory, name), models=models,
                                  setting=args.setting)
     shutil.copyfile(args.profile, copy.profile)
-    copy.seconds = calibrate(copy)
+    copy.seconds = calibrate(copy, noise)
     return copy
 
 
@@ -886,7 +908,8 @@ def report(args, rows, verdicts, rejected, overrides, runs, oracle_times):
     if calibrated:
         rounds = len(next(iter(calibrated.values())))
         out.append(f"Its compute part was calibrated by this run before each of its {rounds} rounds of measurements, "
-                   "and the profile holds the median of those calibrations, value by value (`--calibrate`: "
+                   "and the profile holds the median of those calibrations, value by value, its system-noise probe's "
+                   "too (`--calibrate`: "
                    "`hpf-oracle calibrate --model M`, with the runs' BLAS setting and one thread); one calibration "
                    "took " + ", ".join(f"{m} {'/'.join(f'{t:.1f}' for t in ts)} s" for m, ts in calibrated.items())
                    + f" ({sum(max(ts) for ts in calibrated.values()):.0f} s at most).")

@@ -1,6 +1,7 @@
 """The ranking statistics of benchmarks/oracle/run_oracle_accuracy.py on made-up numbers whose
 answers are worked out by hand: Kendall's tau-b, the measured order of two configurations that
-counts a pair as a tie where their runs disagree, and the cause given for a missed recommendation."""
+counts a pair as a tie where their runs disagree, the cause given for a missed recommendation, and
+the median of the rounds' system-noise probes."""
 import importlib.util
 import os
 import sys
@@ -93,6 +94,19 @@ if "10 ms 1.167, 100 ms 1.000" not in text or "2 threads x 10 s" not in text:
     failures.append(f"noise text: {text!r}")
 if "not priced" not in runner.noise_text({"compute": {}}):
     failures.append("a profile without a noise probe is not named as such")
+
+# Probes taken before each round merge value by value: per window, the median of the i-th values;
+# a probe with other windows (or none) leaves the profile's probe as it is.
+probes = [{"threads": 2, "seconds": 10, "windows_s": [0.01], "slowdowns": [[1, 2]], "quantum_s": 2e-4},
+          {"threads": 2, "seconds": 10, "windows_s": [0.01], "slowdowns": [[1, 30]], "quantum_s": 3e-4},
+          {"threads": 2, "seconds": 10, "windows_s": [0.01], "slowdowns": [[1.5, 2.5]], "quantum_s": 1e-4}]
+merged = runner.median_noise(probes)
+if not merged or merged["slowdowns"] != [[1, 2.5]] or merged["quantum_s"] != 2e-4 or merged["windows_s"] != [0.01]:
+    failures.append(f"median of three probes: {merged!r}")
+if runner.median_noise(probes[:2] + [dict(probes[2], windows_s=[0.02])]) is not None:
+    failures.append("probes over other windows were merged")
+if runner.median_noise(probes[:2] + [None]) is not None:
+    failures.append("a calibration without a probe was merged")
 
 for failure in failures:
     print("FAILED:", failure)
