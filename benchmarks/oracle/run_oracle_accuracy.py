@@ -339,8 +339,8 @@ def median_noise(probes):
     """The value-by-value median (the lower middle one) of system-noise probes with the same windows:
     per window, the median of the probes' i-th equally likely slowdowns (sorted, as each probe's are),
     and of their quanta. None when they do not match. One disturbed probe is outvoted: on 2026-11-29
-    one probe at 20:45 put the slower of two replicas 44 % above the mean over 10 ms, where the
-    probes before and after it put it at 4-8 %."""
+    one probe at 20:46 put the slower of two replicas 44 % above the mean over 10 ms, where the
+    day's other probes put it at 3-8 %."""
     if not probes or any(p is None or p.get("windows_s") != probes[0].get("windows_s") or
                          [len(x) for x in p.get("slowdowns", [])] != [len(x) for x in probes[0].get("slowdowns", [])]
                          for p in probes):

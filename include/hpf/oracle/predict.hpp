@@ -60,7 +60,7 @@ struct Prediction {
   double bubble_s = 0;     ///< idle time the schedule leaves on that stage, transfers taken as free
   double transfer_s = 0;   ///< what stage-to-stage transfers add to the pipeline
   double reduction_s = 0;  ///< gradient reduction among replicas not hidden behind backward
-  double replica_skew_s = 0;  ///< of reduction_s: waiting for the replica the host's noise slowed most (its compute; over links also its exchange)
+  double replica_skew_s = 0;  ///< of reduction_s: the wait for the replica the noise slowed most (compute, exchange)
   double other_s = 0;      ///< optimizer, loss allgather, buffer broadcast, fixed step cost
   double imbalance = 1;    ///< the busiest stage's compute over the stages' mean (1: balanced)
   std::vector<MemoryBreakdown> stage_memory;
