@@ -31,6 +31,19 @@ TEST_CASE("the skew ratio is the nearest window's outside the probe's, log-inter
   CHECK(NoiseProfile{}.expected_max_ratio(10e-3, 64) == 1.0);                       // no probe, no skew
 }
 
+TEST_CASE("the long-run slowdown is all the time over all the work; the median is a window's") {
+  NoiseProfile n;
+  n.windows_s = {1e-3, 100e-3};
+  n.slowdowns = {{1, 1, 4}, {1, 2}};
+  // Two equal windows doing 1 and 1/2 of the work: 2 windows' time for 3/2 windows' work.
+  CHECK(n.long_run_slowdown() == doctest::Approx(4.0 / 3.0));
+  CHECK(n.median_slowdown(0.5e-3) == doctest::Approx(1.0));  // the smallest window's: {1, 1, 4}
+  CHECK(n.median_slowdown(1) == doctest::Approx(1.5));       // an even count: the middle two's mean
+  CHECK(n.median_slowdown(10e-3) == doctest::Approx(1.25));  // halfway in log
+  CHECK(NoiseProfile{}.long_run_slowdown() == 1.0);
+  CHECK(NoiseProfile{}.median_slowdown(10e-3) == 1.0);
+}
+
 TEST_CASE("a window's slowdown: the window over the work done in it, each quantum at its own rate") {
   // Quanta of 1 ms, except the third, which took 3 ms (interrupted): 0-1, 1-2, 2-5, 5-6, 6-7, 7-8 ms.
   hpf::oracle::detail::QuantumTimes t{0, {1e-3, 2e-3, 5e-3, 6e-3, 7e-3, 8e-3}};

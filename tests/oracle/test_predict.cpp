@@ -9,6 +9,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -36,6 +37,18 @@ oracle::Plan plan(std::size_t stages, std::size_t replicas, std::size_t batch, s
   return {.stages = stages, .replicas = replicas, .batch = batch, .micro_batches = micro, .schedule = schedule,
           .bounds = oracle::balanced_bounds<Tiny>(stages)};
 }
+
+/// A probe whose windows run at 1, 1.2 or 1.5 times the quantum's time, equally likely: its median
+/// 1.2 is its long-run slowdown (3 / (1 + 1/1.2 + 1/1.5)), so calibrated times stand as measured.
+/// Of two replicas the slower computes E[max of 2] / mean = ((1 + 3 * 1.2 + 5 * 1.5) / 9) / (3.7 / 3)
+/// = 121/111 of the mean time: 10/111 more.
+oracle::NoiseProfile noise_of_median_rate() {
+  oracle::NoiseProfile noise;
+  noise.windows_s = {1e-3};
+  noise.slowdowns = {{1, 1.2, 1.5}};
+  return noise;
+}
+constexpr double slower_of_two = 10.0 / 111;
 
 }  // namespace
 
@@ -124,21 +137,38 @@ TEST_CASE("replicas that outnumber the cores reduce as the fit with a core per r
 TEST_CASE("replicas wait for the one the host's noise slowed most; one replica waits for none") {
   const auto view = oracle::view_of<Tiny>("tiny");
   auto noisy = linear_profile();
-  // Half the windows run at the quantum's speed, half twice as slow: of two replicas the slower
-  // computes 7/6 of the mean time (tests/oracle/test_noise.cpp works it out).
-  noisy.noise.windows_s = {1e-3};
-  noisy.noise.slowdowns = {{1, 2}};
+  noisy.noise = noise_of_median_rate();
   const auto two = plan(1, 2, 16, 1, Schedule::one_f_one_b);
   const auto quiet = oracle::predict(view, two, linear_profile());
   const auto skewed = oracle::predict(view, two, noisy);
-  // Each replica computes 8 samples: 6 units x 3 ms x 8 = 144 ms, and the slowest 1/6 more.
+  // Each replica computes 8 samples: 6 units x 3 ms x 8 = 144 ms, and the slowest 10/111 more.
   REQUIRE(quiet.compute_s == doctest::Approx(0.144));
-  CHECK(skewed.replica_skew_s == doctest::Approx(0.144 / 6));
-  CHECK(skewed.time_s - quiet.time_s == doctest::Approx(0.144 / 6));
-  CHECK(skewed.reduction_s - quiet.reduction_s == doctest::Approx(0.144 / 6));
+  REQUIRE(skewed.compute_s == doctest::Approx(0.144));
+  CHECK(skewed.replica_skew_s == doctest::Approx(0.144 * slower_of_two));
+  CHECK(skewed.time_s - quiet.time_s == doctest::Approx(0.144 * slower_of_two));
+  CHECK(skewed.reduction_s - quiet.reduction_s == doctest::Approx(0.144 * slower_of_two));
   const auto alone = plan(1, 1, 8, 1, Schedule::one_f_one_b);
   CHECK(oracle::predict(view, alone, noisy).time_s == doctest::Approx(oracle::predict(view, alone, linear_profile()).time_s));
   CHECK(oracle::predict(view, alone, noisy).replica_skew_s == 0);
+}
+
+TEST_CASE("calibrated medians are paid on average: the long-run slowdown over the median of the pass's window") {
+  const auto view = oracle::view_of<Tiny>("tiny");
+  auto noisy = linear_profile();
+  // Windows of 1 ms mostly run at the quantum's speed (median 1) with rare stalls; over 100 ms
+  // every window runs 1.1 times slower, the long-run slowdown.
+  noisy.noise.windows_s = {1e-3, 100e-3};
+  noisy.noise.slowdowns = {{1, 1, 1, 1.6}, {1.1, 1.1}};
+  // Micro-batches of 4 samples: a unit's forward takes 4 ms, its backward 8 ms, whose medians lie
+  // log(4) / log(100) and log(8) / log(100) of the way from 1 to 1.1.
+  const double forward = 4e-3 * 1.1 / (1 + 0.1 * std::log(4.0) / std::log(100.0));
+  const double backward = 8e-3 * 1.1 / (1 + 0.1 * std::log(8.0) / std::log(100.0));
+  const auto p = oracle::predict(view, plan(1, 1, 8, 2, Schedule::one_f_one_b), noisy);
+  CHECK(p.compute_s == doctest::Approx(6 * 2 * (forward + backward)));
+  CHECK(p.time_s == doctest::Approx(6 * 2 * (forward + backward)));
+  // Passes of at least the largest window: their median is the long run's, nothing is added.
+  const auto whole = plan(1, 1, 128, 1, Schedule::one_f_one_b);  // 128 ms and 256 ms per unit
+  CHECK(oracle::predict(view, whole, noisy).time_s == doctest::Approx(oracle::predict(view, whole, linear_profile()).time_s));
 }
 
 TEST_CASE("replicas on separate hosts reduce at the link's streaming rate, as on a cluster") {
@@ -167,21 +197,20 @@ TEST_CASE("replicas on separate hosts reduce at the link's streaming rate, as on
 TEST_CASE("over links the exchange waits for the replica the noise slowed most; the buckets' benchmark already did") {
   const auto view = oracle::view_of<Tiny>("tiny");
   auto profile = linear_profile();
-  profile.noise.windows_s = {1e-3};
-  profile.noise.slowdowns = {{1, 2}};  // of two replicas the slower takes 7/6 of the mean time
+  profile.noise = noise_of_median_rate();
   profile.comm["p2p_bandwidth"].by_ranks[2] = {{0, 1e30, 1e-3, 0}};  // 1 ms per message of a stream
   profile.comm["buckets_ordered"].by_ranks[2] = {{0, 1e30, 5e-3, 0}};
   const auto two = plan(1, 2, 16, 1, Schedule::one_f_one_b);
-  const double compute_skew = 0.144 / 6;  // as in the test above
+  const double compute_skew = 0.144 * slower_of_two;  // as in the test above
   // One host: the benchmark timed the whole reduction of both ranks; only the compute is skewed.
   const auto here = oracle::predict(view, two, profile);
   CHECK(here.replica_skew_s == doctest::Approx(compute_skew));
   CHECK(here.reduction_s == doctest::Approx(compute_skew + 5e-3));
-  // A replica per host: the stream fit is one direction's, so the 1 ms exchange ends 1/6 ms later.
+  // A replica per host: the stream fit is one direction's, so the 1 ms exchange ends later too.
   profile.hosts = 2;
   const auto linked = oracle::predict(view, two, profile);
-  CHECK(linked.replica_skew_s == doctest::Approx(compute_skew + 1e-3 / 6));
-  CHECK(linked.reduction_s == doctest::Approx(compute_skew + 1e-3 + 1e-3 / 6));
+  CHECK(linked.replica_skew_s == doctest::Approx(compute_skew + 1e-3 * slower_of_two));
+  CHECK(linked.reduction_s == doctest::Approx(compute_skew + 1e-3 + 1e-3 * slower_of_two));
   // Without a probe nothing is added.
   profile.noise = {};
   CHECK(oracle::predict(view, two, profile).reduction_s == doctest::Approx(1e-3));
