@@ -90,8 +90,9 @@ inline std::vector<const UnitTiming*> layer_timings(const ModelView& model, cons
 /// Calibrated compute as a step pays it on average. Calibration keeps the median of its timed passes,
 /// which leaves the host's rare long stalls out; over many steps they are paid: a pass of t seconds
 /// takes t x (the long-run slowdown / the median slowdown of windows of t) of the noise probe. On
-/// the AMD EPYC of 2026-11-29: 1.037 / 1.005-1.012, where training's layers ran 3.7 % slower than
-/// calibrated right before and after. A cluster profile has no probe: as calibrated.
+/// the AMD EPYC of 2026-11-29 (the local profile of 17:35): 1.039 / 1.005-1.016, where training's
+/// layers ran 3.7 % slower than calibrated right before and after. A cluster profile has no probe:
+/// as calibrated.
 class OnAverage {
  public:
   explicit OnAverage(const NoiseProfile& noise) : noise_(&noise), long_run_(noise.long_run_slowdown()) {}
