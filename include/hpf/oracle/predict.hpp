@@ -96,9 +96,8 @@ inline std::vector<const UnitTiming*> layer_timings(const ModelView& model, cons
 class OnAverage {
  public:
   explicit OnAverage(const NoiseProfile& noise) : noise_(&noise), long_run_(noise.long_run_slowdown()) {}
-  double operator()(double calibrated_s) const {
-    return noise_->empty() || !(calibrated_s > 0) ? calibrated_s
-                                                  : calibrated_s * long_run_ / noise_->median_slowdown(calibrated_s);
+  double operator()(double calibrated_s) const {  // both slowdowns are 1 without a probe
+    return calibrated_s * long_run_ / noise_->median_slowdown(calibrated_s);
   }
 
  private:
