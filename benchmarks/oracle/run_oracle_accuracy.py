@@ -47,14 +47,18 @@ measured too); Kendall tau-b over the predicted and measured times of the measur
 of a case, and again with the measured order of two configurations counted as a tie where the
 ranges of their per-run medians overlap (the runs disagree on it). Every missed recommendation
 gets its cause from the measurements (`miss_cause`): a measured tie (the two configurations' runs
-overlap), or a misprediction, blamed on the one that ran further from its prediction. Nothing here
-asserts a target: the runner reports.
+overlap), or a misprediction, blamed on the one that ran further from its prediction. The noise
+floor (`exact_oracle`): the same figures for an oracle that knew every configuration's time exactly,
+against the measurements drawn again from their own runs (docs/oracle.md). Nothing here asserts a
+target: the runner reports.
 """
 import argparse
 import csv
+import itertools
 import json
 import math
 import os
+import random
 import re
 import shlex
 import shutil
@@ -567,12 +571,17 @@ def compare(c, pred, m):
     return row
 
 
-def run_medians(m):
-    """The medians of each run's blocks (the blocks are in run order, BLOCKS per run)."""
+def run_blocks(m):
+    """Each run's blocks (the blocks are in run order, BLOCKS per run)."""
     per_run = len(m["blocks"]) // m["runs"] if m["runs"] else 0
     if per_run < 1:
         return []
-    return [statistics.median(m["blocks"][i:i + per_run]) for i in range(0, per_run * m["runs"], per_run)]
+    return [m["blocks"][i:i + per_run] for i in range(0, per_run * m["runs"], per_run)]
+
+
+def run_medians(m):
+    """The medians of each run's blocks."""
+    return [statistics.median(blocks) for blocks in run_blocks(m)]
 
 
 def run_spread(m):
@@ -667,6 +676,92 @@ def judge_cases(cases, rows):
             verdict["ordered_pairs"] = sum(o != 0 for o in orders.values())
         out.append(verdict)
     return out
+
+
+# --- the noise floor ---------------------------------------------------------------------------------
+# What an exact oracle would score against measurements as noisy as these. In a bootstrap world the
+# truth of a configuration is its measured median and a measurement is that median over its runs drawn
+# again with replacement (a run's blocks stay together: they share the host's moment). An oracle that
+# predicts every truth exactly still misses each new measurement by the measurement's own error, so a
+# figure it cannot reach is beyond any oracle on this host with this many runs. Only each
+# configuration's run-to-run noise is drawn, not the host's drift between calibration and measurement
+# (a common shift the exact oracle would not see either): the floor is an optimistic one.
+FLOOR_DRAWS = 2000  # joint draws per case for the ranking figures (fixed seed: the report repeats)
+
+
+def redrawn_medians(m):
+    """Every way to draw a configuration's k runs again (k draws with replacement), as
+    (probability, median of the drawn runs' blocks); one run or none: just its median."""
+    runs = run_blocks(m)
+    k = len(runs)
+    if k < 2:
+        return [(1.0, statistics.median(m["blocks"]))]
+    out = []
+    for draw in itertools.combinations_with_replacement(range(k), k):
+        ways = math.factorial(k)
+        for i in set(draw):
+            ways //= math.factorial(draw.count(i))
+        out.append((ways / k ** k, statistics.median([x for i in draw for x in runs[i]])))
+    return out
+
+
+def exact_oracle(rows, verdicts, draws=FLOOR_DRAWS, seed=1):
+    """The figures of summary_lines for an oracle that knows every measured configuration's time
+    (the bootstrap world above): per-configuration accuracy and chance of falling below 90 %
+    enumerated exactly; per case the recommendation (the truly fastest) and Kendall tau-b against
+    `draws` joint redraws of the case's measurements."""
+    measured = [r for r in rows if r["meas"]]
+    accuracy, below = {}, {}
+    for r in measured:
+        truth = statistics.median(r["meas"]["blocks"])
+        outcomes = redrawn_medians(r["meas"])
+        accuracy[r["config"]] = sum(p * (1 - abs(truth - x) / x) for p, x in outcomes)
+        below[r["config"]] = sum(p for p, x in outcomes if 1 - abs(truth - x) / x < 0.9)
+    none_below = math.prod(1 - p for p in below.values())
+    rng = random.Random(seed)
+    hits, taus = 0.0, []
+    for v in verdicts:
+        members = [r for r in measured if r["config"].model == v["model"] and r["config"].ranks == v["ranks"]]
+        if len(members) < 2:
+            continue
+        truth = [statistics.median(r["meas"]["blocks"]) for r in members]
+        fastest = min(range(len(members)), key=lambda i: truth[i])
+        outcomes = [redrawn_medians(r["meas"]) for r in members]
+        case_hits, case_taus = 0, []
+        for _ in range(draws):
+            again = [rng.choices([x for _, x in o], weights=[p for p, _ in o])[0] for o in outcomes]
+            case_hits += again[fastest] <= (1 + WITHIN) * min(again)
+            tau, _ = kendall_tau_b(truth, again)
+            if tau is not None:
+                case_taus.append(tau)
+        hits += case_hits / draws
+        if case_taus:
+            taus.append((v, statistics.mean(case_taus)))
+    by_kind = {}
+    for r in measured:
+        by_kind.setdefault(kind(r["config"]), []).append(accuracy[r["config"]])
+    return {"configurations": len(measured), "mean": statistics.mean(accuracy.values()) if accuracy else None,
+            "by_kind": {k: statistics.mean(v) for k, v in by_kind.items()},
+            "below": sum(below.values()), "none_below": none_below, "hits": hits,
+            "cases": sum(1 for v in verdicts if len([r for r in measured if r["config"].model == v["model"]
+                                                     and r["config"].ranks == v["ranks"]]) >= 2),
+            "tau": statistics.mean(t for _, t in taus) if taus else None, "case_taus": taus}
+
+
+def floor_line(floor):
+    """The noise floor as one bullet of the summary."""
+    kinds = ", ".join(f"{k} {pct(floor['by_kind'][k])}" for k in ("data", "pipeline", "hybrid")
+                      if k in floor["by_kind"])
+    tau = "-" if floor["tau"] is None else f"{floor['tau']:.2f} (per case " + ", ".join(
+        f"{v['model']} P={v['ranks']} {t:.2f}" for v, t in floor["case_taus"]) + ")"
+    none = "< 0.1 %" if floor["none_below"] < 0.001 else pct(floor["none_below"])
+    return (f"- **noise floor** (`exact_oracle`): an oracle that knew every configuration's time exactly would score, "
+            f"against measurements as noisy as these (each configuration's runs drawn again with replacement), "
+            f"mean accuracy {pct(floor['mean'])} ({kinds}); {floor['below']:.1f} configurations below 90 % expected, "
+            f"none below in {none} of draws; recommendation {floor['hits']:.1f} of {floor['cases']} cases; Kendall "
+            f"tau-b mean {tau}. Only the runs' own noise is drawn, not the host's drift between calibration and "
+            "measurement, so no oracle can be expected to do better against measurements of this host with this "
+            "many runs.")
 
 
 # --- report ------------------------------------------------------------------------------------------
@@ -817,6 +912,7 @@ def summary_lines(args, rows, verdicts, rejected, oracle_times):
                    f"{ms(fast['pred']['time_s'], 2) if fast['pred'] else '-'} ms, measured "
                    f"{ms(fast['measured_s'], 2)} ms; oracle's reason: {v['case'].get('reason') or '-'}. "
                    f"Cause: {miss_cause(rec, fast)}")
+    out.append(floor_line(exact_oracle(rows, verdicts)))
     failed = [r for r in rows if not r["pred"]]
     if failed:
         out.append("- no prediction: " + "; ".join(f"{name(r['config'])} ({r['pred_error']})" for r in failed) + ".")

@@ -1,7 +1,8 @@
 """The ranking statistics of benchmarks/oracle/run_oracle_accuracy.py on made-up numbers whose
 answers are worked out by hand: Kendall's tau-b, the measured order of two configurations that
-counts a pair as a tie where their runs disagree, the cause given for a missed recommendation, and
-the median of the rounds' system-noise probes."""
+counts a pair as a tie where their runs disagree, the cause given for a missed recommendation, the
+median of the rounds' system-noise probes, and the noise floor (an exact oracle against the
+measurements drawn again)."""
 import importlib.util
 import os
 import sys
@@ -107,6 +108,47 @@ if runner.median_noise(probes[:2] + [dict(probes[2], windows_s=[0.02])]) is not 
     failures.append("probes over other windows were merged")
 if runner.median_noise(probes[:2] + [None]) is not None:
     failures.append("a calibration without a probe was merged")
+
+# The noise floor. Two runs of 10 and 14 ms redrawn twice with replacement: both the first (1/4),
+# one of each (1/2, the median of 10, 10, 10, 14, 14, 14 is 12), both the second (1/4).
+def measured(model, ranks, stages, run_ms):
+    blocks = [ms for m in run_ms for ms in (m, m, m)]
+    return {"config": runner.Config(model, ranks, stages, 1, "-" if stages == 1 else "1f1b"),
+            "meas": {"runs": len(run_ms), "blocks": blocks}}
+
+
+noisy = measured("cnn", 2, 1, [10, 14])
+redrawn = sorted(runner.redrawn_medians(noisy["meas"]), key=lambda o: o[1])
+check("redrawn medians: outcomes", len(redrawn), 3)
+for (p, x), (p0, x0) in zip(redrawn, [(0.25, 10), (0.5, 12), (0.25, 14)]):
+    check(f"redrawn median {x0}", x, x0)
+    check(f"its probability {p0}", p, p0)
+check("one run is not redrawn", runner.redrawn_medians(measured("cnn", 2, 1, [11])["meas"]) == [(1.0, 11)], True)
+# The exact oracle predicts 12 ms: 1 - 2/10 = 0.8 with a quarter, 1 with a half, 1 - 2/14 with a quarter;
+# below 90 % in half the draws. Beside it a noiseless 11 ms run: the truly fastest. It is within 5 % of
+# the fastest redrawn unless the noisy one draws 10 ms (11 > 10.5): a hit in 3/4 of the draws; the
+# truth orders the pair 12 > 11, a draw of 10 reverses it (tau-b -1), one of 12 or 14 keeps it (+1).
+steady = measured("cnn", 2, 2, [11])
+floor = runner.exact_oracle([noisy, steady], [{"model": "cnn", "ranks": 2}])
+check("floor: configurations", floor["configurations"], 2)
+check("floor: mean accuracy", floor["mean"], (0.25 * 0.8 + 0.5 + 0.25 * (1 - 2 / 14) + 1) / 2)
+check("floor: data parallel", floor["by_kind"]["data"], 0.25 * 0.8 + 0.5 + 0.25 * (1 - 2 / 14))
+check("floor: pipeline", floor["by_kind"]["pipeline"], 1.0)
+check("floor: expected below 90 %", floor["below"], 0.5)
+check("floor: none below", floor["none_below"], 0.5)
+check("floor: cases", floor["cases"], 1)
+check("floor: recommendation (2000 draws)", floor["hits"], 0.75, 0.03)
+check("floor: tau-b (2000 draws)", floor["tau"], 0.5, 0.06)
+# Without noise the exact oracle is exact: every figure at its best.
+calm = runner.exact_oracle([measured("mlp", 1, 1, [5, 5, 5]), measured("mlp", 1, 1, [7, 7])],
+                           [{"model": "mlp", "ranks": 1}])
+check("noiseless floor: accuracy", calm["mean"], 1.0)
+check("noiseless floor: below", calm["below"], 0.0)
+check("noiseless floor: none below", calm["none_below"], 1.0)
+check("noiseless floor: recommendation", calm["hits"], 1.0)
+check("noiseless floor: tau-b", calm["tau"], 1.0)
+if "noise floor" not in runner.floor_line(floor) or "0.5 configurations below 90 %" not in runner.floor_line(floor):
+    failures.append(f"floor line: {runner.floor_line(floor)!r}")
 
 for failure in failures:
     print("FAILED:", failure)
