@@ -11,9 +11,9 @@
 #                                "layer_in_model<n, ..." or Clang's "operator|<nUL, ..."
 #   // expect-lines: <n>         this file's FIRST_LINES for GCC (doubled for Clang, see below)
 # "Diagnostics" is the build output without the build tool's own lines (progress, FAILED:, the
-# echoed command line, make/ninja messages). Clang prints every note as three lines (note, source,
-# caret) where GCC prints one, so Clang's window is twice GCC's. The test fails, printing what it
-# found, if the build succeeds or an expectation is not met.
+# echoed command line, make/ninja messages, a CMake re-run). Clang prints every note as three lines
+# (note, source, caret) where GCC prints one, so Clang's window is twice GCC's. The test fails,
+# printing what it found, if the build succeeds or an expectation is not met.
 cmake_minimum_required(VERSION 3.20)
 
 foreach(var BUILD_DIR TARGET SOURCE)
@@ -79,12 +79,24 @@ string(REPLACE "]" "${close_bracket}" output "${output}")
 string(REPLACE "\n" ";" lines "${output}")
 get_filename_component(source_name "${SOURCE}" NAME)
 set(diagnostics "")
+# A configure input edited since the last build (CMakeLists.txt, README.md, a globbed header)
+# makes the build tool run CMake again first; all it prints, up to its closing line, is not the
+# compiler's (its feature summary's lines start with " * ").
+set(in_cmake_run FALSE)
 foreach(line IN LISTS lines)
+  if(line MATCHES "Re-running CMake")
+    set(in_cmake_run TRUE)
+  endif()
+  if(in_cmake_run)
+    if(line MATCHES "^-- Build files have been written to")
+      set(in_cmake_run FALSE)
+    endif()
+    continue()
+  endif()
   if(line MATCHES "^${open_bracket} *[0-9]+(%|/[0-9]+)${close_bracket}"  # ninja / make progress
      OR line MATCHES "^FAILED: "                          # ninja
      OR line MATCHES "^(ninja|g?make)(${open_bracket}[0-9]+${close_bracket})?: "  # ninja / make messages
-     OR line MATCHES "^-- "                               # cmake re-running itself
-     OR line MATCHES "^Re-running CMake"
+     OR line MATCHES "^-- "                               # cmake's own lines outside a re-run
      OR (line MATCHES " -c " AND line MATCHES " -o ")       # the echoed compile command
      OR line STREQUAL "")
     continue()
