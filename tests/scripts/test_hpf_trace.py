@@ -1,4 +1,4 @@
-"""scripts/hpf-trace on a made-up trace whose breakdown, critical path and straggler are known,
+"""scripts/hpf-trace on a made-up trace whose breakdown, critical path, straggler and hand-offs are known,
 and, given a trace file, a smoke run of every command on it (the merged trace of the MPI timeline
 test). Usage: test_hpf_trace.py [REAL_TRACE.json]"""
 import importlib.machinery
@@ -69,6 +69,11 @@ def main():
         check(abs(sum(seg["us"] for seg in cp["segments"]) - 101) < 1e-9, f"critical path length: {cp}")
         st = s["straggler"]
         check(st["rank"] == 1 and st["after_first_us"] == 25 and st["after_median_us"] == 12.5, f"straggler: {st}")
+        # Hand-offs: rank 1 had no pass before its forward (12) when rank 0 posted the activation (10);
+        # rank 0's forward had ended (10) when rank 1 posted the gradient (55) its backward began on (60).
+        ho = s["hand_offs"]
+        check(ho["activation"] == {"count": 1, "median_us": 2, "p90_us": 2}, f"activation hand-offs: {ho}")
+        check(ho["gradient"] == {"count": 1, "median_us": 5, "p90_us": 5}, f"gradient hand-offs: {ho}")
         svg = os.path.join(tmp, "made_up.svg")
         subprocess.run([sys.executable, tool, "svg", path, svg], check=True)
         text = open(svg).read()
@@ -86,6 +91,8 @@ def main():
                 check(r["untraced"] <= room * r["step"], f"rank {pid}: more than {room:.0%} of the step untraced: {r}")
             check(real["critical_path"]["segments"], "a critical path")
             check(real["straggler"] is not None, "a straggler")
+            for what, ho in real["hand_offs"].items():
+                check(ho["count"] > 0 and 0 <= ho["median_us"] <= ho["p90_us"], f"{what} hand-offs: {ho}")
             subprocess.run([sys.executable, tool, "summary", sys.argv[1]], check=True, stdout=subprocess.DEVNULL)
             subprocess.run([sys.executable, tool, "svg", sys.argv[1], svg], check=True)
     print("hpf-trace: all checks passed")
