@@ -545,6 +545,11 @@ def read_csv(path):
 
 
 # --- comparing -------------------------------------------------------------------------------------
+def accuracy_of(predicted, measured):
+    """1 - |predicted - measured| / measured: the table's accuracy of a step time."""
+    return 1 - abs(predicted - measured) / measured
+
+
 def compare(c, pred, m):
     """One row of facts: the prediction against the measurement (either may be missing)."""
     row = {"config": c, "pred": pred if isinstance(pred, dict) else None,
@@ -558,7 +563,7 @@ def compare(c, pred, m):
         measured = [m["first_leaves"][s] for s in range(min(c.stages, len(m["first_leaves"])))]
         row["cut_mismatch"] = list(p["bounds"][:-1]) != measured and f"oracle {p['bounds'][:-1]}, measured {measured}"
     if p and m and isinstance(p.get("time_s"), (int, float)):
-        row["accuracy"] = 1 - abs(p["time_s"] - row["measured_s"]) / row["measured_s"]
+        row["accuracy"] = accuracy_of(p["time_s"], row["measured_s"])
     if p and m and isinstance(p.get("stage_memory_bytes"), list) and len(p["stage_memory_bytes"]) == c.stages:
         worst, worst_rank = None, None
         for r, mib in enumerate(m["views_mib"]):
@@ -711,39 +716,38 @@ def exact_oracle(rows, verdicts, draws=FLOOR_DRAWS, seed=1):
     enumerated exactly; per case the recommendation (the truly fastest) and Kendall tau-b against
     `draws` joint redraws of the case's measurements."""
     measured = [r for r in rows if r["meas"]]
-    accuracy, below = {}, {}
-    for r in measured:
-        truth = statistics.median(r["meas"]["blocks"])
-        outcomes = redrawn_medians(r["meas"])
-        accuracy[r["config"]] = sum(p * (1 - abs(truth - x) / x) for p, x in outcomes)
-        below[r["config"]] = sum(p for p, x in outcomes if 1 - abs(truth - x) / x < 0.9)
-    none_below = math.prod(1 - p for p in below.values())
+    truth = [statistics.median(r["meas"]["blocks"]) for r in measured]
+    outcomes = [redrawn_medians(r["meas"]) for r in measured]
+    accuracy = [sum(p * accuracy_of(t, x) for p, x in o) for t, o in zip(truth, outcomes)]
+    below = [sum(p for p, x in o if accuracy_of(t, x) < 0.9) for t, o in zip(truth, outcomes)]
+    none_below = math.prod(1 - p for p in below)
     rng = random.Random(seed)
     hits, taus, cases = 0.0, [], 0
     for v in verdicts:
-        members = [r for r in measured if r["config"].model == v["model"] and r["config"].ranks == v["ranks"]]
+        members = [i for i, r in enumerate(measured)
+                   if r["config"].model == v["model"] and r["config"].ranks == v["ranks"]]
         if len(members) < 2:
             continue
         cases += 1
-        truth = [statistics.median(r["meas"]["blocks"]) for r in members]
-        fastest = min(range(len(members)), key=lambda i: truth[i])
-        outcomes = [redrawn_medians(r["meas"]) for r in members]
+        case_truth = [truth[i] for i in members]
+        fastest = min(range(len(members)), key=lambda j: case_truth[j])
+        case_outcomes = [outcomes[i] for i in members]
         case_hits, case_taus = 0, []
         for _ in range(draws):
-            again = [rng.choices([x for _, x in o], weights=[p for p, _ in o])[0] for o in outcomes]
+            again = [rng.choices([x for _, x in o], weights=[p for p, _ in o])[0] for o in case_outcomes]
             case_hits += again[fastest] <= (1 + WITHIN) * min(again)
-            tau, _ = kendall_tau_b(truth, again)
+            tau, _ = kendall_tau_b(case_truth, again)
             if tau is not None:
                 case_taus.append(tau)
         hits += case_hits / draws
         if case_taus:
             taus.append((v, statistics.mean(case_taus)))
     by_kind = {}
-    for r in measured:
-        by_kind.setdefault(kind(r["config"]), []).append(accuracy[r["config"]])
-    return {"configurations": len(measured), "mean": statistics.mean(accuracy.values()) if accuracy else None,
+    for r, a in zip(measured, accuracy):
+        by_kind.setdefault(kind(r["config"]), []).append(a)
+    return {"configurations": len(measured), "mean": statistics.mean(accuracy) if accuracy else None,
             "by_kind": {k: statistics.mean(v) for k, v in by_kind.items()},
-            "below": sum(below.values()), "none_below": none_below, "hits": hits, "cases": cases,
+            "below": sum(below), "none_below": none_below, "hits": hits, "cases": cases,
             "tau": statistics.mean(t for _, t in taus) if taus else None, "case_taus": taus}
 
 

@@ -137,6 +137,8 @@ check("floor: pipeline", floor["by_kind"]["pipeline"], 1.0)
 check("floor: expected below 90 %", floor["below"], 0.5)
 check("floor: none below", floor["none_below"], 0.5)
 check("floor: cases", floor["cases"], 1)
+# Estimated from 2000 seeded draws: three standard errors, sqrt(3/4 * 1/4 / 2000) = 0.0097 for the
+# hits and twice that for tau-b (+1 or -1 per draw).
 check("floor: recommendation (2000 draws)", floor["hits"], 0.75, 0.03)
 check("floor: tau-b (2000 draws)", floor["tau"], 0.5, 0.06)
 # Without noise the exact oracle is exact: every figure at its best.
