@@ -91,6 +91,14 @@ def main():
                 check(r["untraced"] <= room * r["step"], f"rank {pid}: more than {room:.0%} of the step untraced: {r}")
             check(real["critical_path"]["segments"], "a critical path")
             check(real["straggler"] is not None, "a straggler")
+            # Every traced step of a pipeline starts with a hand-off: the last stage of each replica
+            # has nothing to do until the first micro-batch's activation arrives.
+            replicas = {p["replica"] for p in real["processes"].values()}
+            stages = {p["stage"] for p in real["processes"].values()}
+            if len(stages) > 1:
+                activation = real["hand_offs"].get("activation")
+                check(activation is not None and activation["count"] >= len(replicas),
+                      f"a hand-off of the first activation on each of {len(replicas)} replicas: {real['hand_offs']}")
             for what, ho in real["hand_offs"].items():
                 check(ho["count"] > 0 and 0 <= ho["median_us"] <= ho["p90_us"], f"{what} hand-offs: {ho}")
             subprocess.run([sys.executable, tool, "summary", sys.argv[1]], check=True, stdout=subprocess.DEVNULL)
