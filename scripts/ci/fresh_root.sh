@@ -7,7 +7,8 @@
 #   user   in another, as an unprivileged user who has sudo
 # KIND:train runs only the README's first (train) command there: the install through sudo and the
 # main job, without the test suite a second time (CI runs it so, to keep within its time).
-# The train command must exit 0 and print the final test accuracy; the test command must pass.
+# The train command must exit 0 and print a final test accuracy of at least HPF_TRAIN_ACCURACY_FLOOR
+# (default 84 %); the test command must pass with no test skipped for want of a package.
 # The checkout is at the same path in both roots, and their compilers share one ccache, so the
 # second root's build is a cache hit instead of a second 6-minute compile. That cache is kept
 # between runs of this script on this machine (HPF_FRESH_CCACHE), apart from the host's own builds,
@@ -19,14 +20,18 @@
 #   scripts/ci/fresh_root.sh [root[:train]] [user[:train]]   (default: root user; needs root and network to Debian)
 #
 # Environment: HPF_FRESH_MIRROR (Debian mirror, default http://deb.debian.org/debian),
-# HPF_FRESH_DIR (where the roots go, default /var/tmp), HPF_FRESH_TIMEOUT (seconds per command,
-# default 2400), HPF_FRESH_CCACHE (the roots' compile cache, default fresh-root-ccache in
+# HPF_FRESH_DIR (where the roots go, default /var/tmp), HPF_TRAIN_ACCURACY_FLOOR (%, default 84),
+# HPF_FRESH_TIMEOUT (seconds per command, default 2400), HPF_FRESH_CCACHE (the roots' compile cache, default fresh-root-ccache in
 # HPF_DEPS_CACHE, ~/.cache/hpf, where scripts/kokkos/build.sh keeps its builds;
 # `none`: an empty one for this run only, every file compiled).
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 mirror=${HPF_FRESH_MIRROR:-http://deb.debian.org/debian}
 limit=${HPF_FRESH_TIMEOUT:-2400}
+# The train command's final test accuracy must reach this (%): the CNN's one-epoch accuracy over
+# five seeds was 84.56-88.15 % (benchmarks/RESULTS.md, "Fashion-MNIST ... over seeds"); a broken
+# step, optimizer or data path lands far below, at chance (10 %) or in the 70s.
+accuracy_floor=${HPF_TRAIN_ACCURACY_FLOOR:-84}
 runs=("$@")
 [ ${#runs[@]} -gt 0 ] || runs=(root user)
 for run in "${runs[@]}"; do
@@ -165,11 +170,15 @@ run_commands() {
       *train*)
         accuracy=$(grep -o 'final test accuracy: [0-9.]*%' "$output" | tail -n 1)
         [ -n "$accuracy" ] || { step "FAILED as $kind: '$command' printed no final test accuracy"; exit 1; }
+        awk -v a="${accuracy//[!0-9.]/}" -v floor="$accuracy_floor" 'BEGIN { exit !(a + 0 >= floor + 0) }' ||
+          { step "FAILED as $kind: '$command' reached $accuracy, below the floor of $accuracy_floor%"; exit 1; }
         summary+=("as $kind: '$command' passed in $(( $(date +%s) - t0 )) s, $accuracy") ;;
       *)
-        # The test command counts the tests CTest skipped and fails on any (scripts/lib/ctest.sh).
+        # The test command counts the tests CTest skipped (scripts/lib/ctest.sh): none may lack
+        # what it needs; those this configuration cannot run (Kokkos OpenMP) are named there.
         skips=$(grep -E '^== skipped tests: ' "$output" | tail -n 1)
-        [ "$skips" = "== skipped tests: 0" ] || { step "FAILED as $kind: '$command' printed '${skips:-no skipped-tests count}'"; exit 1; }
+        [[ "$skips" =~ ^"== skipped tests: "[0-9]+" ("[0-9]+" not in this configuration, 0 missing what they need)"$ ]] ||
+          { step "FAILED as $kind: '$command' printed '${skips:-no skipped-tests count}'"; exit 1; }
         summary+=("as $kind: '$command' passed in $(( $(date +%s) - t0 )) s, $(grep -E 'tests passed' "$output" | tail -n 1), ${skips#== }") ;;
     esac
     step "${summary[-1]}"
