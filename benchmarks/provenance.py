@@ -146,16 +146,27 @@ def expected(record):
             "priced_machine": again.get("machine", "unknown") if again else None}
 
 
-def with_lines(body, data_paths):
-    """`body` with its provenance lines rendered from the records of `data_paths`: old ones replaced
-    in place; new ones after the heading (or first)."""
-    new = [line(p) for p in data_paths]
+def with_lines(body, data_paths, records=None):
+    """`body` with its provenance lines rendered from the records of `data_paths` (or `records`, one
+    each, when they are not written): old ones replaced in place; new ones after the heading (or first)."""
+    new = [line(p, r) for p, r in zip(data_paths, records or [None] * len(data_paths))]
     lines = [x for x in body.split("\n") if not LINE.match(x)]
     at = next((i for i, x in enumerate(body.split("\n")) if LINE.match(x)), None)
     if at is None:
         at = 2 if lines and lines[0].startswith("#") else 0
         new = new + [""]
     return "\n".join(lines[:at] + new + lines[at:])
+
+
+def publish(args, section, text, failed, record):
+    """bench_harness.publish for a script that keeps no data file: the block's own record (`record`,
+    start()'s, measured_at now) written unless --no-write, and its provenance line rendered from it."""
+    data = block_record(section)
+    record.setdefault("measured_at", now())  # in the caller's record too, for a second block from the same run
+    record["data"] = h.repo_relative(data, ROOT)
+    if not args.no_write:
+        write(data, record)
+    return h.publish(args, section, with_lines(text, [data], [record]), failed)
 
 
 # --- blocks --------------------------------------------------------------------------------------
