@@ -12,7 +12,8 @@ spec = importlib.util.spec_from_file_location("provenance", os.path.join(root, "
 P = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(P)
 
-FIELDS = ("at", "commit", "machine", "priced_at", "priced_commit", "priced_machine")
+FIELDS = {"at": "measured at", "commit": "commit", "machine": "machine", "priced_at": "priced again at",
+          "priced_commit": "priced again at commit", "priced_machine": "priced again on"}
 
 
 def problems(path, name, body):
@@ -32,8 +33,8 @@ def problems(path, name, body):
                          "measured ...')")
             continue
         wanted = P.expected(record)
-        found += [f"{where}: {field.replace('_', ' ')} stated {says[field]!r}, {record_path} holds {wanted[field]!r}"
-                  for field in FIELDS if says[field] != wanted[field]]
+        found += [f"{where}: {what} stated {says[field]!r}, {record_path} holds {wanted[field]!r}"
+                  for field, what in FIELDS.items() if says[field] != wanted[field]]
     return found
 
 
