@@ -26,6 +26,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import bench_harness as h  # noqa: E402
+import provenance  # noqa: E402
 
 SECTION = "accuracy-seeds"
 MODELS = {
@@ -107,8 +108,8 @@ def measure(args):
 def report(args, data):
     seeds = args.seeds
     out = ["## Fashion-MNIST: test accuracy after one epoch, over seeds", ""]
-    out.append(f"Measured {h.today()} by `benchmarks/accuracy_over_seeds.py` with `build/examples/hpf_fashion_mnist` "
-               f"(repository at {args.revision} when the run began), on: {h.machine_description()}.")
+    out.append("Measured by `benchmarks/accuracy_over_seeds.py` with `build/examples/hpf_fashion_mnist` "
+               "(when, at which commit and where: its provenance line).")
     out.append("")
     out.append("One process and one thread each (hpf: Kokkos Serial, oneDNN convolutions where enabled; PyTorch "
                "1.13, `torch.set_num_threads(1)`), OPENBLAS_CORETYPE unset (hpf picks the widest "
@@ -160,14 +161,14 @@ def main():
     if not os.path.exists(args.hpf):
         h.log(f"{args.hpf} not found: cmake --build build --target hpf_fashion_mnist")
         return 2
-    args.revision = h.git_revision(ROOT)
+    args.provenance = provenance.start("benchmarks/accuracy_over_seeds.py")
     h.log(f"machine: {h.machine_description()}")
     start = time.monotonic()
     data = measure(args)
     text = report(args, data)
     h.log(f"measured in {time.monotonic() - start:.0f} s")
     failed = [f"{m}/{f}/seed {s}" for m in data for f in data[m] for s in args.seeds if s not in data[m][f]]
-    return h.publish(args, SECTION, text, failed)
+    return provenance.publish(args, SECTION, text, failed, args.provenance)
 
 
 if __name__ == "__main__":

@@ -40,6 +40,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import bench_harness as h  # noqa: E402
+import provenance  # noqa: E402
 from compare_single_process import snapshot  # noqa: E402
 
 SECTION = "parallel"
@@ -569,9 +570,9 @@ def baseline_report(args, data):
 
 def report(args, data, overrides):
     out = ["## Parallel training on 2 ranks: hpf vs PyTorch (data parallelism, pipelines, per-stage memory)", ""]
-    out.append(f"Measured {h.today()} by `benchmarks/compare_parallel.py` with "
-               f"`{h.repo_relative(args.hpf_shown, ROOT)}` built {args.built} (repository at {args.revision} when "
-               f"the run began), on: {h.machine_description()}. Wall time of the run: {args.minutes:.0f} min.")
+    out.append(f"Measured by `benchmarks/compare_parallel.py` with "
+               f"`{h.repo_relative(args.hpf_shown, ROOT)}` built {args.built} (when, at which commit and where: "
+               f"its provenance line). Wall time of the run: {args.minutes:.0f} min.")
     out.append("")
     out.append(f"Every process runs one thread, {h.BLAS_SETTINGS[args.setting][1]} for both sides, hpf ranks "
                "under mpiexec (Kokkos Serial, Open MPI over shared memory), PyTorch processes from "
@@ -620,7 +621,7 @@ def report(args, data, overrides):
 
 def main():
     args = parse_args()
-    args.revision = h.git_revision(ROOT)
+    args.provenance = provenance.start("benchmarks/compare_parallel.py")
     args.built = time.strftime("%Y-%m-%d %H:%M", time.localtime(os.path.getmtime(args.hpf)))
     args.hpf_shown, args.hpf = args.hpf, snapshot(args.hpf)
     if args.baseline:
@@ -640,7 +641,7 @@ def main():
     args.load_end = h.load_average()
     text = report(args, data, overrides)
     failed = [f"{g}/{job}" for g, jobs in data.items() for job, runs in jobs.items() if not any(r.ok for r in runs)]
-    return h.publish(args, SECTION, text, failed)
+    return provenance.publish(args, SECTION, text, failed, args.provenance)
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import bench_harness as h  # noqa: E402
+import provenance  # noqa: E402
 
 MODELS = {  # name: (description, in-process steps per block, warm-up steps, blocks)
     "mlp": ("MLP 784-512-512-10, batch 128, Fashion-MNIST", 100, 20, 5),
@@ -147,9 +148,9 @@ def sgemm_rate(runs, n):
 def report(args, data):
     """The markdown section (also printed)."""
     out = ["## Single process, one thread: hpf vs PyTorch (training throughput and peak memory)", ""]
-    out.append(f"Measured {h.today()} by `benchmarks/compare_single_process.py` with "
-               f"`{h.repo_relative(args.hpf_shown, ROOT)}` built {args.built} (repository at {args.revision} when "
-               f"the run began), on: {h.machine_description()}.")
+    out.append(f"Measured by `benchmarks/compare_single_process.py` with "
+               f"`{h.repo_relative(args.hpf_shown, ROOT)}` built {args.built} (when, at which commit and where: "
+               "its provenance line).")
     out.append("")
     out.append("Both sides run in separate processes, one model per process, alternately: at least "
                f"{args.rounds} runs each per model and setting, more (up to {args.max_rounds}) until each side had "
@@ -362,7 +363,8 @@ def snapshot(path):
 
 def main():
     args = parse_args()
-    args.revision = h.git_revision(ROOT)  # at the start: what the executable was (most likely) built from
+    # At the start: the commit the executable was (most likely) built from.
+    args.provenance = provenance.start("benchmarks/compare_single_process.py")
     args.built = time.strftime("%Y-%m-%d %H:%M", time.localtime(os.path.getmtime(args.hpf)))
     args.hpf_shown, args.hpf = args.hpf, snapshot(args.hpf)
     if args.baseline:
@@ -379,7 +381,7 @@ def main():
     text = report(args, data)
     failed = [f"{s}/{m}/{side}" for s in args.settings for m in args.models
               for side in ("hpf", "pytorch") if not any(r.ok for r in data[s][m][side])]
-    return h.publish(args, SECTION, text, failed)
+    return provenance.publish(args, SECTION, text, failed, args.provenance)
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import bench_harness as h  # noqa: E402
+import provenance  # noqa: E402
 
 # name: (description, global batch, steps per block, warm-up steps, blocks)
 MODELS = {
@@ -133,8 +134,8 @@ def rate(runs):
 
 def report(args, data):
     out = ["## Two cores: hpf (1 rank x 2 threads, 2 ranks x 1 thread) vs PyTorch (2 threads)", ""]
-    out.append(f"Measured {h.today()} by `benchmarks/compare_two_cores.py` (repository at {args.revision} when the run "
-               f"began), {h.BLAS_SETTINGS[args.setting][1]}, on: {h.machine_description()}.")
+    out.append(f"Measured by `benchmarks/compare_two_cores.py` (when, at which commit and where: its provenance line), "
+               f"{h.BLAS_SETTINGS[args.setting][1]}.")
     out.append("")
     out.append(f"Every configuration ran alternately with the others, at least {args.rounds} times per model (up to "
                f"{args.max_rounds} until it had {args.min_quiet} runs with other processes under "
@@ -222,8 +223,8 @@ def readme_summary(args, data):
     ranks = rank_values(two, "rank_peak_rss_mib") if two else []
     memory = (f" On {largest}, one process holds {h.fmt(one and one.get('peak_rss_mib'), 0)} MiB against "
               f"{sum(ranks):.0f} MiB for two ranks." if one and ranks else "")
-    return (f"On this 2-core machine (`benchmarks/RESULTS.md`, \"Two cores\", measured {h.today()} by "
-            f"`benchmarks/compare_two_cores.py`, which writes this paragraph), 1 rank x 2 threads trains "
+    return ("On this 2-core machine (`benchmarks/RESULTS.md`, \"Two cores\", measured by "
+            "`benchmarks/compare_two_cores.py`, which writes this paragraph), 1 rank x 2 threads trains "
             "this fast in its fastest setting against 2 ranks x 1 thread (and against one thread): "
             + ", ".join(parts) + "." + memory)
 
@@ -259,7 +260,7 @@ def rank_values(result, key):
 
 def main():
     args = parse_args()
-    args.revision = h.git_revision(ROOT)
+    args.provenance = provenance.start("benchmarks/compare_two_cores.py")
     h.log(f"machine: {h.machine_description()}")
     h.log(f"load now: {100 * h.busy_fraction(1.0):.0f}% of all CPUs busy")
     start = time.monotonic()
@@ -271,8 +272,9 @@ def main():
     # something else: the run fails rather than publish it.
     failed += [f"{m}/hpf 1x2 shards (shard_threads={r.results[0].get('shard_threads')}, not 2)" for m in data
                for r in data[m].get("hpf 1x2 shards", []) if r.ok and r.results[0].get("shard_threads") != 2]
-    status = h.publish(args, SECTION, text, failed)
-    summary = readme_summary(args, data)
+    status = provenance.publish(args, SECTION, text, failed, args.provenance)
+    # The README's paragraph states the same run's provenance.
+    summary = provenance.with_lines(readme_summary(args, data), [provenance.block_record(SECTION)], [args.provenance])
     print(summary)
     if not args.no_write:
         h.replace_section(os.path.join(ROOT, "README.md"), "two-cores", summary)

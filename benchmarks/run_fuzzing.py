@@ -17,6 +17,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_harness as h  # noqa: E402
+import provenance  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SECTION = "fuzzing"
@@ -36,6 +37,7 @@ def main(argv):
     parser.add_argument("--targets", nargs="+", default=list(TARGETS), choices=list(TARGETS))
     h.add_results_options(parser, os.path.join(ROOT, "benchmarks", "RESULTS.md"))
     args = parser.parse_args(argv)
+    record = provenance.start("benchmarks/run_fuzzing.py")  # as the run begins: the commit its build most likely came from
 
     seeds = {t: sorted(os.listdir(os.path.join(ROOT, "tests", "fuzz", "corpus", t))) for t in args.targets}
     load_before = h.load_average()
@@ -74,8 +76,8 @@ def main(argv):
     text = "\n".join([
         "## Fuzzing",
         "",
-        f"Written by `benchmarks/run_fuzzing.py {options}` on {h.today()} (hpf {h.git_revision(ROOT)}), "
-        f"{h.machine_description()}; load average {load_before} before, {load_after} after. "
+        f"Written by `benchmarks/run_fuzzing.py {options}` (when, at which commit and where: its provenance "
+        f"line); load average {load_before} before, {load_after} after. "
         f"`scripts/fuzz.sh {args.seconds}` builds `tests/fuzz` with clang 14 and "
         "`-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all` and runs each target on a fresh copy "
         "of its committed corpus with `-max_len=4096 -malloc_limit_mb=64 -rss_limit_mb=1024 -timeout=10` "
@@ -90,7 +92,7 @@ def main(argv):
         "Regression inputs of fixed findings in the committed corpus (run by `hpf.fuzz.<target>.corpus`): " +
         (", ".join(regressions) if regressions else "none") + ".",
     ])
-    return h.publish(args, SECTION, text, failed)
+    return provenance.publish(args, SECTION, text, failed, record)
 
 
 if __name__ == "__main__":

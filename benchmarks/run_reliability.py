@@ -17,6 +17,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_harness as h  # noqa: E402
+import provenance  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -26,6 +27,7 @@ def main(argv):
     parser.add_argument("--build", default=os.path.join(ROOT, "build"), help="configured and built build directory")
     h.add_results_options(parser, os.path.join(ROOT, "benchmarks", "RESULTS.md"))
     args = parser.parse_args(argv)
+    record = provenance.start("benchmarks/run_reliability.py")  # as the run begins: the commit its build most likely came from
     run = subprocess.run(["ctest", "--test-dir", args.build, "-L", "reliability", "-V"], capture_output=True, text=True)
     output = run.stdout + run.stderr
     results = re.findall(r"Test +#\d+: (\S+) \.+\**\s*(Passed|Failed|\*\*\*Failed|Timeout|\*\*\*Timeout|Not Run)?\S*\s+([\d.]+) sec",
@@ -44,8 +46,8 @@ def main(argv):
     text = "\n".join([
         "## Reliability: bad input, mismatched ranks, faults, damaged checkpoints",
         "",
-        f"Bad input, mismatched ranks, faults and damaged checkpoints (`ctest -L reliability`, "
-        f"{h.today()}, {h.git_revision(ROOT)}): **{len(rows)} tests, {cases} checked cases, "
+        "Bad input, mismatched ranks, faults and damaged checkpoints (`ctest -L reliability`; when, at which commit "
+        "and where: the provenance line): **{len(rows)} tests, {cases} checked cases, "
         f"{len(rows) - len(failed)} tests passed**. Each expects the message it names on every rank, the exit "
         "code, and an end within its CTest timeout (60-120 s; most finish in 1-3 s).",
         "",
@@ -53,7 +55,7 @@ def main(argv):
         "",
         "Written by `benchmarks/run_reliability.py`.",
     ])
-    return h.publish(args, "reliability", text, failed)
+    return provenance.publish(args, "reliability", text, failed, record)
 
 
 def output_of(output, name):

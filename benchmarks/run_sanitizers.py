@@ -23,6 +23,7 @@ import xml.etree.ElementTree as ET
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_harness as h  # noqa: E402
+import provenance  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SECTION = "sanitizers"
@@ -90,8 +91,7 @@ def main(argv):
         "## Unit, MPI and reference tests under AddressSanitizer + UndefinedBehaviorSanitizer"
         if args.configuration == "openmp-mpich" else "## Unit and MPI tests under AddressSanitizer + UndefinedBehaviorSanitizer",
         "",
-        f"Written by `benchmarks/run_sanitizers.py` on {h.today()} (hpf {h.git_revision(ROOT)}) from the run of "
-        f"{written}, {h.machine_description()}" +
+        "Written by `benchmarks/run_sanitizers.py` from the run its provenance line dates" +
         (f"; load average {load_before} before, {load_after} after. " if load_before else ". ") +
         f"`scripts/test_sanitizers.sh` configures CMakePresets.json's `asan-ubsan` preset (g++ 12, `{preset_flags()}`, "
         f"{summary['backend']}), "
@@ -111,7 +111,8 @@ def main(argv):
         h.markdown_table(["test", "s"], [[n, f"{t:.1f}"] for n, t, _ in slowest]),
     ] + (["", "Failed: " + ", ".join(failed_names) + "."] if failed_names else []))
     failed = failed_names + (["sanitizer findings"] if summary["findings"] != "0" else [])
-    code = h.publish(args, SECTION, text, failed)
+    record = dict(provenance.start("benchmarks/run_sanitizers.py"), measured_at=written.replace(" ", "T"))
+    code = provenance.publish(args, SECTION, text, failed, record)
     return status or code
 
 

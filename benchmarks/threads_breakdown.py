@@ -31,6 +31,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import bench_harness as h  # noqa: E402
+import provenance  # noqa: E402
 
 SECTION = "threads-breakdown"
 # name: (global batch, profiled steps)
@@ -155,8 +156,8 @@ def model_table(profiles_one, profiles_two):
 
 def report(args, data):
     out = ["## Threads against processes: where 1 rank x 2 threads loses, region by region", "",
-           f"Measured {h.today()} by `benchmarks/threads_breakdown.py` (repository at {args.revision} when the run "
-           f"began), {h.BLAS_SETTINGS[args.setting][1]}, on: {h.machine_description()}.", ""]
+           f"Measured by `benchmarks/threads_breakdown.py` (when, at which commit and where: its provenance line), "
+           f"{h.BLAS_SETTINGS[args.setting][1]}.", ""]
     out.append("1 rank x 2 threads (Kokkos OpenMP, the global batch) against two single-thread processes started "
                "together, one per core (Kokkos Serial, half the batch each: 2 ranks x 1 thread without the gradient "
                "reduction). Milliseconds per step from Kokkos' tool callbacks (`--profile`): every region name "
@@ -204,12 +205,12 @@ def main():
     for binary in (args.hpf_openmp, args.hpf_serial):
         if not os.access(binary, os.X_OK):
             sys.exit(f"threads_breakdown.py: {binary} is not built (see this script's help)")
-    args.revision = h.git_revision(ROOT)
+    args.provenance = provenance.start("benchmarks/threads_breakdown.py")
     h.log(f"machine: {h.machine_description()}")
     start = time.monotonic()
     data = measure(args)
     h.log(f"measured in {time.monotonic() - start:.0f} s")
-    return h.publish(args, SECTION, report(args, data), [])
+    return provenance.publish(args, SECTION, report(args, data), [], args.provenance)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_harness as h  # noqa: E402
+import provenance  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SECTION = "trace-overhead"
@@ -53,6 +54,7 @@ def main(argv):
     parser.add_argument("--rounds", type=int, default=3)
     h.add_results_options(parser, os.path.join(ROOT, "benchmarks", "RESULTS.md"))
     args = parser.parse_args(argv)
+    record = provenance.start("benchmarks/trace_overhead.py")  # as the run begins: the commit its build most likely came from
     traced = os.path.join(args.build, "benchmarks", "hpf_bench_parallel_throughput")
     untraced = traced + "_untraced"
     resnet1001 = os.path.join(args.build, "examples", "hpf_resnet1001_pipeline")
@@ -106,8 +108,7 @@ def main(argv):
     text = "\n".join([
         "## Tracing overhead and trace size",
         "",
-        f"Written by `benchmarks/trace_overhead.py` on {h.today()} (hpf {h.git_revision(ROOT)}), "
-        f"{h.machine_description()}. One thread per rank, OpenBLAS Haswell kernels; best block of each "
+        "Written by `benchmarks/trace_overhead.py` (when, at which commit and where: its provenance line). One thread per rank, OpenBLAS Haswell kernels; best block of each "
         f"side over {args.rounds} alternating rounds. *Compiled out*: `hpf_bench_parallel_throughput_untraced` "
         "(`HPF_ENABLE_TRACE=0`); *compiled in, off*: the normal build; *on*: the normal build with "
         "`HPF_TRACE` recording every timed step. Quiet: rounds in which other processes kept less than 15% "
@@ -120,7 +121,7 @@ def main(argv):
         "",
         h.markdown_table(["model", "detail", "ranks", "steps", "KiB", "KiB per rank per step"], sizes),
     ])
-    return h.publish(args, SECTION, text, failed)
+    return provenance.publish(args, SECTION, text, failed, record)
 
 
 if __name__ == "__main__":

@@ -92,6 +92,7 @@ sys.path.insert(0, BENCHMARKS)
 sys.path.insert(0, HERE)
 import alpha_beta  # noqa: E402
 import bench_harness as h  # noqa: E402
+import provenance  # noqa: E402
 import check_profile  # noqa: E402
 import in_training  # noqa: E402
 import svg_plot  # noqa: E402
@@ -556,13 +557,16 @@ def report(args, rows, fits, environments, commands, plot_paths, info, training_
     out = [f"## {TITLE}", ""]
     where = ", ".join(f"{r} ranks on {p['hosts']} host{'s' if p['hosts'] > 1 else ''}"
                       for r, p in placement(args, environments).items())
-    measured = (f"Fitted {info['date']} from `{h.repo_relative(args.from_csv, ROOT)}` (measured earlier)"
-                if args.from_csv else f"Measured {info['date']}")
+    measured = (f"Fitted again from `{h.repo_relative(args.from_csv, ROOT)}` (measured earlier; when, where and at which "
+                "commits: its provenance line)" if args.from_csv else "Measured (when, at which commit and where: its "
+                "provenance line)")
     out.append(f"{measured} by `benchmarks/comm/run_comm_benchmark.py` (label `{args.label}`) with "
-               f"`{h.repo_relative(args.hpf, ROOT)}` (repository at {info['revision']}), on: {info['machine']}. "
+               f"`{h.repo_relative(args.hpf, ROOT)}`. "
                f"MPI: {env.get('mpi', 'unknown')}; Kokkos {env.get('kokkos', 'unknown')}; {where or 'ranks unknown'}"
                f"{info['wall']}. {info['load']}".rstrip())
     out.append("")
+    out.insert(2, provenance.line(args.from_csv or args.csv, info["provenance"]))
+    out.insert(3, "")
     reps = [r["iterations"] for r in rows if "iterations" in r] or [0]
     out.append("OSU-style (`hpf_bench_comm`, benchmarks/comm/comm_benchmark.cpp): float views sent through "
                "`hpf::comm::isend/irecv/allreduce` as training sends them; per size warm-up and then "
@@ -642,18 +646,22 @@ def report(args, rows, fits, environments, commands, plot_paths, info, training_
 
 def main():
     args = parse_args()
-    info = {"date": h.today(), "revision": h.git_revision(ROOT), "machine": h.machine_description(), "wall": "",
-            "load": ""}
+    # As the run begins: the commit the benchmark was most likely built from.
+    info = {"provenance": provenance.start("benchmarks/comm/run_comm_benchmark.py"), "wall": "", "load": ""}
     failed = []
     if args.from_csv:
         rows, environments = read_csv(args.from_csv)
         commands = ["# fitted from " + h.repo_relative(args.from_csv, ROOT)]
+        # Fitted again by this code from the CSV's measurements: their record, and this run as its pricing.
+        info["provenance"] = dict(provenance.read(args.from_csv),
+                                  priced=dict(info["provenance"], measured_at=provenance.now()))
     else:
         start = time.monotonic()
         rows, environments, commands, failed, loads = measure(args)
         info["wall"] = f"; wall time of the run {(time.monotonic() - start) / 60:.1f} min"
         info["load"] = "Other processes kept " + "; ".join(loads) + " of the machine busy."
         write_csv(args.csv, rows, environments)
+        info["provenance"] = provenance.write(args.csv, info["provenance"])
         h.log(f"wrote {args.csv}")
     if failed:
         for f in failed:
@@ -677,6 +685,8 @@ def main():
     with open(args.profile, "w") as f:
         json.dump(prof, f, indent=1)
         f.write("\n")
+    provenance.write(args.profile, dict(info["provenance"], compute="kept from its earlier calibration") if kept
+                     else info["provenance"])
     h.log(f"wrote {args.profile}")
     plot_paths = plots(args, rows, fits)
     h.log("wrote " + ", ".join(plot_paths))
@@ -689,6 +699,8 @@ def main():
     text = report(args, rows, fits, environments, commands, plot_paths, info, training_rows, prof.get("link"))
     print(text)
     if not args.no_results:
+        if args.from_csv:
+            provenance.write(args.from_csv, info["provenance"])
         h.replace_section(args.results, SECTION, text)
         h.log(f"wrote the '{SECTION}' section of {args.results}")
     return 0

@@ -24,6 +24,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.dirname(HERE))
 import bench_harness as h  # noqa: E402
+import provenance  # noqa: E402
 
 BUDGET_LAYERS = 2000  # the goal: 2000 flat layers within the budget below
 BUDGET_SECONDS = 60
@@ -76,7 +77,7 @@ def main(argv):
     if not os.path.exists(os.path.join(args.build_dir, "include", "hpf", "config.hpp")):
         sys.exit(f"flat_compile_time.py: {args.build_dir}/include/hpf/config.hpp not found; configure first or pass -b")
 
-    started, revision = h.today(), h.git_revision(ROOT)
+    record = provenance.start("benchmarks/compile_time/flat_compile_time.py")
     version = subprocess.run([args.cxx, "--version"], stdout=subprocess.PIPE, text=True).stdout.splitlines()[0]
     rows, results, failed = [], {}, []
     with tempfile.TemporaryDirectory() as work:
@@ -128,8 +129,8 @@ def main(argv):
     text = "\n".join([
         "## Compile time of long flat models (g++ -O2)",
         "",
-        f"Measured {started} by `benchmarks/compile_time/flat_compile_time.py` (repository at {revision}) with "
-        f"{version}, on: {h.machine_description()}.",
+        f"Measured by `benchmarks/compile_time/flat_compile_time.py` with {version} (when, at which commit and "
+        "where: its provenance line).",
         "",
         "One TU per row, compiled alone with `" + " ".join([args.cxx] + flags("build")[:3]) + " -c` "
         "(plus the include paths): `flat_model.cpp` is a `Sequential` of N layers `Dense<8>, ReLU, ...` written out "
@@ -143,7 +144,7 @@ def main(argv):
         "",
         *verdict,
     ])
-    return h.publish(args, "compile-flat", text, failed)
+    return provenance.publish(args, "compile-flat", text, failed, record)
 
 
 if __name__ == "__main__":

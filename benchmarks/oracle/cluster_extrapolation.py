@@ -17,6 +17,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import bench_harness as bh  # noqa: E402
+import provenance  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CLUSTER = "benchmarks/oracle/clusters/infiniband_hdr.json"
@@ -60,7 +61,8 @@ def main():
         f"PreActResNet-1001 (10.3 M parameters, CIFAR-10 images), global batch {BATCH}, on the cluster of "
         f"`{CLUSTER}`: {cluster['description']} Compute rates: this machine's calibration "
         f"(`{PROFILE}`, PreActResNet-164's blocks) times the stated speed. The {SHOWN} fastest of every "
-        f"feasible strategy (written by `benchmarks/oracle/cluster_extrapolation.py` at {bh.git_revision(ROOT)}):",
+        "feasible strategy (written by `benchmarks/oracle/cluster_extrapolation.py`; when the profile was measured "
+        "and when this priced it: the provenance line):",
         ""]
     for nodes in NODES:
         cmd, result = rank(args.oracle, nodes)
@@ -70,9 +72,14 @@ def main():
                   f"{BATCH / best['time_s']:,.0f} images/s). "
                   f"`{' '.join(os.path.relpath(c, ROOT) if c == args.oracle else c for c in cmd[:-1])}`", "",
                   table(result), ""]
-    text = "\n".join(parts)
+    # Measured: the profile's record (it is recalibrated by the oracle runs); priced: this run.
+    record = dict(provenance.read(os.path.join(ROOT, PROFILE)),
+                  priced=dict(provenance.start("benchmarks/oracle/cluster_extrapolation.py"), measured_at=provenance.now()))
+    data = provenance.block_record("oracle-cluster")
+    text = provenance.with_lines("\n".join(parts), [data], [record])
     print(text)
     if not args.no_write:
+        provenance.write(data, record)
         bh.replace_section(os.path.join(ROOT, "README.md"), "oracle-cluster", text)
 
 

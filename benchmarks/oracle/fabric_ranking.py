@@ -13,7 +13,6 @@ the `oracle-fabrics` section of benchmarks/RESULTS.md; measures nothing.
 import argparse
 import csv
 import os
-import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -21,6 +20,7 @@ BENCHMARKS = os.path.dirname(HERE)
 ROOT = os.path.dirname(BENCHMARKS)
 sys.path.insert(0, BENCHMARKS)
 import bench_harness as h  # noqa: E402
+import provenance  # noqa: E402
 
 sys.path.insert(0, HERE)
 from run_oracle_accuracy import make_config, strategy_text  # noqa: E402
@@ -37,23 +37,17 @@ def parse_args():
     return p.parse_args()
 
 
+def csv_path(label):
+    return os.path.join(HERE, "results", f"oracle_{label}.csv")
+
+
 def read(label):
-    path = os.path.join(HERE, "results", f"oracle_{label}.csv")
+    path = csv_path(label)
     if not os.path.exists(path):
         sys.exit(f"fabric_ranking.py: {h.repo_relative(path, ROOT)} does not exist: run "
                  f"run_oracle_accuracy.py --label {label} first")
     with open(path) as f:
         return [r for r in csv.DictReader(f) if r["ranks"] == RANKS and r["status"] == "ok"]
-
-
-def measured_on(results, label):
-    """The machine the label's section of RESULTS.md says its CSV was measured on ('' if none)."""
-    name = "oracle" if label == "local" else f"oracle-{label}"
-    with open(results) as f:
-        text = f.read()
-    begin = text.find(f"<!-- {name}:begin -->")
-    found = re.search(r", on: (.+?)\.(?=\s)", text[begin:]) if begin >= 0 else None
-    return found.group(1) if found else ""
 
 
 def describe(r):
@@ -105,12 +99,13 @@ def main():
                          f"{float(data['measured_ms']):.1f} | {describe(pipe)} | {float(pipe['predicted_ms']):.1f} / "
                          f"{float(pipe['measured_ms']):.1f} | {predicted} | {measured} | "
                          f"{'yes' if predicted == measured else '**no**'} |")
-    hosts = {label: measured_on(args.results, label) for label in labels}
+    # Where each CSV was measured: its provenance record (not what a section of RESULTS.md says).
+    hosts = {label: provenance.read(csv_path(label)).get("machine", "") for label in labels}
     lines += ["", f"- the winning kind agrees in **{agree} of {total}** (model, fabric) pairs."]
-    lines += [f"- {label} measured on: {hosts[label] or 'unknown (no section in RESULTS.md)'}" for label in labels]
     if len(set(hosts.values())) > 1:
         lines.append("- the labels were measured on different machines: times compare within a fabric, not "
                      "across fabrics.")
+    lines += [""] + [provenance.line(csv_path(label)) for label in labels]
     lines += ["",
               "Regenerate: `/usr/bin/python3 benchmarks/oracle/fabric_ranking.py --labels " + ",".join(labels) + "`."]
     return h.publish(args, SECTION, "\n".join(lines) + "\n", [])

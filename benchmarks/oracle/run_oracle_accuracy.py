@@ -76,10 +76,10 @@ BENCHMARKS = os.path.dirname(HERE)
 ROOT = os.path.dirname(BENCHMARKS)
 sys.path.insert(0, BENCHMARKS)
 import bench_harness as h  # noqa: E402
+import provenance  # noqa: E402
 from compare_single_process import snapshot  # noqa: E402
 
 SECTION = "oracle"
-MEASURED_AS = "The measurements: "  # with --from-csv: how the CSV's runs were measured
 # Global batch (the same for every strategy of a model), steps per timed block and warm-up steps:
 # one run (3 blocks) takes about 1-3 s on this machine, start-up included.
 MODELS = {"mlp": (128, 40, 10), "cnn": (128, 12, 3), "resnet20": (64, 4, 1), "resnet56": (64, 2, 1)}
@@ -977,29 +977,18 @@ def profile_text(path):
             + noise_text(profile) + ")")
 
 
-def measurement_provenance(args):
-    """With --from-csv: when and how the CSV's runs were measured, as the section this run replaces
-    said (its "Measured ..." and "Machine load" paragraphs, or what an earlier --from-csv carried
-    over), so that predicting again keeps the measurements' date, revision and load in view."""
-    previous = [paragraph.strip() for paragraph in h.read_section(args.results, args.section).split("\n\n")]
-    measured = ([p for p in previous if p.startswith(MEASURED_AS)]
-                or [MEASURED_AS + p for p in previous if p.startswith("Measured ")])
-    load = [p for p in previous if p.startswith("**Machine load**")]
-    return [line for p in measured[:1] + load[:1] for line in ("", p)]
-
-
 def report(args, rows, verdicts, rejected, overrides, runs, oracle_times):
     title = "Performance oracle: predicted against measured step time and memory, recommendation"
     out = [f"## {title}" + ("" if args.label == "local" else f" ({args.label})"), ""]
+    # When, where and at which commit: from the CSV's record, never from the section this replaces.
+    out += [provenance.line(args.data, args.provenance), ""]
     if args.from_csv:
-        out.append(f"Predictions of {h.today()} (repository at {args.revision}) against the measurements in "
-                   f"`{h.repo_relative(args.from_csv, ROOT)}` (`--from-csv`; nothing was measured again), on: "
-                   f"{h.machine_description()}.")
-        out += measurement_provenance(args)
+        out.append(f"Predictions against the measurements in `{h.repo_relative(args.from_csv, ROOT)}` (`--from-csv`; "
+                   "nothing was measured again: the provenance line's 'priced again').")
     else:
-        out.append(f"Measured {h.today()} by `benchmarks/oracle/run_oracle_accuracy.py` with "
-                   f"`{h.repo_relative(args.hpf_shown, ROOT)}` built {args.built} (repository at {args.revision} when "
-                   f"the run began), on: {h.machine_description()}. Wall time of the run: {args.minutes:.0f} min.")
+        out.append(f"Measured by `benchmarks/oracle/run_oracle_accuracy.py` with "
+                   f"`{h.repo_relative(args.hpf_shown, ROOT)}` built {args.built}. Wall time of the run: "
+                   f"{args.minutes:.0f} min.")
     out.append("")
     out.append(f"Oracle: `{h.repo_relative(args.oracle_shown, ROOT)}` built {args.oracle_built}, machine profile "
                f"{profile_text(args.profile)}.")
@@ -1166,7 +1155,7 @@ def register_index(path):
 def main():
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # remove the snapshots on `kill` too
     args = parse_args()
-    args.revision = h.git_revision(ROOT)
+    args.provenance = provenance.start("benchmarks/oracle/run_oracle_accuracy.py")  # as the run begins
     args.query_us = []
     args.oracle_built = time.strftime("%Y-%m-%d %H:%M", time.localtime(os.path.getmtime(args.oracle)))
     args.oracle_shown, args.oracle = args.oracle, snapshot(args.oracle)
@@ -1217,10 +1206,21 @@ def main():
     rows.sort(key=lambda r: (order[r["config"].model], r["config"].ranks, r["config"].stages,
                              r["config"].schedule, r["config"].micro))
     verdicts = judge_cases(cases, [r for r in rows if r["config"] not in rejected])
+    if args.from_csv:
+        # The measurements' record, this run as their pricing (the CSV's predicted columns are its).
+        args.provenance = dict(provenance.read(args.from_csv),
+                               priced=dict(args.provenance, measured_at=provenance.now()))
+    else:
+        args.provenance["measured_at"] = provenance.now()
+    written = not args.no_write or args.csv_given
+    args.data = args.csv if written else (args.from_csv or args.csv)  # the file whose record the block states
     text = report(args, [r for r in rows if r["config"] not in rejected], verdicts, rejected, overrides, runs,
                   oracle_times)
     if not args.no_write or args.csv_given:
         write_csv(args, rows, rejected)
+        provenance.write(args.csv, args.provenance)
+        if args.calibrate:  # the profile's compute part is this run's
+            provenance.write(args.profile, args.provenance)
     failed = [name(r["config"]) for r in rows if r["config"] not in rejected and (not r["meas"] or not r["pred"])]
     status = h.publish(args, args.section, text, failed)
     if not args.no_write:

@@ -43,6 +43,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 import bench_harness as h  # noqa: E402
+import provenance  # noqa: E402
 from compare_single_process import snapshot  # noqa: E402
 
 SECTION = "fabrics"
@@ -263,9 +264,9 @@ def comm_bench(args, fabric, env):
 # --- report ------------------------------------------------------------------------------------------
 def report(args, data):
     out = [f"## {TITLE}", ""]
-    out.append(f"Measured {h.today()} by `scripts/fabric/run_fabrics.py` with "
-               f"`{h.repo_relative(args.hpf_shown, ROOT)}` built {args.built} (repository at {args.revision} when "
-               f"the run began), on: {h.machine_description()}. Wall time of the run: {args.minutes:.0f} min.")
+    out.append(f"Measured by `scripts/fabric/run_fabrics.py` with "
+               f"`{h.repo_relative(args.hpf_shown, ROOT)}` built {args.built} (when, at which commit and where: its "
+               f"provenance line). Wall time of the run: {args.minutes:.0f} min.")
     out.append("")
     out.append(f"{args.hosts} hosts made by `scripts/fabric/emulate.sh` as network namespaces on one Linux bridge, "
                "each host's link shaped by tc tbf to the fabric's rate in both directions (burst = 1 ms at the "
@@ -344,7 +345,7 @@ def load_text(data, args):
 
 def main():
     args = parse_args()
-    args.revision = h.git_revision(ROOT)
+    args.provenance = provenance.start("scripts/fabric/run_fabrics.py")
     args.built = time.strftime("%Y-%m-%d %H:%M", time.localtime(os.path.getmtime(args.hpf)))
     args.hpf_shown, args.hpf = args.hpf, snapshot(args.hpf)
     args.load_start = h.load_average()
@@ -375,7 +376,7 @@ def main():
     text = report(args, data)
     failed = [f"{f}/{config_key(c)}" for f in args.fabrics for c in args.configs
               if not any(r.ok for r in data[f][config_key(c)])]
-    return h.publish(args, SECTION, text, failed)
+    return provenance.publish(args, SECTION, text, failed, args.provenance)
 
 
 if __name__ == "__main__":
