@@ -275,8 +275,8 @@ def main():
     summary = readme_summary(args, data)
     print(summary)
     if not args.no_write:
-        h.replace_section(os.path.join(ROOT, "README.md"), "two-cores", summary)
-        h.log("wrote the 'two-cores' section of README.md")
+        h.replace_section(os.path.join(ROOT, "docs", "process-setup.md"), "two-cores", summary)
+        h.log("wrote the 'two-cores' section of docs/process-setup.md")
     return status
 
 
