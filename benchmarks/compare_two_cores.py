@@ -277,8 +277,8 @@ def main():
     summary = provenance.with_lines(readme_summary(args, data), [provenance.block_record(SECTION)], [args.provenance])
     print(summary)
     if not args.no_write:
-        h.replace_section(os.path.join(ROOT, "README.md"), "two-cores", summary)
-        h.log("wrote the 'two-cores' section of README.md")
+        h.replace_section(os.path.join(ROOT, "docs", "process-setup.md"), "two-cores", summary)
+        h.log("wrote the 'two-cores' section of docs/process-setup.md")
     return status
 
 

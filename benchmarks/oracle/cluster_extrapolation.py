@@ -2,7 +2,7 @@
 """The oracle's extrapolation to a cluster: PreActResNet-1001 on 64, 256 and 1024 nodes of the
 cluster profile benchmarks/oracle/clusters/infiniband_hdr.json (its assumptions are printed with
 the tables), computing at the rates calibrated into the machine profile (PreActResNet-164's blocks,
-which PreActResNet-1001 repeats). Writes the `oracle-cluster` section of README.md.
+which PreActResNet-1001 repeats). Writes the `oracle-cluster` section of docs/oracle.md.
 
   /usr/bin/python3 benchmarks/oracle/cluster_extrapolation.py [--no-write]
 
@@ -80,7 +80,7 @@ def main():
     print(text)
     if not args.no_write:
         provenance.write(data, record)
-        bh.replace_section(os.path.join(ROOT, "README.md"), "oracle-cluster", text)
+        bh.replace_section(os.path.join(ROOT, "docs", "oracle.md"), "oracle-cluster", text)
 
 
 if __name__ == "__main__":
