@@ -283,13 +283,13 @@ def main():
     except Stale as e:
         sys.exit(f"summary.py: {e}")
     if args.check:
-        committed = h.read_section(RESULTS, SECTION).rstrip().split("\n")
-        for k, (a, b) in enumerate(zip(text.split("\n"), committed)):
+        rendered, committed = text.split("\n"), h.read_section(RESULTS, SECTION).rstrip().split("\n")
+        for k, (a, b) in enumerate(zip(rendered, committed)):
             if a != b:
                 sys.exit(f"summary.py --check: line {k + 1} of the '{SECTION}' block differs\n  rendered:  {a}\n"
                          f"  committed: {b}\n(run /usr/bin/python3 benchmarks/summary.py to write it)")
-        if len(committed) != len(text.split("\n")):
-            sys.exit(f"summary.py --check: {len(text.split(chr(10)))} lines rendered, {len(committed)} committed")
+        if len(rendered) != len(committed):
+            sys.exit(f"summary.py --check: {len(rendered)} lines rendered, {len(committed)} committed")
         print(f"summary.py --check: the '{SECTION}' block is what the sections and their records give")
     elif args.no_write:
         print(text)
