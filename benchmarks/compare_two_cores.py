@@ -44,7 +44,7 @@ SECTION = "two-cores"
 # with 2 ranks and with PyTorch.
 ONE_RANK_TWO_THREADS = {"hpf 1x2": "kernels on 2 threads", "hpf 1x2 passive": "passive wait",
                         "hpf 1x2 shards": "shards side by side"}
-# Thread placement of the 2-thread hpf process and of the 2 ranks (README, "Ranks x threads").
+# Thread placement of the 2-thread hpf process and of the 2 ranks (docs/process-setup.md, "Placing threads").
 PLACEMENT = {"OMP_PROC_BIND": "close", "OMP_PLACES": "cores"}
 
 
@@ -205,8 +205,8 @@ def report(args, data):
 
 
 def readme_summary(args, data):
-    """The README's paragraph on ranks x threads (section `two-cores`): 1 x 2 against 2 x 1 and one
-    thread per model, and the memory one process saves on the largest model."""
+    """docs/process-setup.md's paragraph on ranks x threads (section `two-cores`): 1 x 2 against
+    2 x 1 and one thread per model, and the memory one process saves on the largest model."""
     def ratio(model, a, b):
         ra, rb = rate(data[model][a]), rate(data[model][b])
         return f"{ra / rb:.2f}x" if ra and rb else "-"
@@ -273,7 +273,7 @@ def main():
     failed += [f"{m}/hpf 1x2 shards (shard_threads={r.results[0].get('shard_threads')}, not 2)" for m in data
                for r in data[m].get("hpf 1x2 shards", []) if r.ok and r.results[0].get("shard_threads") != 2]
     status = provenance.publish(args, SECTION, text, failed, args.provenance)
-    # The README's paragraph states the same run's provenance.
+    # docs/process-setup.md's paragraph states the same run's provenance.
     summary = provenance.with_lines(readme_summary(args, data), [provenance.block_record(SECTION)], [args.provenance])
     print(summary)
     if not args.no_write:

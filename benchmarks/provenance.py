@@ -53,6 +53,11 @@ BLOCK_DATA = {
     "oracle-cluster": ["benchmarks/results/oracle-cluster"],
 }
 
+# Blocks made from other blocks and their records, not from data of their own: they state no
+# provenance line (each row carries its section's date and machine); their script's --check test
+# compares them with what the sections give now.
+DERIVED = {"summary": "benchmarks/summary.py"}  # RESULTS.md's summary table (tests/scripts/test_summary.py)
+
 
 def block_record(name):
     """The data path of a block whose script keeps no data file (its record sits next to it)."""

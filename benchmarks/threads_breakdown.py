@@ -36,7 +36,7 @@ import provenance  # noqa: E402
 SECTION = "threads-breakdown"
 # name: (global batch, profiled steps)
 MODELS = {"mlp": (128, 400), "cnn": (64, 80), "resnet20": (64, 20), "resnet56": (64, 8)}
-# Thread placement of the 2-thread process (README, "Ranks x threads"); the processes are pinned.
+# Thread placement of the 2-thread process (docs/process-setup.md, "Placing threads"); the processes are pinned.
 PLACEMENT = {"OMP_PROC_BIND": "close", "OMP_PLACES": "cores"}
 STEP = "hpf::StageEngine::step"
 # Rows below this many ms per step on both sides are summed into "other regions".

@@ -10,7 +10,8 @@ accuracy per M and how much slower the largest M is than the smallest, measured 
 
   /usr/bin/python3 benchmarks/oracle/calibration_check.py --model resnet20 --micro-batches 1,8 --rounds 4
 
-Nothing is written: the lines are the report (docs/oracle.md quotes them with their date).
+Nothing is written: the lines are the report. No page quotes them now: docs/oracle.md quoted the run of
+2026-11-27 until 4d64607, which left it out of docs/oracle-changelog.md; 9cd0aee's message keeps it.
 """
 import argparse
 import os

@@ -1,0 +1,301 @@
+# SPDX-License-Identifier: MIT
+"""RESULTS.md's `summary` block: the headline figure of each generated section, read from that
+section's own text (never typed in, so it cannot drift from the section), with date, machine and
+script from the section's provenance record (benchmarks/provenance.py).
+
+Each row looks its figure up by a table cell or a regular expression; when a section no longer has
+what a row looks for, the script fails naming the section and what is missing, rather than printing
+a stale value: change the row here together with the section's script.
+
+  /usr/bin/python3 benchmarks/summary.py              # writes the block into benchmarks/RESULTS.md
+  /usr/bin/python3 benchmarks/summary.py --no-write   # prints it
+  /usr/bin/python3 benchmarks/summary.py --check      # exit 1 if the committed block differs
+"""
+import argparse
+import os
+import re
+import sys
+
+BENCHMARKS = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, BENCHMARKS)
+import bench_harness as h  # noqa: E402
+import provenance as P  # noqa: E402
+
+RESULTS = os.path.join(BENCHMARKS, "RESULTS.md")
+SECTION = "summary"
+MODEL = {"mlp": "MLP", "cnn": "CNN", "resnet20": "ResNet-20", "resnet56": "ResNet-56"}
+
+
+def model(name):
+    return MODEL.get(name, name)  # a new model shows under its own name
+
+
+class Stale(Exception):
+    """A row's figure is no longer where the row looks for it in its section."""
+
+
+# --- reading a section ----------------------------------------------------------------------------
+def body(block):
+    text = h.read_section(RESULTS, block)
+    if not text:
+        raise Stale(f"no '{block}' block in {RESULTS}")
+    return text
+
+
+def match(block, pattern):
+    m = re.search(pattern, body(block), re.M)
+    if not m:
+        raise Stale(f"block '{block}': nothing matches {pattern!r}")
+    return m
+
+
+def tables(text):
+    """Every markdown table of `text`, as lists of {header: cell} rows (bold marks removed)."""
+    found, header = [], None
+    for line in text.split("\n"):
+        if not line.startswith("|"):
+            header = None
+            continue
+        cells = [c.strip().strip("*") for c in line.strip().strip("|").split("|")]
+        if header is None:
+            header = cells
+            found.append([])
+        elif not set(line) <= set("|-: "):
+            found[-1].append(dict(zip(header, cells)))
+    return found
+
+
+def rows(block, column, where=lambda row: True):
+    """The rows of `block`'s tables that have `column` and satisfy `where`; at least one."""
+    hits = [r for t in tables(body(block)) for r in t if column in r and where(r)]
+    if not hits:
+        raise Stale(f"block '{block}': no table row with a '{column}' column that the row looks for")
+    return hits
+
+
+def cell(block, column, where):
+    """The `column` cell of the one row of `block` that satisfies `where`."""
+    hits = rows(block, column, where)
+    if len(hits) != 1:
+        raise Stale(f"block '{block}': {len(hits)} rows match where one '{column}' was expected")
+    return hits[0][column]
+
+
+def number(text):
+    return float(re.match(r"[\d.]+", text.replace(",", "")).group())
+
+
+# --- the rows: (blocks whose records label the row, anchor block, function -> (figure, value)) -----
+def single_process():
+    # All models and OpenBLAS settings: the range, naming the model at each end.
+    found = sorted(rows("single-process", "hpf / PyTorch"), key=lambda r: number(r["hpf / PyTorch"]))
+    lo, hi = found[0], found[-1]
+    return ("hpf / PyTorch training throughput, one process, one thread",
+            f"{lo['hpf / PyTorch']} ({model(lo['model'])}) to {hi['hpf / PyTorch']} ({model(hi['model'])})")
+
+
+def accuracy_seeds():
+    found = rows("accuracy-seeds", "mean")
+    seeds = sum(k.startswith("seed ") for k in found[0])
+    models = list(dict.fromkeys(r["model"] for r in found))
+    mean = {(r["model"], r["framework"]): r["mean"] for r in found}
+    return (f"Fashion-MNIST test accuracy after one epoch, mean of {seeds} seeds, hpf / PyTorch",
+            ", ".join(f"{model(m)} {mean[m, 'hpf']} / {mean[m, 'PyTorch']} %" for m in models))
+
+
+def parallel():
+    found = rows("parallel", "PyTorch DDP efficiency", lambda r: "hpf efficiency" in r)
+    return ("data-parallel efficiency on 2 ranks, hpf (PyTorch DDP)",
+            ", ".join(f"{model(r['model'])} {r['hpf efficiency']} ({r['PyTorch DDP efficiency']})" for r in found))
+
+
+def two_cores():
+    column = "fastest hpf 1 x 2 / hpf 2 x 1"
+    return ("1 rank x 2 threads against 2 ranks x 1 thread",
+            ", ".join(f"{model(r['model'])} {r[column].split()[0]}" for r in rows("two-cores", column)))
+
+
+def threads_breakdown():
+    found = re.findall(r"^\*\*(\w+)\*\*, batch .*?\*\*\+[\d.]+ ms \((\+[\d.]+ %)\)\*\* per step more",
+                       body("threads-breakdown"), re.M)
+    if not found:
+        raise Stale("block 'threads-breakdown': no '**MODEL**, batch ...: **+X ms (+Y %)** per step more' line")
+    return "what 2 threads lose per step against two processes", ", ".join(f"{model(m)} {p}" for m, p in found)
+
+
+def compile_flat():
+    m = match("compile-flat", r"^- (\d+) flat layers: ([\d.]+ s) wall \([^)]*\), (\d+ MiB) peak: within the "
+                              r"budget of (\d+ s) and (\d+ MiB)")
+    return f"compile time of {m[1]} flat layers (g++ -O2)", f"{m[2]}, {m[3]} (budget {m[4]}, {m[5]})"
+
+
+def comm():
+    # The fit of the smallest sizes (the regime starting at 4 B) of the 2-rank ping-pong.
+    alpha = cell("comm", "alpha (µs)", lambda r: (r.get("primitive"), r.get("ranks")) == ("p2p_latency", "2")
+                 and r.get("sizes", "").startswith("4 B "))
+    return "point-to-point latency, 2 ranks, small messages (fit α)", f"{alpha} µs"
+
+
+def trace_overhead():
+    found = rows("trace-overhead", "on / out")
+    ratios = sorted(r["on / out"] for r in found)
+    return "throughput with tracing on / compiled out", f"{ratios[0]}-{ratios[-1]} ({len(found)} configurations)"
+
+
+def fabrics():
+    ratio = cell("fabrics", "vs unshaped (images/s)", lambda r: (r["fabric"], r["model"], r["strategy"])
+                 == ("1gbit", "mlp", "data-parallel 4"))
+    return "MLP data parallel on 4 emulated hosts, 1 Gbit/s against unshaped links", f"{ratio}x images/s"
+
+
+def findings(n):
+    return "no findings" if n == 0 else f"{n} finding(s)"
+
+
+def fuzzing():
+    found = rows("fuzzing", "findings")
+    seconds = {r["s"] for r in found}
+    if len(seconds) != 1:
+        raise Stale(f"block 'fuzzing': the targets ran for different times ({sorted(seconds)})")
+    return (f"fuzzing the file readers, {seconds.pop()} s per target",
+            findings(sum(int(r["findings"]) for r in found)))
+
+
+def sanitizers():
+    r = rows("sanitizers", "findings", lambda r: "passed" in r and "tests" in r)[0]
+    return ("unit, MPI and reference tests under ASan + UBSan",
+            f"{r['passed']} of {r['tests']} passed, {findings(int(r['findings']))}")
+
+
+def reliability():
+    m = match("reliability", r"\*\*(\d+) tests, (\d+) checked cases, (\d+) tests passed\*\*")
+    return "bad input, mismatched ranks, faults, damaged checkpoints", f"{m[3]} of {m[1]} tests passed ({m[2]} cases)"
+
+
+def mean_accuracy(block):
+    """(mean accuracy, configurations) from an oracle block's summary line."""
+    m = match(block, r"^- \*\*mean accuracy ([\d.]+ %) \((\d+)\)\*\*")
+    return m[1], m[2]
+
+
+def oracle():
+    mean, configurations = mean_accuracy("oracle")
+    floor = match("oracle", r"^- \*\*noise floor\*\* .*?, mean accuracy ([\d.]+ %)")[1]
+    return (f"oracle: mean accuracy of the predicted step time, this host ({configurations} configurations)",
+            f"{mean} (noise floor {floor})")
+
+
+def oracle_memory():
+    return ("oracle: worst per-rank error of the predicted Kokkos memory",
+            match("oracle", r"^- memory: \*\*worst error ([\d.]+ %)\*\*")[1])
+
+
+def oracle_fabrics():
+    (mean1, n1), (mean10, n10) = mean_accuracy("oracle-1gbit"), mean_accuracy("oracle-10gbit")
+    counts = f"{n1} configurations each" if n1 == n10 else f"{n1} / {n10} configurations"
+    return f"oracle: mean accuracy on emulated 1 / 10 Gbit/s ({counts})", f"{mean1} / {mean10}"
+
+
+ROWS = [(["single-process"], single_process), (["accuracy-seeds"], accuracy_seeds), (["parallel"], parallel),
+        (["two-cores"], two_cores), (["threads-breakdown"], threads_breakdown), (["compile-flat"], compile_flat),
+        (["comm"], comm), (["trace-overhead"], trace_overhead), (["fabrics"], fabrics), (["fuzzing"], fuzzing),
+        (["sanitizers"], sanitizers), (["reliability"], reliability), (["oracle"], oracle),
+        (["oracle"], oracle_memory), (["oracle-1gbit", "oracle-10gbit"], oracle_fabrics)]
+
+
+# --- labels from the records ------------------------------------------------------------------------
+def short_machine(machine):
+    """bench_harness's machine line in a few words: 'AMD EPYC, family 25 model 17, ..., 2 vCPU (KVM), ...'
+    -> 'AMD EPYC fam. 25, 2 vCPU'; 'unknown' where the record names none."""
+    if machine.startswith("unknown"):
+        return "unknown"
+    m = re.match(r"(?P<cpu>[^,]+), family (?P<family>\d+) model \d+,.*?\b(?P<cpus>\d+) vCPU", machine)
+    if not m:
+        raise Stale(f"a machine line summary.py cannot shorten (add its form to short_machine): {machine!r}")
+    return f"{m['cpu']} fam. {m['family']}, {m['cpus']} vCPU"
+
+
+def date(record):
+    text = P.when(record).split(" ")[0]
+    return text + (f" (priced again {P.when(record['priced']).split(' ')[0]})" if record.get("priced") else "")
+
+
+def script(record):
+    # The table's column is relative to benchmarks/ (scripts/ paths stay as they are, from the root).
+    path = record.get("script", "unknown")
+    return path[len("benchmarks/"):] if path.startswith("benchmarks/") else path
+
+
+def records(block):
+    found = [P.read(d) for d in P.data_paths(block)]
+    if not found or not all(found):
+        raise Stale(f"block '{block}': no provenance record (BLOCK_DATA in benchmarks/provenance.py)")
+    return found
+
+
+def joined(values):
+    return " / ".join(dict.fromkeys(values))
+
+
+def anchors():
+    """{block: GitHub's anchor of its first heading} for RESULTS.md (repeated headings numbered as GitHub does)."""
+    found, seen, block = {}, {}, None
+    for line in open(RESULTS).read().split("\n"):
+        m = re.match(r"<!-- ([\w-]+):begin -->", line)
+        if m:
+            block = m[1]
+        elif line.startswith("#"):
+            slug = re.sub(r"[^\w\- ]", "", line.lstrip("#").strip().lower()).replace(" ", "-")
+            n = seen.get(slug, 0)
+            seen[slug] = n + 1
+            if block:
+                found[block] = slug if n == 0 else f"{slug}-{n}"
+                block = None
+    return found
+
+
+def render():
+    link = anchors()
+    lines = ["## Summary", "",
+             "The headline figure of each section below, read from the section's own text by "
+             "`benchmarks/summary.py`; date, machine and script from the section's provenance record (date: "
+             "when measured; machine: in short, the section's provenance line names it in full). The section "
+             "says how it was measured, with its exact commands; `scripts/` paths are from the repository root.",
+             "", "| figure | value | date | machine | script (in `benchmarks/`) |", "| --- | --- | --- | --- | --- |"]
+    for blocks, row in ROWS:
+        figure, value = row()
+        labels = [r for b in blocks for r in records(b)]
+        if blocks[0] not in link:
+            raise Stale(f"block '{blocks[0]}': no heading to link to")
+        lines.append(f"| [{figure}](#{link[blocks[0]]}) | {value} | {joined(date(r) for r in labels)} | "
+                     f"{joined(short_machine(r.get('machine', 'unknown')) for r in labels)} | "
+                     f"{joined('`' + script(r) + '`' for r in labels)} |")
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--no-write", action="store_true", help="print the block, write nothing")
+    parser.add_argument("--check", action="store_true", help="exit 1 if RESULTS.md's block differs from this rendering")
+    args = parser.parse_args()
+    try:
+        text = render()
+    except Stale as e:
+        sys.exit(f"summary.py: {e}")
+    if args.check:
+        rendered, committed = text.split("\n"), h.read_section(RESULTS, SECTION).rstrip().split("\n")
+        for k, (a, b) in enumerate(zip(rendered, committed)):
+            if a != b:
+                sys.exit(f"summary.py --check: line {k + 1} of the '{SECTION}' block differs\n  rendered:  {a}\n"
+                         f"  committed: {b}\n(run /usr/bin/python3 benchmarks/summary.py to write it)")
+        if len(rendered) != len(committed):
+            sys.exit(f"summary.py --check: {len(rendered)} lines rendered, {len(committed)} committed")
+        print(f"summary.py --check: the '{SECTION}' block is what the sections and their records give")
+    elif args.no_write:
+        print(text)
+    else:
+        h.replace_section(RESULTS, SECTION, text)
+
+
+if __name__ == "__main__":
+    main()
