@@ -1,6 +1,6 @@
 #!/bin/bash
 # hpf-oracle calibrate into a copy of the profile: it must exit 0, say it calibrated, and leave a
-# profile whose CNN units were timed again at the batches asked for, every time positive and finite.
+# profile whose CNN units were timed again at the batches asked for, every time finite and not negative.
 # usage: calibrate.sh HPF_ORACLE PROFILE PYTHON
 set -euo pipefail
 oracle=$1 profile=$2 python=$3
@@ -21,11 +21,13 @@ for name, unit in after.items():
             continue
         k = unit["batch"].index(b)
         times = (unit["forward_s"][k], unit["backward_s"][k])
-        if not all(math.isfinite(t) and t > 0 for t in times):
+        if old is not None and b in old["batch"] and times == (old["forward_s"][old["batch"].index(b)],
+                                                               old["backward_s"][old["batch"].index(b)]):
+            continue  # not timed again (another model's unit, or the same value)
+        # A pass may round to 0 (Flatten's backward), not both, and nothing may be negative or NaN.
+        if not all(math.isfinite(t) and t >= 0 for t in times) or sum(times) <= 0:
             sys.exit(f"FAIL: {name} at batch {b}: times {times}")
-        if old is None or b not in old["batch"] or times != (old["forward_s"][old["batch"].index(b)],
-                                                             old["backward_s"][old["batch"].index(b)]):
-            retimed.append(name)
+        retimed.append(name)
 conv = [n for n in set(retimed) if n.startswith("Conv2D")]
 if not conv:
     sys.exit(f"FAIL: no convolution of the CNN was timed again (retimed: {sorted(set(retimed))})")
