@@ -10,8 +10,9 @@ without Repeat, trained through Trainer and through fit with a 4-stage pipeline)
 
 Each compile waits for a quiet machine first (up to --max-wait s) and the fastest of --repeats
 runs is kept. Wall time on a shared machine is inflated by other work; CPU time (user + sys) is
-the steadier number and is what the linearity check uses. Exits 1 if 2000 flat layers exceed
-60 s or 2 GiB, or the growth from 1000 to 2000 layers is not linear (CPU time or peak memory more
+the steadier number and is what the budget and the linearity check use (the budget of the
+hpf.compile_budget tests, benchmarks/compile_time/CMakeLists.txt). Exits 1 if 2000 flat layers exceed
+120 s of CPU or 2 GiB, or the growth from 1000 to 2000 layers is not linear (CPU time or peak memory more
 than 2x).
 """
 import argparse
@@ -27,7 +28,7 @@ import bench_harness as h  # noqa: E402
 import provenance  # noqa: E402
 
 BUDGET_LAYERS = 2000  # the issue's goal: 2000 flat layers within the budget below
-BUDGET_SECONDS = 60
+BUDGET_CPU_SECONDS = 120  # as HPF_COMPILE_BUDGET_CPU_SECONDS
 BUDGET_MIB = 2048
 
 
@@ -108,12 +109,13 @@ def main(argv):
     verdict = []
     big = BUDGET_LAYERS if BUDGET_LAYERS in args.layers else max(args.layers)
     if big not in results:
-        verdict.append(f"- {big} flat layers: no completed compile, so OVER the budget of {BUDGET_SECONDS} s and {BUDGET_MIB} MiB.")
+        verdict.append(f"- {big} flat layers: no completed compile, so OVER the budget of {BUDGET_CPU_SECONDS} s of CPU "
+                       f"and {BUDGET_MIB} MiB.")
     else:
         wall, cpu, mib, _ = results[big]
-        ok = wall < BUDGET_SECONDS and mib < BUDGET_MIB
-        verdict.append(f"- {big} flat layers: {wall:.1f} s wall ({cpu:.1f} s CPU), {mib:.0f} MiB peak: "
-                       f"{'within' if ok else 'OVER'} the budget of {BUDGET_SECONDS} s and {BUDGET_MIB} MiB.")
+        ok = cpu < BUDGET_CPU_SECONDS and mib < BUDGET_MIB
+        verdict.append(f"- {big} flat layers: {cpu:.1f} s CPU ({wall:.1f} s wall), {mib:.0f} MiB peak: "
+                       f"{'within' if ok else 'OVER'} the budget of {BUDGET_CPU_SECONDS} s of CPU and {BUDGET_MIB} MiB.")
         if not ok:
             failed.append(f"budget at {big} layers")
     if 1000 in results and 2000 in results:
