@@ -147,9 +147,9 @@ inline std::string npy_shape_text(const std::vector<std::size_t>& shape) {
 }
 
 // Bytes as a printable Python-like literal, for messages about what a file holds instead.
-inline std::string npy_quote(std::string_view bytes) {
+inline std::string npy_quote(std::string_view bytes, std::size_t limit = 40) {
   std::string text;
-  for (unsigned char c : bytes.substr(0, 40)) {
+  for (unsigned char c : bytes.substr(0, limit)) {
     if (c >= 0x20 && c < 0x7f && c != '\\') {
       text += static_cast<char>(c);
     } else {
@@ -159,7 +159,7 @@ inline std::string npy_quote(std::string_view bytes) {
       text += digits[c & 15];
     }
   }
-  return text + (bytes.size() > 40 ? "..." : "");
+  return text + (bytes.size() > limit ? "..." : "");
 }
 
 // The header's text is a Python dict literal, as numpy's writer produces it:
@@ -223,8 +223,10 @@ class NpyDictParser {
 
  private:
   [[noreturn]] void fail(const std::string& what) const {
+    // The header as written, less numpy's padding: enough to see what went wrong at byte at_.
+    const std::string_view shown = text_.substr(0, text_.find_last_not_of(" \n") + 1);
     throw DataError(file_, "malformed .npy header: " + what + " at byte " + std::to_string(at_) + " of '" +
-                               npy_quote(text_) + "'");
+                               npy_quote(shown, 200) + "'");
   }
   [[noreturn]] void missing(const char* key) const {
     throw DataError(file_, std::string("malformed .npy header: no '") + key +
