@@ -1,6 +1,11 @@
 #include <hpf/data/error.hpp>
 #include <hpf/data/npy.hpp>
 #include <hpf/data/npy_dataset.hpp>
+#include <hpf/layers/dense.hpp>
+#include <hpf/layers/flatten.hpp>
+#include <hpf/layers/softmax_cross_entropy.hpp>
+#include <hpf/model/sequential.hpp>
+#include <hpf/parallel/stage_engine.hpp>
 
 #include <data/npy_files.hpp>
 
@@ -268,7 +273,7 @@ TEST_CASE("load_npy_dataset: inputs and class labels as a Shard of a Dataset") {
   d.gather(std::span<const std::size_t>(which), out.data());
   CHECK(out[0] == inputs[7 * 24]);
   CHECK(out[23] == inputs[7 * 24 + 23]);
-  CHECK(hpf::data::load_npy_dataset(dir / "x2.npy", dir / "y2.npy", 5).shape_text() == "1x1x24");
+  CHECK(hpf::data::load_npy_dataset(dir / "x2.npy", dir / "y2.npy", 5).shape_text() == "24x1x1");
   CHECK(hpf::data::load_npy_dataset(dir / "x3.npy", dir / "y.npy", 5).shape_text() == "1x6x4");
 
   SUBCASE("a pipeline stage's shard reads only the headers of the other file") {
@@ -338,4 +343,28 @@ TEST_CASE("load_npy_dataset: inputs and class labels as a Shard of a Dataset") {
     CHECK(contains(error([&] { hpf::data::load_npy_dataset(dir / "x0.npy", dir / "y.npy", 5); }),
                    "holds no samples (shape (0, 3))"));
   }
+}
+
+TEST_CASE("load_npy_dataset: .npy inputs meet the model's input check as other datasets do") {
+  // The check hpf::fit runs on every rank's data before any step (check_stage_datasets).
+  const auto check = [](const hpf::data::Dataset& d, const hpf::NetworkFacts& facts) {
+    return hpf_test::message_of<std::invalid_argument>(
+        [&] { hpf::check_stage_dataset(d, "training", facts, hpf::StagePosition{.classifies = true, .model = "test"}); });
+  };
+  using Vector = hpf::Sequential<hpf::Input<12>, hpf::Dense<3>, hpf::SoftmaxCrossEntropy>;
+  using Image = hpf::Sequential<hpf::Input<1, 3, 4>, hpf::Flatten, hpf::Dense<3>, hpf::SoftmaxCrossEntropy>;
+  const auto vector = hpf::network_facts<Vector>(), image = hpf::network_facts<Image>();
+  hpf_test::TempDir dir;
+  write_npy<std::int32_t>(dir / "y.npy", "<i4", {4}, std::vector<int>{0, 1, 2, 0});
+  write_npy<float>(dir / "x12.npy", "<f4", {4, 12}, std::vector<float>(48, 0.5f));
+  write_npy<float>(dir / "x34.npy", "<f4", {4, 3, 4}, std::vector<float>(48, 0.5f));
+  write_npy<float>(dir / "x134.npy", "<f4", {4, 1, 3, 4}, std::vector<float>(48, 0.5f));
+  write_npy<float>(dir / "x314.npy", "<f4", {4, 3, 1, 4}, std::vector<float>(48, 0.5f));
+  const auto load = [&](const char* inputs) { return hpf::data::load_npy_dataset(dir / inputs, dir / "y.npy", 3); };
+  CHECK(check(load("x12.npy"), vector).empty());
+  CHECK(check(load("x34.npy"), image).empty());
+  CHECK(check(load("x134.npy"), image).empty());
+  CHECK(check(load("x12.npy"), image) == "hpf: the training set's samples are 12x1x1 but the model's input is 1x3x4");
+  CHECK(check(load("x314.npy"), image) == "hpf: the training set's samples are 3x1x4 but the model's input is 1x3x4");
+  CHECK(check(load("x34.npy"), vector) == "hpf: the training set's samples are 1x3x4 but the model's input is 12");
 }

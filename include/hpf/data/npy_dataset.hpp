@@ -18,8 +18,10 @@ namespace hpf::data {
 
 namespace detail {
 
-// The sample shape of an inputs file of n x features, n x H x W or n x C x H x W values. Every
-// rank reads the same header, so every rank throws the same error.
+// The sample shape of an inputs file of n x features, n x H x W or n x C x H x W values, as a
+// model's Input names it: features are channels of one position (Input<F> is Shape<F>: F
+// channels), an H x W image has one channel. Every rank reads the same header, so every rank
+// throws the same error.
 inline SampleDims npy_sample_dims(const NpyHeader& h, const std::filesystem::path& file) {
   const auto& s = h.shape;
   if (s.size() < 2 || s.size() > 4) {
@@ -32,7 +34,7 @@ inline SampleDims npy_sample_dims(const NpyHeader& h, const std::filesystem::pat
                                    : "dimension " + std::to_string(k) + " of shape " + npy_shape_text(s) + " is zero");
     }
   }
-  if (s.size() == 2) return {1, 1, s[1]};
+  if (s.size() == 2) return {s[1], 1, 1};
   if (s.size() == 3) return {1, s[1], s[2]};
   return {s[1], s[2], s[3]};
 }
