@@ -10,6 +10,8 @@
 #include <hpf/data/error.hpp>
 #include <hpf/data/fashion_mnist.hpp>
 #include <hpf/data/idx.hpp>
+#include <hpf/data/npy.hpp>
+#include <hpf/data/npy_dataset.hpp>
 #include <hpf/data/sampler.hpp>
 #include <hpf/data/shard.hpp>
 #include <hpf/data/synthetic.hpp>

@@ -31,6 +31,17 @@ def _product(dims):
     return n
 
 
+def npy(descr, shape, data, version=1):
+    """A .npy file as numpy's writer lays it out: magic, version, header length (2 bytes for
+    version 1, else 4), the dict padded with spaces and a newline to a multiple of 64, data."""
+    dims = ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "")
+    text = "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }" % (descr, dims)
+    prefix = 10 if version == 1 else 12
+    text += " " * ((64 - (prefix + len(text) + 1) % 64) % 64) + "\n"
+    length = struct.pack("<H" if version == 1 else "<I", len(text))
+    return b"\x93NUMPY" + bytes([version, 0]) + length + text.encode() + data
+
+
 def gz(data):
     return gzip.compress(data, compresslevel=9, mtime=0)
 
@@ -60,6 +71,11 @@ def seeds():
     yield "idx", "seed-rank4-2x2x2x2.idx", idx([2, 2, 2, 2], pattern[:16])
 
     f32 = struct.pack("<6f", 0.5, -1.25, 3.0, 0.0, 1e-3, -7.5)
+    yield "npy", "seed-f4-3x2.npy", npy("<f4", [3, 2], f32)
+    yield "npy", "seed-i8-labels-4.npy", npy("<i8", [4], struct.pack("<4q", 3, 0, 9, 1))
+    yield "npy", "seed-u1-2x2x2x3-v2.npy", npy("|u1", [2, 2, 2, 3], bytes(pattern[:24]), version=2)
+    yield "npy", "seed-f8-scalar-v3.npy", npy("<f8", [], struct.pack("<d", 2.5), version=3)
+    yield "npy", "seed-b1-empty.npy", npy("|b1", [0, 5], b"")
     i64 = struct.pack("<3q", 1, -2, 1 << 40)
     yield "safetensors", "seed-f32-i64-metadata.safetensors", safetensors(
         [("layer.0.weight", "F32", [2, 3], f32), ("layer.1.num_batches_tracked", "I64", [3], i64)],
