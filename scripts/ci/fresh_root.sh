@@ -5,19 +5,22 @@
 # the host's package or build caches (the roots' own compile cache is below):
 #   root   in one fresh root, as root
 #   user   in another, as an unprivileged user who has sudo
-# KIND:train runs only the README's first (train) command there: the install through sudo and the
-# main job, without the test suite a second time (CI runs it so, to keep within its time).
+# KIND:train runs only the README's first (train) command there, KIND:test only the second, each on
+# a machine that has run nothing else. The roots run side by side, each in its own copy of the
+# pristine root with its own download folder: CI runs `root:test user:train`, so that the user's
+# install, build and training overlap the root's downloads instead of following its test run.
 # The train command must exit 0 and print a final test accuracy of at least HPF_TRAIN_ACCURACY_FLOOR
 # (default 84 %); the test command must pass with no test skipped for want of a package.
-# The checkout is at the same path in both roots, and their compilers share one ccache, so the
-# second root's build is a cache hit instead of a second 6-minute compile. That cache is kept
+# The checkout is at the same path in both roots, and their compilers share one ccache, so what
+# one root compiled is a cache hit for the other (ccache handles compilers side by side). It is kept
 # between runs of this script on this machine (HPF_FRESH_CCACHE), apart from the host's own builds,
 # so a later run compiles only what changed. ccache is the one thing here a new machine lacks: it
 # caches compiles, never packages, and a header a package should have installed is read for real
 # on every compile (a hit needs its hash), so a missing install step still fails the build.
 # Each root is removed, with its mounts and any process left in it, on every exit, failed or not.
 #
-#   scripts/ci/fresh_root.sh [root[:train]] [user[:train]]   (default: root user; needs root and network to Debian)
+#   scripts/ci/fresh_root.sh [root[:train|:test]] [user[:train|:test]]   (default: root user; needs root
+#                                                                         and network to Debian)
 #
 # Environment: HPF_FRESH_MIRROR (Debian mirror, default http://deb.debian.org/debian),
 # HPF_FRESH_DIR (where the roots go, default /var/tmp), HPF_TRAIN_ACCURACY_FLOOR (%, default 84),
@@ -35,7 +38,8 @@ accuracy_floor=${HPF_TRAIN_ACCURACY_FLOOR:-84}
 runs=("$@")
 [ ${#runs[@]} -gt 0 ] || runs=(root user)
 for run in "${runs[@]}"; do
-  case "$run" in root|user|root:train|user:train) ;; *) echo "usage: $0 [root[:train]] [user[:train]]" >&2; exit 2 ;; esac
+  case "$run" in root|user|root:train|user:train|root:test|user:test) ;;
+    *) echo "usage: $0 [root[:train|:test]] [user[:train|:test]]" >&2; exit 2 ;; esac
 done
 [ "$(id -u)" -eq 0 ] || { echo "fresh_root.sh: needs root (debootstrap, chroot, mounts)" >&2; exit 1; }
 mapfile -t commands < <("$repo/scripts/ci/readme_commands.sh" "$repo/README.md")
@@ -53,11 +57,12 @@ kill_inside() {
     case "$target" in "$1"|"$1"/*) kill -9 "${proc#/proc/}" 2>/dev/null || true ;; esac
   done
 }
+# unmount_all [DIR]: every mount under DIR (default: all of this run's roots).
 unmount_all() {
   local mount
   while read -r mount; do
     umount "$mount" 2>/dev/null || umount -l "$mount"
-  done < <(findmnt -rn -o TARGET | grep -F "$work/" | sort -r)
+  done < <(findmnt -rn -o TARGET | grep -F "${1:-$work}/" | sort -r)
 }
 cleanup() {
   local status=$?
@@ -77,14 +82,16 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
 
-# mount_root DIR: what programs in a chroot expect, one download cache shared by this step's roots
-# (made empty here: every package comes from the mirror) and the roots' compile cache.
+# mount_root DIR ARCHIVES: what programs in a chroot expect, a download folder (made empty here:
+# every package comes from the mirror; one per root, as apt locks its folder) and the roots'
+# compile cache.
 mount_root() {
   mount -t proc proc "$1/proc"
   mount -t sysfs -o ro sysfs "$1/sys"
   mount --bind /dev "$1/dev"
   mount -t tmpfs -o mode=1777 tmpfs "$1/dev/shm"
-  mount --bind "$work/archives" "$1/var/cache/apt/archives"
+  mkdir -p "$2/partial"
+  mount --bind "$2" "$1/var/cache/apt/archives"
   mkdir -p "$1/var/cache/hpf-ccache"
   mount --bind "$compile_cache" "$1/var/cache/hpf-ccache"
   cp /etc/resolv.conf "$1/etc/resolv.conf"
@@ -93,7 +100,7 @@ mount_root() {
 step "debootstrap bookworm (minbase) from $mirror"
 compile_cache=${HPF_FRESH_CCACHE:-${HPF_DEPS_CACHE:-${HOME:?HOME is not set}/.cache/hpf}/fresh-root-ccache}
 [ "$compile_cache" != none ] || compile_cache=$work/ccache
-mkdir -p "$work/archives/partial" "$compile_cache"
+mkdir -p "$compile_cache"
 # The unprivileged user's compiles write to it too, so every folder a root run makes must be
 # writable: the cache's own configuration gives every ccache call that uses it umask 000 (ccache
 # makes its folders with the caller's umask), and chmod mends a cache an older run left.
@@ -119,7 +126,7 @@ cat > "$work/pristine/etc/hosts" <<HOSTS
 ff02::1 ip6-allnodes
 ff02::2 ip6-allrouters
 HOSTS
-mount_root "$work/pristine"
+mount_root "$work/pristine" "$work/archives"
 step "adding what a new machine has: build-essential cmake ninja-build git python3 sudo (and ccache)"
 chroot "$work/pristine" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive \
   sh -c 'apt-get update -qq && apt-get install -y -qq --no-install-recommends build-essential cmake ninja-build git python3 sudo ca-certificates ccache' \
@@ -127,13 +134,13 @@ chroot "$work/pristine" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEN
 CCACHE_DIR=/var/cache/hpf-ccache chroot "$work/pristine" ccache --zero-stats >/dev/null  # hits and misses of this run
 unmount_all
 
-# run_commands KIND: copy the pristine root, check out this repository in it and run the README's
-# commands there as KIND (root or user).
-summary=()
+# run_commands KIND[:train|:test]: copy the pristine root, check out this repository in it and run
+# the README's commands there (both, or the one named) as KIND (root or user); what passed is
+# appended to $work/summary.
 run_commands() {
-  local kind=${1%:train} dir="$work/${1%:train}" home user user_spec=() command status output t0 skips
+  local kind=${1%:*} dir="$work/${1%:*}" home user user_spec=() command status output t0 skips summary
   local selected=("${commands[@]}")
-  [ "$1" = "$kind" ] || selected=("${commands[0]}")
+  case "$1" in *:train) selected=("${commands[0]}") ;; *:test) selected=("${commands[1]}") ;; esac
   local checkout=/opt/hpf
   step "copying the pristine root for the $kind run"
   cp -a "$work/pristine" "$dir"
@@ -148,7 +155,7 @@ run_commands() {
   fi
   git clone --quiet "$repo" "$dir$checkout"
   chroot "$dir" chown -R "$user:$user" "$checkout"
-  mount_root "$dir"
+  mount_root "$dir" "$work/archives-$kind"
   for command in "${selected[@]}"; do
     step "as $kind in a fresh root: $command"
     t0=$(date +%s)
@@ -172,23 +179,34 @@ run_commands() {
         [ -n "$accuracy" ] || { step "FAILED as $kind: '$command' printed no final test accuracy"; exit 1; }
         awk -v a="${accuracy//[!0-9.]/}" -v floor="$accuracy_floor" 'BEGIN { exit !(a + 0 >= floor + 0) }' ||
           { step "FAILED as $kind: '$command' reached $accuracy, below the floor of $accuracy_floor%"; exit 1; }
-        summary+=("as $kind: '$command' passed in $(( $(date +%s) - t0 )) s, $accuracy") ;;
+        summary="as $kind: '$command' passed in $(( $(date +%s) - t0 )) s, $accuracy" ;;
       *)
         # The test command counts the tests CTest skipped (scripts/lib/ctest.sh): none may lack
         # what it needs; those this configuration cannot run (Kokkos OpenMP) are named there.
         skips=$(grep -E '^== skipped tests: ' "$output" | tail -n 1)
         [[ "$skips" =~ ^"== skipped tests: "[0-9]+" ("[0-9]+" not in this configuration, 0 missing what they need)"$ ]] ||
           { step "FAILED as $kind: '$command' printed '${skips:-no skipped-tests count}'"; exit 1; }
-        summary+=("as $kind: '$command' passed in $(( $(date +%s) - t0 )) s, $(grep -E 'tests passed' "$output" | tail -n 1), ${skips#== }") ;;
+        summary="as $kind: '$command' passed in $(( $(date +%s) - t0 )) s, $(grep -E 'tests passed' "$output" | tail -n 1), ${skips#== }" ;;
     esac
-    step "${summary[-1]}"
+    step "$summary"
+    echo "$summary" >> "$work/summary"
     step "compile cache so far in this run: $(CCACHE_DIR=/var/cache/hpf-ccache chroot "$dir" ccache --print-stats 2>/dev/null |
                                                   awk -F'\t' '$1 ~ /^(direct_cache_hit|preprocessed_cache_hit|cache_miss)$/ { printf "%s=%s ", $1, $2 }')"
   done
-  unmount_all
+  unmount_all "$dir"
   rm -rf --one-file-system "$dir"
 }
 
-for run in "${runs[@]}"; do run_commands "$run"; done
+# The roots side by side, each line of each one's output marked with its kind.
+pids=()
+for run in "${runs[@]}"; do
+  (run_commands "$run" 2>&1 | sed -u "s/^/[${run%:*}] /"; exit "${PIPESTATUS[0]}") &
+  pids+=($!)
+done
+failed=0
+for k in "${!pids[@]}"; do
+  wait "${pids[$k]}" || { step "FAILED: the ${runs[$k]} run"; failed=1; }
+done
+[ "$failed" = 0 ] || exit 1
 step "all passed:"
-printf '   %s\n' "${summary[@]}"
+sed 's/^/   /' "$work/summary"
