@@ -124,9 +124,10 @@ def threads_breakdown():
 
 
 def compile_flat():
-    m = match("compile-flat", r"^- (\d+) flat layers: ([\d.]+ s) wall \([^)]*\), (\d+ MiB) peak: within the "
-                              r"budget of (\d+ s) and (\d+ MiB)")
-    return f"compile time of {m[1]} flat layers (g++ -O2)", f"{m[2]}, {m[3]} (budget {m[4]}, {m[5]})"
+    m = match("compile-flat", r"^- (\d+) flat layers: ([\d.]+ s) CPU \([^)]*\), (\d+ MiB) peak: within the "
+                              r"budget of (\d+ s) of CPU and (\d+ MiB)")
+    return (f"compiler CPU time of {m[1]} flat layers (g++ -O2)",
+            f"{m[2]}, {m[3]} (budget {m[4]} of CPU, {m[5]})")
 
 
 def comm():
