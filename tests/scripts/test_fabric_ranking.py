@@ -10,19 +10,13 @@ import sys
 root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 results = os.path.join(root, "benchmarks", "RESULTS.md")
 script = os.path.join(root, "benchmarks", "oracle", "fabric_ranking.py")
-
-
-def committed_section(name):
-    text = open(results).read()
-    begin, end = f"<!-- {name}:begin -->\n", f"<!-- {name}:end -->"
-    i, j = text.find(begin), text.find(end)
-    if i < 0 or j < i:
-        sys.exit(f"FAILED: no '{name}' section in {results}")
-    return text[i + len(begin):j]
-
+sys.path.insert(0, os.path.join(root, "benchmarks"))
+import bench_harness as h  # noqa: E402
 
 rendered = subprocess.run([sys.executable, script, "--no-write"], check=True, capture_output=True, text=True).stdout
-committed = committed_section("oracle-fabrics")
+committed = h.read_section(results, "oracle-fabrics")
+if not committed:
+    sys.exit(f"FAILED: no 'oracle-fabrics' section in {results}")
 failures = []
 if rendered.rstrip() != committed.rstrip():
     rendered_lines, committed_lines = rendered.rstrip().splitlines(), committed.rstrip().splitlines()
