@@ -73,13 +73,13 @@ hpf_install_packages "${HPF_PACKAGES_TEST[@]}"
 configure=()
 backend="Kokkos Serial, Open MPI"
 labels="unit|mpi"
-excluded=(-LE "compile|consumer|accuracy|readme|reference|example|bench" -E '^hpf\.example\.disabled$')
+filters=(-LE "compile|consumer|accuracy|readme|reference|example|bench" -E '^hpf\.example\.disabled$')
 if [ "$configuration" = openmp-mpich ]; then
   hpf_openmp_mpich_configuration "${HPF_TEST_THREADS:-2}" "$jobs"
   backend="Kokkos OpenMP with ${HPF_TEST_THREADS:-2} threads per rank, MPICH"
   configure=("${hpf_openmp_mpich_args[@]}" -DHPF_ENABLE_REFERENCE_TESTS=ON -DHPF_ENABLE_EXAMPLES=ON)
   labels="unit|mpi|reference"
-  excluded=(-LE "compile|consumer|accuracy|readme|bench" -E '^hpf\.parallel\.test_equivalence_(mlp|resnet)\.np6$')
+  filters=(-LE "compile|consumer|accuracy|readme|bench" -E '^hpf\.parallel\.test_equivalence_(mlp|resnet)\.np6$')
   if [ "$ci" = 1 ]; then
     # CI's selection (2 cores, 45 minutes for everything): where hpf itself handles bytes, not
     # Kokkos views: MPI transfers and message pieces, gradient buckets and the step engine in every
@@ -96,7 +96,7 @@ if [ "$configuration" = openmp-mpich ]; then
     CI_TESTS='^hpf\.(comm|io|trace|faults|system)\.|^hpf\.checkpoint\.resume$|^hpf\.data\.test_(idx|dataset)$'
     CI_TESTS+='|^hpf\.parallel\.(test_equivalence_cnn|test_message_pieces|test_shards_per_replica)\.np[0-9]+$'
     CI_TESTS+='|^hpf\.parallel\.test_thread_groups$'
-    excluded=(-LE "compile|consumer|accuracy|readme|bench" -R "$CI_TESTS")
+    filters=(-LE "compile|consumer|accuracy|readme|bench" -R "$CI_TESTS")
   fi
 fi
 
@@ -107,7 +107,7 @@ fi
 targets=()
 selected_targets() {
   [ "$ci" = 1 ] || return 0
-  mapfile -t targets < <(ctest --test-dir "$build" -N -L "$labels" "${excluded[@]}" --show-only=json-v1 |
+  mapfile -t targets < <(ctest --test-dir "$build" -N -L "$labels" "${filters[@]}" --show-only=json-v1 |
     /usr/bin/python3 -c '
 import json, os, re, sys
 build = os.path.realpath(sys.argv[1])
@@ -152,7 +152,7 @@ export LSAN_OPTIONS="suppressions=$root/tests/sanitizers/lsan.supp:print_suppres
 
 echo "== testing ($labels tests under ASan + UBSan, $configuration)"
 status=0
-hpf_ctest "$build" --output-on-failure -j "$jobs" -L "$labels" "${excluded[@]}" \
+hpf_ctest "$build" --output-on-failure -j "$jobs" -L "$labels" "${filters[@]}" \
           --test-output-size-passed 8000000 --test-output-size-failed 8000000 || status=$?
 tested=$(date +%s)
 
@@ -166,12 +166,12 @@ mapfile -t reports < <(awk '
 for name in "${reports[@]}"; do echo "== sanitizer report in $name (its output is above or in $junit)"; done
 run=$(sed -n 's/^[[:space:]]*tests="\([0-9]*\)".*/\1/p' "$junit" | head -n 1)
 failed=$(sed -n 's/^[[:space:]]*failures="\([0-9]*\)".*/\1/p' "$junit" | head -n 1)
-mpi_tests=$(ctest --test-dir "$build" -N -L mpi "${excluded[@]}" | grep -cE '^ *Test +#' || true)
+mpi_tests=$(ctest --test-dir "$build" -N -L mpi "${filters[@]}" | grep -cE '^ *Test +#' || true)
 summary="configuration=$configuration build_s=$(( built - started )) build_steps=${steps:-0} test_s=$(( tested - built )) tests=${run:-0}"
 summary+=" mpi_tests=$mpi_tests failed=${failed:-0} findings=${#reports[@]}"
 # Then, a line each, what was built and run (benchmarks/run_sanitizers.py describes the run by them).
 selection="-L '$labels'"
-for argument in "${excluded[@]}"; do
+for argument in "${filters[@]}"; do
   case "$argument" in -*) selection+=" $argument" ;; *) selection+=" '$argument'" ;; esac
 done
 printf '%s\nbackend: %s\nctest: %s\n' "$summary" "$backend" "$selection" > "$build/sanitizer-summary.txt"
