@@ -65,7 +65,9 @@ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FLAGS=
       -DCMAKE_CXX_COMPILER="$kokkos/bin/nvcc_wrapper" -DHPF_ENABLE_BENCHMARKS=ON -DHPF_CHECK_HEADERS=OFF \
       "${hpf_compiler_launcher[@]}" ${HPF_CMAKE_ARGS:-}
 start=$(date +%s)
-cmake --build "$build" -j "$jobs" ${targets[@]:+--target "${targets[@]}"}
+build_targets=("${targets[@]}")
+[ ${#targets[@]} -gt 0 ] || build_targets=(all hpf_benchmark_programs)  # what a plain build leaves out too
+cmake --build "$build" -j "$jobs" --target "${build_targets[@]}"
 echo "== built in $(( $(date +%s) - start )) s"
 
 echo "== device code of every executable (expect $sm only)"

@@ -2,7 +2,8 @@
 # The unit and MPI test suite a second time, on the other CPU backend and the other MPI: Kokkos
 # OpenMP (built from Debian's source package by scripts/kokkos/build.sh, cached under
 # ~/.cache/hpf) with HPF_TEST_THREADS OpenMP threads per rank (default 2), and MPICH, optimised as
-# users build it. Installs the Debian packages `scripts/quickstart.sh test` installs. CI runs this
+# users build it (the test programs too, at -O3: the first pass builds them at -O1,
+# HPF_TEST_OPTIMIZATION). Installs the Debian packages `scripts/quickstart.sh test` installs. CI runs this
 # configuration built with the sanitizers instead (scripts/test_sanitizers.sh openmp-mpich), which
 # runs the same tests: one build of the suite fewer.
 # Options (environment): HPF_BUILD_DIR (default build-openmp-mpich), HPF_JOBS, HPF_TEST_THREADS,
@@ -30,7 +31,7 @@ echo "== configuring and building hpf in $build (Kokkos OpenMP, MPICH, $threads 
 # (unit, MPI, PyTorch reference, examples).
 # shellcheck disable=SC2086
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release "${hpf_openmp_mpich_args[@]}" \
-      -DHPF_ENABLE_BENCHMARKS=OFF -DHPF_CHECK_HEADERS=OFF "${hpf_compiler_launcher[@]}" \
+      -DHPF_ENABLE_BENCHMARKS=OFF -DHPF_CHECK_HEADERS=OFF -DHPF_TEST_OPTIMIZATION= "${hpf_compiler_launcher[@]}" \
       ${HPF_CMAKE_ARGS:-}
 cmake --build "$build" -j "$jobs"
 

@@ -3,6 +3,9 @@
 file(REMOVE_RECURSE ${WORK_DIR})
 set(configure_args -S ${SOURCE_DIR}/tests/consumer -B ${WORK_DIR}/build -G ${GENERATOR} -DCMAKE_BUILD_TYPE=Release
                    -DCMAKE_CXX_COMPILER=${CXX_COMPILER} -DHPF_CONSUMER_MODE=${MODE})
+if(OPTIMIZATION)  # the test suite's (HPF_TEST_OPTIMIZATION): the test is about the package, not speed
+  list(APPEND configure_args "-DCMAKE_CXX_FLAGS_RELEASE=${OPTIMIZATION} -DNDEBUG")
+endif()
 if(MODE STREQUAL "package")
   execute_process(COMMAND ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${WORK_DIR}/prefix RESULT_VARIABLE rc)
   if(rc)
