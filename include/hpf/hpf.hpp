@@ -26,9 +26,11 @@
 #include <hpf/layers/cost.hpp>
 #include <hpf/layers/dense.hpp>
 #include <hpf/layers/flatten.hpp>
+#include <hpf/layers/gelu.hpp>
 #include <hpf/layers/global_avg_pool.hpp>
 #include <hpf/layers/identity.hpp>
 #include <hpf/layers/kernel_options.hpp>
+#include <hpf/layers/layer_norm.hpp>
 #include <hpf/layers/loss.hpp>
 #include <hpf/layers/max_pool.hpp>
 #include <hpf/layers/mean_squared_error.hpp>

@@ -4,7 +4,7 @@
 same initial weights on the same batches, and compares the per-step losses and final weights.
 
     compare_pytorch.py --driver build/tests/reference/hpf_reference_run \\
-                       --model mlp|cnn|resnet20|preact20|regression --dtype float|double --steps N --work DIR
+                       --model mlp|norm_mlp|cnn|resnet20|preact20|regression --dtype float|double --steps N --work DIR
 
 runs the driver (unless --no-run: then DIR must hold its files), then PyTorch, prints a table of
 the per-step differences and exits non-zero if they exceed the tolerance:
@@ -65,7 +65,7 @@ DRIFT_FACTOR = 2.0
 
 # The optimizer settings of a comparison are those the hpf driver recorded in losses.json.
 SETTINGS_KEYS = ("lr", "momentum", "weight_decay")
-MODELS = ("mlp", "cnn", "resnet20", "preact20", "regression")
+MODELS = ("mlp", "norm_mlp", "cnn", "resnet20", "preact20", "regression")
 # Models trained against real-valued targets (MSE), and tighter tolerances some models meet.
 REGRESSION_MODELS = ("regression",)
 MODEL_LOSS_TOLERANCE = {("regression", "double"): 1e-10}
@@ -166,6 +166,9 @@ def build_model(name):
     if name == "mlp":  # hpf::zoo::Mlp
         return nn.Sequential(nn.Flatten(), nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
                              nn.Linear(512, 10))
+    if name == "norm_mlp":  # reference_run.cpp's NormMlp
+        return nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.LayerNorm(256), nn.GELU(), nn.Linear(256, 128),
+                             nn.LayerNorm(128), nn.GELU(approximate="tanh"), nn.Linear(128, 10))
     if name == "cnn":  # hpf::zoo::Cnn
         return nn.Sequential(nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
                              nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),

@@ -3,7 +3,7 @@
 // model for a few steps with hpf::Trainer, exactly as single-process training does, and writes
 // what PyTorch needs to repeat the run and what it must reproduce:
 //
-//   reference_run --model mlp|cnn|resnet20|preact20|regression --dtype float|double --steps N --batch B --out DIR
+//   reference_run --model mlp|norm_mlp|cnn|resnet20|preact20|regression --dtype float|double --steps N --batch B --out DIR
 //
 //   DIR/initial.safetensors  every parameter and buffer before the first step (state_dict names)
 //   DIR/batches.safetensors  per step s: "inputs.<s>" (B x C x H x W, the network's scalar type,
@@ -32,6 +32,8 @@
 #include <hpf/layers/conv2d.hpp>
 #include <hpf/layers/dense.hpp>
 #include <hpf/layers/flatten.hpp>
+#include <hpf/layers/gelu.hpp>
+#include <hpf/layers/layer_norm.hpp>
 #include <hpf/layers/mean_squared_error.hpp>
 #include <hpf/layers/relu.hpp>
 #include <hpf/model/sequential.hpp>
@@ -71,6 +73,10 @@ struct Settings {
 using Regressor = hpf::Sequential<hpf::Input<2, 8, 8>, hpf::Conv2D<4, 3, hpf::Pad<1>>, hpf::ReLU, hpf::AvgPool<2>,
                                   hpf::Flatten, hpf::Dense<16>, hpf::ReLU, hpf::Dense<3>, hpf::MeanSquaredError>;
 
+// An MLP with the transformer's normalisation and activations: compare_pytorch.py builds the same.
+using NormMlp = hpf::Sequential<hpf::Input<1, 28, 28>, hpf::Flatten, hpf::Dense<256>, hpf::LayerNorm, hpf::GELU,
+                                hpf::Dense<128>, hpf::LayerNorm, hpf::GELUTanh, hpf::Dense<10>, hpf::SoftmaxCrossEntropy>;
+
 enum class Data { fashion_mnist, synthetic_images, synthetic_regression };
 
 // Training settings of reference.md, per model.
@@ -83,14 +89,14 @@ struct ModelSettings {
 
 ModelSettings model_settings(const std::string& model) {
   const hpf::SgdOptions sgd{.learning_rate = 0.05, .momentum = 0.9};
-  if (model == "mlp") return {128, sgd, hpf::InitScheme::pytorch_default, Data::fashion_mnist};
+  if (model == "mlp" || model == "norm_mlp") return {128, sgd, hpf::InitScheme::pytorch_default, Data::fashion_mnist};
   if (model == "cnn") return {64, sgd, hpf::InitScheme::pytorch_default, Data::fashion_mnist};
   if (model == "resnet20" || model == "preact20") {
     return {16, {.learning_rate = 0.1, .momentum = 0.9, .weight_decay = 5e-4}, hpf::InitScheme::kaiming_normal_fan_out,
             Data::synthetic_images};
   }
   if (model == "regression") return {16, sgd, hpf::InitScheme::pytorch_default, Data::synthetic_regression};
-  throw std::invalid_argument("--model must be mlp, cnn, resnet20, preact20 or regression (got '" + model + "')");
+  throw std::invalid_argument("--model must be mlp, norm_mlp, cnn, resnet20, preact20 or regression (got '" + model + "')");
 }
 
 constexpr std::uint64_t weight_seed = 1;
@@ -125,7 +131,7 @@ Settings parse(int argc, char** argv) {
       s.convolution = value == "direct" ? hpf::ConvolutionAlgorithm::direct : hpf::ConvolutionAlgorithm::automatic;
     } else {
       throw std::invalid_argument("unknown option " + key +
-                                  " (usage: --model mlp|cnn|resnet20|preact20|regression --dtype float|double --steps N --batch B"
+                                  " (usage: --model mlp|norm_mlp|cnn|resnet20|preact20|regression --dtype float|double --steps N --batch B"
                                   " [--convolution automatic|direct] --out DIR)");
     }
   }
@@ -239,6 +245,8 @@ void run_model(const Settings& s, const ModelSettings& m) {
     const hpf::data::TrainTest data = hpf::data::load_fashion_mnist();
     if (s.model == "mlp") {
       run<hpf::zoo::Mlp, T>(s, m, data.train);
+    } else if (s.model == "norm_mlp") {
+      run<NormMlp, T>(s, m, data.train);
     } else {
       run<hpf::zoo::Cnn, T>(s, m, data.train);
     }
