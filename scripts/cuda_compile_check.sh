@@ -21,12 +21,13 @@ jobs=${HPF_JOBS:-$(nproc)}
 arch=${HPF_CUDA_ARCH:-HOPPER90}
 # The --ci set: both examples (MLP and CNN through every strategy, checkpoints and the timeline;
 # ResNet-1001 as a pipeline: BatchNorm, Residual, Repeat, global pooling), the oracle (it times
-# every zoo model's units), the layer tests of what no zoo model uses (AvgPool, MeanSquaredError)
-# and of Conv2D's im2col + GEMM path in double, the equivalence of fit with Trainer (float and
-# double), stages on two execution spaces, fit<Auto>, and a checkpointed run.
+# every zoo model's units), the layer tests of what no zoo model uses (AvgPool, MeanSquaredError,
+# GELU, LayerNorm) and of Conv2D's im2col + GEMM path in double, the equivalence of fit with
+# Trainer (float and double), stages on two execution spaces, fit<Auto>, and a checkpointed run.
 CI_TARGETS=(hpf_fashion_mnist hpf_resnet1001_pipeline hpf-oracle hpf_layers_test_avg_pool
             hpf_layers_test_mean_squared_error hpf_layers_test_conv2d hpf_parallel_test_equivalence_cnn
-            hpf_parallel_test_stage_spaces hpf_train_test_auto hpf_train_checkpointed)
+            hpf_parallel_test_stage_spaces hpf_train_test_auto hpf_train_checkpointed hpf_layers_test_gelu
+            hpf_layers_test_layer_norm)
 targets=()
 case "${1:-}" in
   --ci) targets=("${CI_TARGETS[@]}") ;;
@@ -62,7 +63,7 @@ echo "== configuring and building ${targets[*]:-every test, example and benchmar
 # two thirds of the time here and proves nothing about CUDA; device code is optimised as always.
 # shellcheck disable=SC2086
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FLAGS=-O0 -DKokkos_ROOT="$kokkos" \
-      -DCMAKE_CXX_COMPILER="$kokkos/bin/nvcc_wrapper" -DHPF_ENABLE_BENCHMARKS=ON -DHPF_CHECK_HEADERS=OFF \
+      -DCMAKE_CXX_COMPILER="$kokkos/bin/nvcc_wrapper" -DHPF_ENABLE_BENCHMARKS=ON -DHPF_CHECK_HEADERS=OFF -DHPF_TEST_OPTIMIZATION= \
       "${hpf_compiler_launcher[@]}" ${HPF_CMAKE_ARGS:-}
 start=$(date +%s)
 build_targets=("${targets[@]}")
