@@ -1,3 +1,5 @@
+#include <hpf/layers/gelu.hpp>
+#include <hpf/layers/layer_norm.hpp>
 #include <hpf/layers/mean_squared_error.hpp>
 #include <hpf/zoo/models.hpp>
 
@@ -43,14 +45,15 @@ TEST_CASE("MLP: data parallel through MPI_Iallreduce (summation order of the MPI
   hpf_test::check_strategy<Model, hpf::DataParallel, float>(o, source, {steps, 1e-4});
 }
 
-// A regression model (mean squared error against real targets) through the same engine.
+// A regression model (mean squared error against real targets) through the same engine, with a
+// transformer's LayerNorm and GELUs: per-sample statistics keep every layout bitwise equal.
 namespace {
-using Regressor = hpf::Sequential<hpf::Input<2, 6, 6>, hpf::Flatten, hpf::Dense<32>, hpf::ReLU, hpf::Dense<16>, hpf::ReLU,
-                                  hpf::Dense<3>, hpf::MeanSquaredError>;
+using Regressor = hpf::Sequential<hpf::Input<2, 6, 6>, hpf::Flatten, hpf::Dense<32>, hpf::LayerNorm, hpf::GELU,
+                                  hpf::Dense<16>, hpf::GELUTanh, hpf::Dense<3>, hpf::MeanSquaredError>;
 const auto regression_source = hpf_test::synthetic_regression_source<Regressor>(24 * 10 + 7);
 }  // namespace
 
-TEST_CASE("Regression MLP: data parallel and two stages train bit for bit as one process") {
+TEST_CASE("Regression MLP with LayerNorm and GELU: data parallel and two stages train bit for bit as one process") {
   hpf_test::check_strategy_all<Regressor, hpf::DataParallel>(options(), regression_source, steps);
   if (hpf_test::world_size() % 2 == 0) {
     hpf_test::check_strategy_all<Regressor, hpf::Pipeline<hpf::Cuts<3>>>(options(), regression_source, steps);
