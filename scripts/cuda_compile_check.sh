@@ -4,12 +4,13 @@
 # from scripts/kokkos/build.sh (Debian's source package, cached under ~/.cache/hpf). Installs the
 # Debian packages `scripts/quickstart.sh test` installs.
 #
-#   scripts/cuda_compile_check.sh          every test, example, benchmark and tool (66 executables)
+#   scripts/cuda_compile_check.sh          every test, example, benchmark and tool (70 executables)
 #   scripts/cuda_compile_check.sh --ci     the programs that together put every layer, the engine
 #                                          (fit in every strategy, Trainer, stages on two execution
 #                                          spaces), checkpoints, the timeline and the oracle's
-#                                          calibration on the device (CI_TARGETS below); .ci/run
-#                                          calls this: the whole set takes CI's 2 cores 10-18 min
+#                                          calibration on the device (CI_TARGETS below): 10-18 min
+#                                          of 2 cores, after Kokkos CUDA's 6 (CI leaves it to
+#                                          developers, docs/testing.md)
 #
 # Fails without nvcc (CUDA 13 is under /usr/local/cuda on these machines): a check that cannot run
 # is a failure, never a pass. Options (environment): HPF_CUDA_ARCH (Kokkos name, default HOPPER90),
