@@ -84,17 +84,18 @@ if [ "$configuration" = openmp-mpich ]; then
     # CI's selection (2 cores, 45 minutes for everything): where hpf itself handles bytes, not
     # Kokkos views: MPI transfers and message pieces, gradient buckets and the step engine in every
     # strategy (the CNN's equivalence at 1, 2, 4 and 6 ranks), work and data shards side by side
-    # on OpenMP threads, the OpenMP-only set-up (BLAS threads, re-execution), the watchdog and
-    # failing ranks, the timeline's recorder, the IDX, NumPy, safetensors and checkpoint readers and
-    # writers, checkpointed runs killed and resumed. Left to the full pass: the layer, model,
-    # optimizer, oracle and zoo tests (kernels on Kokkos views, gradient-checked and compared
-    # with PyTorch in the Release pass), the MLP's and ResNet's equivalence, the examples and the
-    # PyTorch reference tests.
+    # on OpenMP threads (test_thread_groups), the OpenMP-only set-up (BLAS threads, re-execution),
+    # the watchdog and failing ranks, the timeline's recorder, the IDX, NumPy, safetensors and
+    # checkpoint readers and writers, checkpointed runs killed and resumed. Left to the full pass:
+    # the layer, model, optimizer, oracle and zoo tests (kernels on Kokkos views, gradient-checked
+    # and compared with PyTorch in the Release pass), the MLP's and ResNet's equivalence, whole
+    # replicas' shards on threads (test_shards_per_replica), a rank killed or stopped mid-run
+    # (faults), the examples and the PyTorch reference tests.
     backend+=" (CI's selection)"
     configure=("${hpf_openmp_mpich_args[@]}" -DHPF_ENABLE_REFERENCE_TESTS=OFF -DHPF_ENABLE_EXAMPLES=OFF)
     labels="unit|mpi"
-    CI_TESTS='^hpf\.(comm|io|faults|system)\.|^hpf\.trace\.test_recorder$|^hpf\.checkpoint\.resume$|^hpf\.data\.test_(idx|npy)$'
-    CI_TESTS+='|^hpf\.parallel\.(test_equivalence_cnn|test_message_pieces|test_shards_per_replica)\.np[0-9]+$'
+    CI_TESTS='^hpf\.(comm|io|system)\.|^hpf\.trace\.test_recorder$|^hpf\.checkpoint\.resume$|^hpf\.data\.test_(idx|npy)$'
+    CI_TESTS+='|^hpf\.parallel\.(test_equivalence_cnn|test_message_pieces)\.np[0-9]+$'
     CI_TESTS+='|^hpf\.parallel\.test_thread_groups$'
     filters=(-LE "compile|consumer|accuracy|readme|bench" -R "$CI_TESTS")
   fi

@@ -27,11 +27,12 @@ struct SampleDims {
 
 namespace detail {
 
-// Empty if every label lies in [0, classes); else what is wrong, naming the global sample.
-inline std::string label_range_problem(const std::vector<std::int32_t>& labels, std::size_t classes,
-                                       const Shard& shard) {
+// Empty if every label lies in [0, classes); else what is wrong, naming the global sample. Any
+// signed integer type: a reader checks labels as wide as its file holds them, before narrowing.
+template <class Label>
+std::string label_range_problem(const std::vector<Label>& labels, std::size_t classes, const Shard& shard) {
   for (std::size_t k = 0; k < labels.size(); ++k) {
-    if (labels[k] < 0 || static_cast<std::size_t>(labels[k]) >= classes) {
+    if (labels[k] < 0 || static_cast<std::uint64_t>(labels[k]) >= classes) {
       return "label " + std::to_string(labels[k]) + " of sample " +
              std::to_string(shard.index + k * shard.count) + " is out of range [0, " +
              std::to_string(classes) + ")";

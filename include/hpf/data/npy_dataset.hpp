@@ -82,12 +82,8 @@ inline Dataset load_npy_dataset(const std::filesystem::path& inputs_file, const 
   if (shard.labels) {
     // Read wide and checked before narrowing, so that a label of 2^32 + 1 is not taken for 1.
     const auto wide = read_npy<std::int64_t>(labels_file, shard.count, shard.index).values;
-    for (std::size_t k = 0; k < wide.size(); ++k) {
-      if (wide[k] < 0 || static_cast<std::uint64_t>(wide[k]) >= classes) {
-        throw DataError(labels_file, "label " + std::to_string(wide[k]) + " of sample " +
-                                         std::to_string(shard.index + k * shard.count) + " is out of range [0, " +
-                                         std::to_string(classes) + ")");
-      }
+    if (auto problem = detail::label_range_problem(wide, classes, shard); !problem.empty()) {
+      throw DataError(labels_file, problem);
     }
     label_values.assign(wide.begin(), wide.end());
   }
