@@ -14,9 +14,9 @@
 # Installs (Debian packages, only those missing): the compilers and build tools, Kokkos and
 # KokkosKernels, OpenBLAS, oneDNN, zlib, Open MPI, doctest and the Fashion-MNIST data; `test` also
 # PyTorch and NumPy (the numerical reference), GNU time and MPICH (the second MPI).
-# First run on a fresh 2-core machine (CI's fresh-root step on 2026-12-01, each command alone on its
-# own fresh root, downloads included): `train` 211 s (the CNN trains in about 20 s); `test` about
-# 45 minutes: 2 installing, 23 compiling, over 20 running the tests, of which the compile-fail,
+# First run on a fresh 2-core machine (CI's cold run of 2026-12-02, each command in its own fresh
+# root beside the other, downloads included): `train` 195 s (the CNN trains in about 20 s); `test`
+# 1714 s: 940 installing and compiling, 774 running the tests, of which the compile-fail,
 # compile-budget, consumer and README tests compile as well. Later runs rebuild only what changed.
 #
 # The build follows the selected MPI: mpiexec on PATH (Debian: update-alternatives --config mpirun),
