@@ -5,7 +5,8 @@
 #                                 its CNN for one epoch on 4 MPI ranks (2 pipeline stages x 2
 #                                 replicas); ends with the final test accuracy (about 87%)
 #   scripts/quickstart.sh test    install what is missing, build everything, run the test suite but
-#                                 the accuracy over seeds (`ctest -L accuracy` runs that); ends with "== skipped tests: N (...)", naming each skipped test and
+#                                 the accuracy over seeds (`ctest -L accuracy` runs that); ends
+#                                 with "== skipped tests: N (...)", naming each skipped test and
 #                                 why: those Debian's Serial Kokkos cannot run (they need Kokkos
 #                                 OpenMP: scripts/test_openmp_mpich.sh runs them), and any skipped
 #                                 for want of a package, which fail the command (HPF_ALLOW_SKIPS=1
