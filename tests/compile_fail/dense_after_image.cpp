@@ -1,5 +1,5 @@
 // Dense after image-shaped layers without Flatten: layer 4 gets Shape<32, 7, 7>.
-// expect-message: hpf::Dense: the input must be rank 1
+// expect-message: hpf::Dense: the input must be a vector Shape<F> or a sequence
 // expect-message: hpf::Network: the model is invalid; the first error above names the layer
 // expect-early: Dense<10>
 // expect-early: Shape<32, 7, 7>

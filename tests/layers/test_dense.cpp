@@ -60,3 +60,32 @@ TEST_CASE("Dense, ReLU, Flatten, SoftmaxCrossEntropy: finite-difference gradient
     CHECK(r.worst_parameter_error < 1e-6);
   }
 }
+
+TEST_CASE("Dense on sequences: W x + b at every position (nn.Linear on [N, T, D])") {
+  constexpr std::size_t T = 3, D = 4, Out = 2, N = 2;
+  using M = hpf::Sequential<hpf::Input<T, D>, hpf::Dense<Out>>;
+  static_assert(std::is_same_v<M::output_shape, hpf::Shape<T, Out>>);
+  static_assert(M::cost.parameters == D * Out + Out);
+  static_assert(M::cost.forward_flops == T * (2 * D * Out + Out) && M::cost.macs == T * D * Out);
+  hpf::Network<M, double> net;
+  CHECK(net.tensor("0.weight").dims == std::vector<std::size_t>{Out, D});
+  const std::vector<double> w{1, -2, 3, 0.5, -1, 0.25, 2, 4}, b{0.5, -1};
+  net.write(net.tensor("0.weight"), w);
+  net.write(net.tensor("0.bias"), b);
+  auto tape = net.make_tape(N);
+  auto x = Kokkos::create_mirror_view(net.input(tape, N));  // [D][N][T]
+  for (std::size_t i = 0; i < x.size(); ++i) x.data()[i] = static_cast<double>(i % 7) - 3;
+  Kokkos::deep_copy(net.input(tape, N), x);
+  net.forward(tape, N);
+  auto y = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, net.output(tape));  // [Out][N][T]
+  for (std::size_t j = 0; j < N; ++j)
+    for (std::size_t t = 0; t < T; ++t)
+      for (std::size_t o = 0; o < Out; ++o) {
+        double expected = b[o];
+        for (std::size_t d = 0; d < D; ++d) expected += w[o * D + d] * x(d, j, t);
+        CHECK(y(o, j, t) == expected);  // small integers and halves: exact in any order
+      }
+  auto r = hpf_test::gradient_check<M>(N);
+  CHECK(r.worst_input_error < 1e-6);
+  CHECK(r.worst_parameter_error < 1e-6);
+}

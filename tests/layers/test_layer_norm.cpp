@@ -108,3 +108,37 @@ TEST_CASE("LayerNorm: finite-difference gradients") {
     CHECK(r.worst_parameter_error < 1e-6);
   }
 }
+
+TEST_CASE("LayerNorm on sequences: over each position's D features, parameters [D] (nn.LayerNorm(D))") {
+  constexpr std::size_t T = 4, D = 5, N = 3;
+  using M = hpf::Sequential<hpf::Input<T, D>, hpf::LayerNorm>;
+  static_assert(M::cost.parameters == 2 * D);
+  hpf::Network<M, double> net;
+  CHECK(net.tensor("0.weight").dims == std::vector<std::size_t>{D});
+  std::vector<double> weight(D), bias(D);
+  for (std::size_t d = 0; d < D; ++d) {
+    weight[d] = 1.5 - 0.2 * static_cast<double>(d);
+    bias[d] = 0.05 * static_cast<double>(d);
+  }
+  net.write(net.tensor("0.weight"), weight);
+  net.write(net.tensor("0.bias"), bias);
+  auto tape = net.make_tape(N);
+  const auto x = hpf_test::fill_uniform(net.input(tape, N), 17, -3.0, 2.0);  // [D][N][T]
+  net.forward(tape, N);
+  const auto y = hpf_test::to_host(net.output(tape));
+  const auto at = [](std::size_t d, std::size_t j, std::size_t t) { return (d * N + j) * T + t; };
+  for (std::size_t j = 0; j < N; ++j) {
+    for (std::size_t t = 0; t < T; ++t) {
+      double mean = 0, var = 0;
+      for (std::size_t d = 0; d < D; ++d) mean += x[at(d, j, t)] / D;
+      for (std::size_t d = 0; d < D; ++d) var += std::pow(x[at(d, j, t)] - mean, 2) / D;
+      for (std::size_t d = 0; d < D; ++d) {
+        const double expected = (x[at(d, j, t)] - mean) / std::sqrt(var + 1e-5) * weight[d] + bias[d];
+        CHECK(y[at(d, j, t)] == doctest::Approx(expected).epsilon(1e-14));
+      }
+    }
+  }
+  auto r = hpf_test::gradient_check<M>(3);
+  CHECK(r.worst_input_error < 1e-6);
+  CHECK(r.worst_parameter_error < 1e-6);
+}

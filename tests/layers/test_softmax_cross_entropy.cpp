@@ -73,3 +73,39 @@ TEST_CASE("SoftmaxCrossEntropy: a learnt sample's small loss keeps its digits in
     CHECK(std::abs(double(net.loss_sum(tape)) - exact) <= 1e-5 * exact);
   }
 }
+
+TEST_CASE("SoftmaxCrossEntropy on sequences: a label per position, a sample's loss the mean of its positions'") {
+  constexpr std::size_t T = 3, K = 4, N = 2;
+  using M = hpf::Sequential<hpf::Input<T, K>, hpf::SoftmaxCrossEntropy>;
+  static_assert(hpf::Network<M, double>::label_size == T);
+  hpf::Network<M, double> net;
+  auto tape = net.make_tape(N);
+  const auto logits = hpf_test::fill_uniform(net.input(tape, N), 3, -4, 4);  // [K][N][T]
+  auto labels = Kokkos::create_mirror_view(net.labels(tape, N));             // [N][T]
+  REQUIRE(labels.extent(0) == N * T);
+  for (std::size_t e = 0; e < N * T; ++e) labels(e) = static_cast<std::int32_t>((e * 5 + 1) % K);
+  Kokkos::deep_copy(net.labels(tape, N), labels);
+  net.forward(tape, N);
+  const auto p = hpf_test::to_host(net.output(tape));
+  const auto at = [](std::size_t k, std::size_t j, std::size_t t) { return (k * N + j) * T + t; };
+  double expected_loss = 0;
+  std::size_t expected_correct = 0;
+  for (std::size_t j = 0; j < N; ++j) {
+    for (std::size_t t = 0; t < T; ++t) {
+      double z = 0;
+      std::size_t best = 0;
+      for (std::size_t k = 0; k < K; ++k) {
+        z += std::exp(logits[at(k, j, t)]);
+        if (logits[at(k, j, t)] > logits[at(best, j, t)]) best = k;
+      }
+      for (std::size_t k = 0; k < K; ++k) CHECK(p[at(k, j, t)] == doctest::Approx(std::exp(logits[at(k, j, t)]) / z));
+      const std::size_t label = static_cast<std::size_t>(labels(j * T + t));
+      expected_loss += (std::log(z) - logits[at(label, j, t)]) / T;
+      expected_correct += best == label;
+    }
+  }
+  CHECK(net.loss_sum(tape) == doctest::Approx(expected_loss).epsilon(1e-14));
+  CHECK(net.correct(tape) == expected_correct);
+  auto r = hpf_test::gradient_check<M>(N);
+  CHECK(r.worst_input_error < 1e-6);
+}

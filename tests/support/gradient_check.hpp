@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -38,9 +39,14 @@ inline double largest_magnitude(const double* v, std::size_t n) {
 /// Checks backward() of Model (in double) against central differences of the scalar
 ///   L = sum(y * w) (w fixed random)   or, for models ending in a loss, L = mean loss,
 /// for every input entry and up to `per_tensor` entries of every parameter tensor.
+/// `draw_input` draws each input value (default U(-1, 1); token ids for a model that starts with an
+/// Embedding).
 template <class Model, class Space = Kokkos::DefaultExecutionSpace>
 GradientCheckResult gradient_check(std::size_t batch, std::uint64_t seed = 1, std::size_t per_tensor = 24,
-                                   double step = 1e-5) {
+                                   double step = 1e-5,
+                                   std::function<double(hpf::Rng&)> draw_input = [](hpf::Rng& r) {
+                                     return r.uniform(-1.0, 1.0);
+                                   }) {
   using Net = hpf::Network<Model, double, Space>;
   using In = typename Model::input_shape;
   using Out = typename Model::output_shape;
@@ -56,10 +62,12 @@ GradientCheckResult gradient_check(std::size_t batch, std::uint64_t seed = 1, st
     net.write(info, v);
   }
   auto x_host = Kokkos::create_mirror_view(net.input(tape, batch));
-  for (std::size_t i = 0; i < x_host.size(); ++i) x_host.data()[i] = rng.uniform(-1.0, 1.0);
+  for (std::size_t i = 0; i < x_host.size(); ++i) x_host.data()[i] = draw_input(rng);
   if constexpr (Net::classifier) {
     auto labels_host = Kokkos::create_mirror_view(net.labels(tape, batch));
-    for (std::size_t i = 0; i < batch; ++i) labels_host(i) = static_cast<std::int32_t>(rng.below(Out::size));
+    for (std::size_t i = 0; i < batch * Net::label_size; ++i) {
+      labels_host(i) = static_cast<std::int32_t>(rng.below(Out::channels));
+    }
     Kokkos::deep_copy(net.labels(tape, batch), labels_host);
   } else if constexpr (Net::target_size > 0) {
     auto targets_host = Kokkos::create_mirror_view(net.targets(tape, batch));

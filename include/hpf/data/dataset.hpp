@@ -27,15 +27,19 @@ struct SampleDims {
 
 namespace detail {
 
-// Empty if every label lies in [0, classes); else what is wrong, naming the global sample. Any
-// signed integer type: a reader checks labels as wide as its file holds them, before narrowing.
+// Empty if every label lies in [0, classes); else what is wrong, naming the global sample (and
+// the position, with several labels per sample). Any signed integer type: a reader checks labels
+// as wide as its file holds them, before narrowing. `what` names the values ("label", "token").
 template <class Label>
-std::string label_range_problem(const std::vector<Label>& labels, std::size_t classes, const Shard& shard) {
+std::string label_range_problem(const std::vector<Label>& labels, std::size_t classes, const Shard& shard,
+                                std::size_t per_sample = 1, const char* what = "label") {
   for (std::size_t k = 0; k < labels.size(); ++k) {
     if (labels[k] < 0 || static_cast<std::uint64_t>(labels[k]) >= classes) {
-      return "label " + std::to_string(labels[k]) + " of sample " +
-             std::to_string(shard.index + k * shard.count) + " is out of range [0, " +
-             std::to_string(classes) + ")";
+      const std::size_t local = k / per_sample;
+      return std::string(what) + " " + std::to_string(labels[k]) + " of sample " +
+             std::to_string(shard.index + local * shard.count) +
+             (per_sample > 1 ? " at position " + std::to_string(k % per_sample) : std::string()) +
+             " is out of range [0, " + std::to_string(classes) + ")";
     }
   }
   return {};
@@ -76,6 +80,32 @@ class Dataset {
     d.values_ = std::move(values);
     return d;
   }
+  /// \brief Token sequences for a model with a per-position loss (a language model): sample i is
+  /// `positions` input tokens and `positions` labels (the tokens that follow each), both in
+  /// [0, vocabulary). `tokens` and `labels` hold this shard's samples, `positions` values each
+  /// (empty unless shard.images, resp. shard.labels). Tokens are the model's input values
+  /// (an Embedding reads them): stored as bytes for vocabularies up to 256, else as floats, which
+  /// hold every integer below 2^24 exactly.
+  static Dataset token_sequences(std::size_t size, std::size_t positions, std::size_t vocabulary, Shard shard,
+                                 const std::vector<std::int32_t>& tokens, std::vector<std::int32_t> labels) {
+    require_classes(vocabulary);
+    if (vocabulary > (std::size_t{1} << 24)) {
+      throw std::invalid_argument("hpf::data::Dataset: a vocabulary of " + std::to_string(vocabulary) +
+                                  " tokens is larger than float holds exactly (2^24)");
+    }
+    Dataset d(size, SampleDims{positions, 1, 1}, vocabulary, shard, std::move(labels), positions);
+    d.check_storage(tokens.size());
+    if (auto problem = detail::label_range_problem(tokens, vocabulary, d.shard_, positions, "token"); !problem.empty()) {
+      throw std::invalid_argument("hpf::data::Dataset: " + problem);
+    }
+    if (vocabulary <= 256) {
+      d.pixels_.assign(tokens.begin(), tokens.end());
+      d.bytes_ = true;
+    } else {
+      d.values_.assign(tokens.begin(), tokens.end());
+    }
+    return d;
+  }
   /// A regression dataset: float-valued samples and `target_size` float targets per sample
   /// (`targets[k * target_size + t]` for local sample k; empty unless shard.labels).
   static Dataset regression(std::size_t size, SampleDims dims, std::size_t target_size, Shard shard,
@@ -106,6 +136,8 @@ class Dataset {
   std::size_t sample_size() const noexcept { return dims_.size(); }
   /// Number of classes; labels lie in [0, classes). 0 for a regression dataset.
   std::size_t classes() const noexcept { return classes_; }
+  /// Class labels per sample: 1, or one per position for token sequences (0 for regression).
+  std::size_t labels_per_sample() const noexcept { return is_regression() ? 0 : labels_per_sample_; }
   /// True for real-valued targets (see regression()), false for class labels.
   bool is_regression() const noexcept { return target_size_ > 0; }
   /// Real values per sample's target (0 for class labels).
@@ -124,10 +156,11 @@ class Dataset {
     return pixels_.size() + (values_.size() + targets_.size()) * sizeof(float) + labels_.size() * sizeof(std::int32_t);
   }
 
-  /// Label of global sample i; throws std::out_of_range if this shard does not hold it.
+  /// Label of global sample i (of its first position); throws std::out_of_range if this shard does
+  /// not hold it.
   std::int32_t label(std::size_t i) const {
     require_labels("label");
-    return labels_[local_index(i, "label")];
+    return labels_[local_index(i, "label") * labels_per_sample_];
   }
 
   /// \brief Writes samples `indices` (global) into `out` in hpf's activation layout `[C][n][H*W]`:
@@ -149,11 +182,16 @@ class Dataset {
     }
   }
 
-  /// Writes the labels of samples `indices` (global) to out[0..n).
+  /// Writes the labels of samples `indices` (global) to out: sample j's p-th label at
+  /// out[j * labels_per_sample() + p].
   void gather_labels(std::span<const std::size_t> indices, std::int32_t* out) const {
     require_labels("gather_labels");
     if (is_regression()) throw std::logic_error("hpf::data::Dataset::gather_labels: a regression dataset has no labels");
-    for (std::size_t j = 0; j < indices.size(); ++j) out[j] = labels_[local_index(indices[j], "gather_labels")];
+    const std::size_t k = labels_per_sample_;
+    for (std::size_t j = 0; j < indices.size(); ++j) {
+      const std::int32_t* from = labels_.data() + local_index(indices[j], "gather_labels") * k;
+      for (std::size_t p = 0; p < k; ++p) out[j * k + p] = from[p];
+    }
   }
 
   /// Writes the regression targets of samples `indices` (global) to out: sample j's t-th value at
@@ -170,12 +208,14 @@ class Dataset {
   }
 
  private:
-  Dataset(std::size_t size, SampleDims dims, std::size_t classes, Shard shard, std::vector<std::int32_t> labels)
-      : size_(size), dims_(dims), classes_(classes), shard_(shard), labels_(std::move(labels)) {
+  Dataset(std::size_t size, SampleDims dims, std::size_t classes, Shard shard, std::vector<std::int32_t> labels,
+          std::size_t labels_per_sample = 1)
+      : size_(size), dims_(dims), classes_(classes), shard_(shard), labels_(std::move(labels)),
+        labels_per_sample_(labels_per_sample) {
     shard_.validate("hpf::data::Dataset");
     if (dims_.size() == 0) throw std::invalid_argument("hpf::data::Dataset: sample dims must be non-zero");
-    check_count("labels", labels_.size(), shard_.labels && classes_ > 0 ? local_size() : 0);
-    if (auto problem = detail::label_range_problem(labels_, classes_, shard_); !problem.empty()) {
+    check_count("labels", labels_.size(), shard_.labels && classes_ > 0 ? local_size() * labels_per_sample_ : 0);
+    if (auto problem = detail::label_range_problem(labels_, classes_, shard_, labels_per_sample_); !problem.empty()) {
       throw std::invalid_argument("hpf::data::Dataset: " + problem);
     }
   }
@@ -243,7 +283,8 @@ class Dataset {
   SampleDims dims_;
   std::size_t classes_;
   Shard shard_;
-  std::vector<std::int32_t> labels_;
+  std::vector<std::int32_t> labels_;  // labels_per_sample_ per local sample
+  std::size_t labels_per_sample_ = 1;
   std::vector<std::uint8_t> pixels_;
   std::vector<float> values_;
   std::vector<float> targets_;  // regression: target_size_ per local sample

@@ -20,7 +20,8 @@ namespace hpf {
 
 namespace detail {
 
-/// Fully connected layer on `[In][N]` activations: y = W x + b, W is PyTorch's `[out, in]`.
+/// Fully connected layer on `[In][N][S]` activations (S positions per sample, 1 for vectors):
+/// y = W x + b at every position, W is PyTorch's `[out, in]`.
 template <class T, class Space>
 class DenseImpl {
  public:
@@ -67,17 +68,19 @@ class DenseImpl {
 
 }  // namespace detail
 
-/// \brief Fully connected layer with `Out` outputs (PyTorch nn.Linear; weight `[Out, in]`).
-/// Needs a rank-1 input: put Flatten (or GlobalAvgPool) in front of image-shaped activations.
-/// \tparam Out output features
-/// \tparam Options NoBias to leave out the bias
 template <class In>
 struct dense_input_not_a_vector {
-  static_assert(In::rank == 1,
-                "hpf::Dense: the input must be rank 1 (features); put hpf::Flatten or "
+  static_assert(In::rank <= 2,
+                "hpf::Dense: the input must be a vector Shape<F> or a sequence Shape<T, D>; put hpf::Flatten or "
                 "hpf::GlobalAvgPool before a Dense layer that follows image-shaped layers");
 };
 
+/// \brief Fully connected layer with `Out` outputs (PyTorch nn.Linear; weight `[Out, in]`).
+/// On a vector `Shape<F>` it gives `Shape<Out>`; on a sequence `Shape<T, D>` it applies to each
+/// position, giving `Shape<T, Out>` (as nn.Linear on `[N, T, D]`): one GEMM covers the batch's
+/// N*T positions. Put Flatten (or GlobalAvgPool) in front of image-shaped activations.
+/// \tparam Out output features
+/// \tparam Options NoBias to leave out the bias
 template <std::size_t Out, class... Options>
 struct Dense {
   static constexpr bool has_bias = bias_option_v<Options...>;
@@ -87,26 +90,28 @@ struct Dense {
     // Parameter checks in bind, where layer_in_model<I, ...> names the layer's position.
     static_assert(Out > 0, "hpf::Dense: the number of outputs must be positive");
     static_assert(((std::is_same_v<Options, NoBias>) && ...), "hpf::Dense: the only option is hpf::NoBias");
-    static constexpr bool accepted = Out > 0 && In::rank == 1;
+    static constexpr bool accepted = Out > 0 && In::rank <= 2;
     static_assert(sizeof(std::conditional_t<accepted, char, dense_input_not_a_vector<In>>));
     using input_shape = In;
-    using output_shape = std::conditional_t<accepted, Shape<Out>, InvalidShape>;
+    using output_shape = std::conditional_t<accepted, std::conditional_t<In::sequence, Shape<In::positions, Out>, Shape<Out>>,
+                                            InvalidShape>;
+    static constexpr std::size_t in_features = In::channels, positions = In::positions;
     static constexpr LayerCost cost{
-        .parameters = Out * In::size + (has_bias ? Out : 0),
-        .forward_flops = 2 * Out * In::size + (has_bias ? Out : 0),
-        .backward_flops = 4 * Out * In::size + (has_bias ? Out : 0),
-        .activations = Out,
-        .macs = Out * In::size};
+        .parameters = Out * in_features + (has_bias ? Out : 0),
+        .forward_flops = positions * (2 * Out * in_features + (has_bias ? Out : 0)),
+        .backward_flops = positions * (4 * Out * in_features + (has_bias ? Out : 0)),
+        .activations = positions * Out,
+        .macs = positions * Out * in_features};
     static constexpr bool backward_reads_output = false;
     static constexpr bool in_place = false;
     static constexpr std::size_t leaves = 1;
     static std::string describe() {
-      return "Dense(" + std::to_string(In::size) + " -> " + std::to_string(Out) +
-             (has_bias ? ")" : ", no bias)");
+      return "Dense(" + std::string(In::sequence ? "per position, " : "") + std::to_string(in_features) + " -> " +
+             std::to_string(Out) + (has_bias ? ")" : ", no bias)");
     }
     template <class T, class Space>
     struct impl : detail::DenseImpl<T, Space> {
-      impl() : detail::DenseImpl<T, Space>(In::size, Out, has_bias) {}
+      impl() : detail::DenseImpl<T, Space>(in_features, Out, has_bias) {}
     };
   };
 };

@@ -15,10 +15,20 @@
 namespace hpf {
 
 namespace detail {
-/// `[C][N][S]` -> `[C*S][N][1]`: feature index c*S + s, PyTorch's flatten order of CHW, so a
-/// following Dense layer's weight is interchangeable with PyTorch's.
-template <class T, class Space>
+/// `[C][N][S]` -> `[C*S][N][1]` in PyTorch's flatten order, so a following Dense layer's weight is
+/// interchangeable with PyTorch's: feature c*S + s of CHW images, s*C + c of a sequence `[N, T, D]`
+/// (position s, feature c).
+template <class T, class Space, bool Sequence>
 struct FlattenImpl : public ParameterFreeLayer {
+  /// Where flat feature f comes from: (channel, position).
+  KOKKOS_INLINE_FUNCTION static Kokkos::pair<std::size_t, std::size_t> source(std::size_t f, std::size_t c_count,
+                                                                             std::size_t s_count) {
+    if constexpr (Sequence) {
+      return {f % c_count, f / c_count};
+    } else {
+      return {f / s_count, f % s_count};
+    }
+  }
 
   void forward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, Activation<T, Space> y,
                tape_type&) const {
@@ -27,8 +37,8 @@ struct FlattenImpl : public ParameterFreeLayer {
     T* out = y.data();
     Kokkos::parallel_for(
         "hpf::Flatten::forward", Kokkos::RangePolicy<Space>(ctx.space, 0, c_count * s_count),
-        KOKKOS_LAMBDA(const std::size_t f) {  // feature f = c*S + s
-          const std::size_t c = f / s_count, s = f % s_count;
+        KOKKOS_LAMBDA(const std::size_t f) {
+          const auto [c, s] = source(f, c_count, s_count);
           for (std::size_t j = 0; j < n; ++j) out[f * n + j] = x(c, j, s);
         });
   }
@@ -41,14 +51,15 @@ struct FlattenImpl : public ParameterFreeLayer {
     Kokkos::parallel_for(
         "hpf::Flatten::backward", Kokkos::RangePolicy<Space>(ctx.space, 0, c_count * s_count),
         KOKKOS_LAMBDA(const std::size_t f) {
-          const std::size_t c = f / s_count, s = f % s_count;
+          const auto [c, s] = source(f, c_count, s_count);
           for (std::size_t j = 0; j < n; ++j) dx(c, j, s) = grad_out[f * n + j];
         });
   }
 };
 }  // namespace detail
 
-/// \brief Flattens a sample to a feature vector in PyTorch's (C, H, W) order.
+/// \brief Flattens a sample to a feature vector in PyTorch's order: (C, H, W) for images, (T, D)
+/// for sequences.
 struct Flatten {
   template <class In>
   struct bind {
@@ -60,7 +71,7 @@ struct Flatten {
     static constexpr std::size_t leaves = 1;
     static std::string describe() { return "Flatten"; }
     template <class T, class Space>
-    using impl = detail::FlattenImpl<T, Space>;
+    using impl = detail::FlattenImpl<T, Space, In::sequence>;
   };
 };
 

@@ -20,6 +20,8 @@ struct Pad {
 };
 /// Leaves out a layer's bias (convolutions followed by BatchNorm).
 struct NoBias {};
+/// Attention that lets position t attend to positions up to t only (a language model's mask).
+struct Causal {};
 
 namespace detail {
 template <class Option>

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <initializer_list>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,7 +20,7 @@ enum class TensorKind { parameter, buffer };
 /// \brief How a tensor starts. `weight` defers to the network's InitScheme (PyTorch's default
 /// U(±1/sqrt(fan_in)) or Kaiming-normal by fan-out), the others are fixed.
 struct InitRule {
-  enum class Kind { zeros, ones, uniform_fan_in, weight };
+  enum class Kind { zeros, ones, uniform_fan_in, weight, normal, xavier_uniform };
   Kind kind = Kind::zeros;
   std::size_t fan_in = 0;
   std::size_t fan_out = 0;
@@ -34,6 +35,13 @@ struct InitRule {
   }
   static constexpr InitRule weight(std::size_t fan_in, std::size_t fan_out, bool convolution = false) {
     return {Kind::weight, fan_in, fan_out, convolution};
+  }
+  /// N(0, 1): PyTorch's nn.Embedding weight.
+  static constexpr InitRule normal() { return {Kind::normal}; }
+  /// U(-a, a) with a = sqrt(6 / (fan_in + fan_out)): PyTorch's xavier_uniform_ (the in-projection
+  /// of nn.MultiheadAttention).
+  static constexpr InitRule xavier_uniform(std::size_t fan_in, std::size_t fan_out) {
+    return {Kind::xavier_uniform, fan_in, fan_out, false};
   }
 };
 
@@ -77,6 +85,10 @@ class ParameterBinder {
   /// A trainable tensor of `dims` (row-major) named `<scope>.<name>`.
   Parameter parameter(std::string_view name, std::initializer_list<std::size_t> dims,
                       InitRule init) {
+    return parameter(name, std::span<const std::size_t>(dims.begin(), dims.size()), init);
+  }
+  /// The same with extents known at run time.
+  Parameter parameter(std::string_view name, std::span<const std::size_t> dims, InitRule init) {
     const TensorInfo& info = record(name, TensorKind::parameter, dims, init, parameter_end_);
     if (measuring_) return {};
     return {Vector<T, Space>(values_.data() + info.offset, info.size),
@@ -86,7 +98,8 @@ class ParameterBinder {
   /// A non-trainable tensor (kept in sync across replicas, saved in checkpoints).
   Vector<T, Space> buffer(std::string_view name, std::initializer_list<std::size_t> dims,
                           InitRule init) {
-    const TensorInfo& info = record(name, TensorKind::buffer, dims, init, buffer_end_);
+    const TensorInfo& info =
+        record(name, TensorKind::buffer, std::span<const std::size_t>(dims.begin(), dims.size()), init, buffer_end_);
     if (measuring_) return {};
     return Vector<T, Space>(buffers_.data() + info.offset, info.size);
   }
@@ -125,7 +138,7 @@ class ParameterBinder {
     return (n + alignment - 1) / alignment * alignment;
   }
   const TensorInfo& record(std::string_view name, TensorKind kind,
-                           std::initializer_list<std::size_t> dims, InitRule init,
+                           std::span<const std::size_t> dims, InitRule init,
                            std::size_t& end) {
     TensorInfo info;
     info.name = prefix_ + std::string(name);

@@ -28,6 +28,7 @@ struct NetworkFacts {
   std::size_t output_channels = 0, output_spatial = 0;
   bool classifier = false;      ///< ends with a loss against class labels
   std::size_t target_size = 0;  ///< real targets per sample (regression losses)
+  std::size_t label_size = 0;   ///< class labels per sample (classifiers: 1, or one per position)
 
   std::size_t input_size() const { return input_channels * input_spatial; }
   std::size_t output_size() const { return output_channels * output_spatial; }
@@ -39,7 +40,7 @@ NetworkFacts network_facts() {
   using In = typename Model::input_shape;
   using Out = typename Model::output_shape;
   return {shape_string<In>(), In::channels, In::spatial, Out::channels, Out::spatial, model_classifies_v<Model>,
-          model_target_size_v<Model>};
+          model_target_size_v<Model>, model_label_size_v<Model>};
 }
 
 /// \brief Any hpf::Network<Model, T, Space> behind one interface: what StageEngine, the
@@ -76,7 +77,7 @@ class AnyNetwork {
   virtual std::unique_ptr<Tape> make_tape(std::size_t capacity) = 0;
   virtual Activation<T, Space> input(const Tape& tape, std::size_t n) const = 0;
   virtual Activation<T, Space> output(const Tape& tape) const = 0;
-  /// The first n class labels of a tape (classifiers only).
+  /// The class labels of the first n samples of a tape (classifiers only; label_size each).
   virtual label_buffer labels(const Tape& tape, std::size_t n) const = 0;
   /// The first n samples' real targets of a tape (regression models only).
   virtual Buffer<T, Space> targets(const Tape& tape, std::size_t n) const = 0;

@@ -52,6 +52,19 @@ using model_loss_layer_t = at_t<typename Model::bound_layers, size_v<typename Mo
 /// Whether a model ends with a loss against class labels.
 template <class Model>
 inline constexpr bool model_classifies_v = ClassificationLoss<model_loss_layer_t<Model>>;
+/// Class labels per sample of a model ending with a classification loss: 1, or one per position
+/// of a sequence (a language model's next tokens); 0 for other models.
+template <class Model>
+inline constexpr std::size_t model_label_size_v = [] {
+  using Loss = model_loss_layer_t<Model>;
+  if constexpr (!ClassificationLoss<Loss>) {
+    return std::size_t{0};
+  } else if constexpr (requires { Loss::label_size; }) {
+    return std::size_t{Loss::label_size};
+  } else {
+    return std::size_t{1};
+  }
+}();
 /// Real targets per sample of a model ending with a regression loss (0 otherwise).
 template <class Model>
 inline constexpr std::size_t model_target_size_v = [] {
@@ -97,13 +110,15 @@ class Network {
   /// ending with a regression loss reads `target_size` real targets per sample instead.
   static constexpr bool classifier = model_classifies_v<Model>;
   static constexpr std::size_t target_size = model_target_size_v<Model>;
+  /// Class labels per sample (classifiers; one per position for a per-position loss).
+  static constexpr std::size_t label_size = model_label_size_v<Model>;
 
   /// Activations and saved state of one micro-batch between its forward and backward passes.
   struct Tape {
     std::size_t capacity = 0;  ///< largest batch this tape holds
     std::size_t batch = 0;     ///< samples of the last forward
     Buffer<T, Space> input, output;
-    label_buffer labels;       ///< class labels (classifiers)
+    label_buffer labels;       ///< class labels, label_size per sample (classifiers)
     Buffer<T, Space> targets;  ///< real targets, target_size per sample (regression)
     typename layers_type::tape_type layers;
   };
@@ -151,7 +166,7 @@ class Network {
     tape.capacity = capacity;
     tape.input = Buffer<T, Space>("hpf::Network::input", input_shape::size * capacity);
     tape.output = Buffer<T, Space>("hpf::Network::output", output_shape::size * capacity);
-    if constexpr (classifier) tape.labels = label_buffer("hpf::Network::labels", capacity);
+    if constexpr (classifier) tape.labels = label_buffer("hpf::Network::labels", label_size * capacity);
     if constexpr (target_size > 0) tape.targets = Buffer<T, Space>("hpf::Network::targets", target_size * capacity);
     layers_.reserve(tape.layers, capacity);
     ensure_capacity(workspace_, layers_.workspace(capacity), "hpf::Network::workspace");
@@ -168,12 +183,13 @@ class Network {
   Activation<T, Space> output(const Tape& tape) const {
     return activation_view(tape.output, output_shape::channels, tape.batch, output_shape::spatial);
   }
-  /// The first n labels of a tape, to be filled before forward of a classifier.
+  /// The labels of the first n samples of a tape (`[n][label_size]`), to be filled before forward
+  /// of a classifier.
   Kokkos::View<std::int32_t*, memory_space> labels(const Tape& tape, std::size_t n) const
     requires classifier
   {
     check_batch(tape, n);
-    return Kokkos::subview(tape.labels, Kokkos::make_pair(std::size_t{0}, n));
+    return Kokkos::subview(tape.labels, Kokkos::make_pair(std::size_t{0}, n * label_size));
   }
   /// The targets of the first n samples of a tape (`[n][target_size]`), to be filled before
   /// forward of a regression model.
@@ -231,7 +247,7 @@ class Network {
     return layers_.template child<last>().loss_sum(context(tape, Mode::eval),
                                                     layers_type::template child_tape<last>(tape.layers), tape.batch);
   }
-  /// Correctly classified samples of the tape's last forward (blocks).
+  /// Correctly classified labels of the tape's last forward (samples, or positions; blocks).
   std::size_t correct(const Tape& tape) const
     requires classifier
   {
@@ -294,7 +310,9 @@ class Network {
     Context<T, Space> ctx;
     ctx.space = space_;
     ctx.training = mode == Mode::train;
-    if constexpr (classifier) ctx.labels = Kokkos::subview(tape.labels, Kokkos::make_pair(std::size_t{0}, tape.batch));
+    if constexpr (classifier) {
+      ctx.labels = Kokkos::subview(tape.labels, Kokkos::make_pair(std::size_t{0}, tape.batch * label_size));
+    }
     if constexpr (target_size > 0) {
       ctx.targets = Kokkos::subview(tape.targets, Kokkos::make_pair(std::size_t{0}, tape.batch * target_size));
     }
@@ -326,6 +344,14 @@ class Network {
         [[fallthrough]];
       case InitRule::Kind::uniform_fan_in: {
         const double bound = 1.0 / std::sqrt(static_cast<double>(info.init.fan_in));
+        for (std::size_t i = 0; i < info.size; ++i) data[i] = static_cast<T>(rng.uniform(-bound, bound));
+        return;
+      }
+      case InitRule::Kind::normal:
+        for (std::size_t i = 0; i < info.size; ++i) data[i] = static_cast<T>(rng.normal());
+        return;
+      case InitRule::Kind::xavier_uniform: {
+        const double bound = std::sqrt(6.0 / static_cast<double>(info.init.fan_in + info.init.fan_out));
         for (std::size_t i = 0; i < info.size; ++i) data[i] = static_cast<T>(rng.uniform(-bound, bound));
         return;
       }

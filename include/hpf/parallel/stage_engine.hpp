@@ -67,6 +67,7 @@ struct StagePosition {
   bool first = true;
   bool last = true;
   bool classifies = false;  ///< the whole model ends with a classification loss
+  std::size_t labels_per_sample = 0;  ///< its labels per sample (1, or one per position)
   std::string model;        ///< type_name of the whole model (checkpoints name it)
 };
 
@@ -83,7 +84,8 @@ struct whole_model<Stage<Model, Partition, Index>> {
 template <class StageModel>
 StagePosition stage_position() {
   using Model = typename whole_model<StageModel>::type;
-  StagePosition p{.classifies = model_classifies_v<Model>, .model = std::string(type_name<Model>())};
+  StagePosition p{.classifies = model_classifies_v<Model>, .labels_per_sample = model_label_size_v<Model>,
+                  .model = std::string(type_name<Model>())};
   if constexpr (!std::is_same_v<Model, StageModel>) {
     p.first = StageModel::is_first;
     p.last = StageModel::is_last;
@@ -106,9 +108,13 @@ inline void check_stage_dataset(const data::Dataset& d, const char* which, const
     if (d.is_regression()) {
       throw std::invalid_argument(set + " has real-valued targets but the model ends with a classification loss");
     }
-    if (d.classes() > net.output_size()) {
+    if (d.classes() > net.output_channels) {
       throw std::invalid_argument(set + " has " + std::to_string(d.classes()) + " classes but the model outputs " +
-                                  std::to_string(net.output_size()));
+                                  std::to_string(net.output_channels));
+    }
+    if (d.labels_per_sample() != net.label_size) {
+      throw std::invalid_argument(set + " has " + std::to_string(d.labels_per_sample()) +
+                                  " labels per sample but the model's loss reads " + std::to_string(net.label_size));
     }
   } else {
     if (!d.is_regression()) {
@@ -279,7 +285,9 @@ class StageEngine {
     const auto [loss_sum, correct_sum] = links_.total_evaluation(loss, correct, position_.last);
     Evaluation e;
     e.loss = loss_sum / static_cast<double>(total);
-    if (position_.classifies) e.accuracy = static_cast<double>(correct_sum) / static_cast<double>(total);
+    if (position_.classifies) {
+      e.accuracy = static_cast<double>(correct_sum) / static_cast<double>(total * position_.labels_per_sample);
+    }
     return e;
   }
 
