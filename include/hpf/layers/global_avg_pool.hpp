@@ -54,14 +54,17 @@ struct GlobalAvgPoolImpl : public ParameterFreeLayer {
 
 }  // namespace detail
 
-/// \brief Mean over height and width of each channel, giving a vector of channels (PyTorch's
-/// AdaptiveAvgPool2d(1) followed by flatten).
+/// \brief Mean over the positions of each channel, giving a vector of channels: over height and
+/// width of an image (PyTorch's AdaptiveAvgPool2d(1) followed by flatten), over a volume's depth,
+/// height and width (AdaptiveAvgPool3d(1)), over a sequence's positions (`x.mean(dim=1)` on
+/// `[N, T, D]`).
 struct GlobalAvgPool {
   template <class In>
   struct bind {
-    static_assert(In::rank == 3, "hpf::GlobalAvgPool: the input must be an image (channels, height, width)");
+    static_assert(In::rank >= 2,
+                  "hpf::GlobalAvgPool: the input must be an image (channels, height, width), a volume or a sequence");
     using input_shape = In;
-    using output_shape = std::conditional_t<In::rank == 3, Shape<In::channels>, InvalidShape>;
+    using output_shape = std::conditional_t<In::rank >= 2, Shape<In::channels>, InvalidShape>;
     static constexpr LayerCost cost{.forward_flops = In::size, .backward_flops = In::size,
                                     .activations = In::channels};
     static constexpr bool backward_reads_output = false;
