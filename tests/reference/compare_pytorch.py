@@ -4,13 +4,15 @@
 same initial weights on the same batches, and compares the per-step losses and final weights.
 
     compare_pytorch.py --driver build/tests/reference/hpf_reference_run \\
-                       --model mlp|norm_mlp|cnn|resnet20|preact20|regression --dtype float|double --steps N --work DIR
+                       --model mlp|norm_mlp|cnn|resnet20|preact20|regression|gpt|cosmoflow --dtype float|double \\
+                       --steps N --work DIR
 
 runs the driver (unless --no-run: then DIR must hold its files), then PyTorch, prints a table of
 the per-step differences and exits non-zero if they exceed the tolerance:
 
     double: max relative loss difference <= 1e-8 (50 steps in CI; the regression model: 1e-10
-            over 20 steps); final weights <= 1e-8 (per tensor: max |hpf - torch| / max |torch|)
+            over 20 steps; the GPT and the CosmoFlow 3-D CNN: 1e-10 over 30); final weights <= 1e-8
+            (per tensor: max |hpf - torch| / max |torch|)
     float:  max relative loss difference <= 1e-4 over the first 10 steps, and hpf's drift from
             the float64 trajectory (PyTorch in float64 from the same start) at most twice
             PyTorch's float drift from it (or 1e-4). The ResNets (ResNet-20, the pre-activation
@@ -65,10 +67,13 @@ DRIFT_FACTOR = 2.0
 
 # The optimizer settings of a comparison are those the hpf driver recorded in losses.json.
 SETTINGS_KEYS = ("lr", "momentum", "weight_decay")
-MODELS = ("mlp", "norm_mlp", "cnn", "resnet20", "preact20", "regression")
+MODELS = ("mlp", "norm_mlp", "cnn", "resnet20", "preact20", "regression", "gpt", "cosmoflow")
 # Models trained against real-valued targets (MSE), and tighter tolerances some models meet.
-REGRESSION_MODELS = ("regression",)
-MODEL_LOSS_TOLERANCE = {("regression", "double"): 1e-10}
+REGRESSION_MODELS = ("regression", "cosmoflow")
+MODEL_LOSS_TOLERANCE = {("regression", "double"): 1e-10, ("gpt", "double"): 1e-10,
+                        ("cosmoflow", "double"): 1e-10}
+# Models whose inputs are token ids (int64), with one label per position.
+TOKEN_MODELS = ("gpt",)
 
 # --- safetensors, read with struct + json ------------------------------------------------------
 
@@ -162,6 +167,45 @@ def preact_bottleneck_projection(in_channels, width, out_channels, stride):
     return nn.Sequential(nn.BatchNorm2d(in_channels), nn.ReLU(), Residual(body, shortcut))
 
 
+class PositionEmbedding(nn.Module):
+    """hpf::PositionEmbedding: x + a learned [T, D] table."""
+
+    def __init__(self, positions, features):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(positions, features))
+
+    def forward(self, x):
+        return x + self.weight
+
+
+class CausalSelfAttention(nn.MultiheadAttention):
+    """hpf::MultiHeadAttention<Heads, Causal>: nn.MultiheadAttention on (x, x, x), batch first,
+    position t attending to positions up to t."""
+
+    def __init__(self, features, heads):
+        super().__init__(features, heads, batch_first=True)
+
+    def forward(self, x):
+        positions = x.shape[1]
+        mask = torch.triu(torch.ones(positions, positions, dtype=torch.bool), diagonal=1)
+        return super().forward(x, x, x, attn_mask=mask, need_weights=False)[0]
+
+
+def gpt_block(features, heads):
+    """hpf::zoo::GptBlock: x + attention(ln(x)), then x + mlp(ln(x)) with a tanh GELU."""
+    attention = nn.Sequential(nn.LayerNorm(features), CausalSelfAttention(features, heads))
+    mlp = nn.Sequential(nn.LayerNorm(features), nn.Linear(features, 4 * features), nn.GELU(approximate="tanh"),
+                        nn.Linear(4 * features, features))
+    return nn.Sequential(Residual(attention, nn.Sequential()), Residual(mlp, nn.Sequential()))
+
+
+def gpt(blocks, features, heads, context, vocabulary):
+    """hpf::zoo::Gpt: the logits of every position's next token, [B, T, vocabulary]."""
+    return nn.Sequential(nn.Embedding(vocabulary, features), PositionEmbedding(context, features),
+                         nn.Sequential(*[gpt_block(features, heads) for _ in range(blocks)]),
+                         nn.LayerNorm(features), nn.Linear(features, vocabulary))
+
+
 def build_model(name):
     if name == "mlp":  # hpf::zoo::Mlp
         return nn.Sequential(nn.Flatten(), nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
@@ -189,6 +233,13 @@ def build_model(name):
                        nn.Sequential(*[preact_bottleneck(4 * width, width) for _ in range(n - 1)])]
         return nn.Sequential(nn.Conv2d(3, 16, 3, padding=1, bias=False), *stages,
                              nn.BatchNorm2d(256), nn.ReLU(), global_avg_pool(), nn.Linear(256, 10))
+    if name == "gpt":  # reference_run.cpp's Gpt
+        return gpt(2, 32, 4, 16, 256)
+    if name == "cosmoflow":  # reference_run.cpp's CosmoFlow: hpf::zoo::CosmoFlow<16>, 4 x 16^3 volumes
+        return nn.Sequential(nn.Conv3d(4, 16, 3, padding=1), nn.ReLU(), nn.MaxPool3d(2),
+                             nn.Conv3d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool3d(2),
+                             nn.Conv3d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool3d(2), nn.Flatten(),
+                             nn.Linear(64 * 2 * 2 * 2, 128), nn.ReLU(), nn.Linear(128, 64), nn.ReLU(), nn.Linear(64, 4))
     if name == "regression":  # reference_run.cpp's Regressor
         return nn.Sequential(nn.Conv2d(2, 4, 3, padding=1), nn.ReLU(), nn.AvgPool2d(2), nn.Flatten(),
                              nn.Linear(4 * 4 * 4, 16), nn.ReLU(), nn.Linear(16, 3))
@@ -199,7 +250,16 @@ def criterion_and_targets(model_name, batches, step, dtype):
     """The loss of a model and the targets of batch `step` in the form it takes."""
     if model_name in REGRESSION_MODELS:
         return nn.MSELoss(), torch.from_numpy(batches[f"targets.{step}"].copy()).to(dtype)
+    if model_name in TOKEN_MODELS:  # the mean over every position of the batch
+        return (lambda logits, labels: F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1)),
+                torch.from_numpy(batches[f"labels.{step}"].copy()))
     return nn.CrossEntropyLoss(), torch.from_numpy(batches[f"labels.{step}"].copy())
+
+
+def model_inputs(model_name, batches, step, dtype):
+    """The inputs of batch `step`: token ids as they are, images in the run's precision."""
+    inputs = torch.from_numpy(batches[f"inputs.{step}"].copy())
+    return inputs if model_name in TOKEN_MODELS else inputs.to(dtype)
 
 
 # --- the comparison ----------------------------------------------------------------------------
@@ -237,7 +297,7 @@ def train(model_name, settings, initial, batches, steps, dtype):
     losses = []
     start = time.perf_counter()
     for step in range(steps):
-        inputs = torch.from_numpy(batches[f"inputs.{step}"].copy()).to(dtype)
+        inputs = model_inputs(model_name, batches, step, dtype)
         criterion, targets = criterion_and_targets(model_name, batches, step, dtype)
         optimizer.zero_grad()
         loss = criterion(model(inputs), targets)
@@ -265,7 +325,7 @@ def one_step_state(model_name, run, states, batches, k, dtype):
     model.train()
     optimizer.zero_grad()
     criterion, targets = criterion_and_targets(model_name, batches, k, dtype)
-    loss = criterion(model(torch.from_numpy(batches[f"inputs.{k}"].copy()).to(dtype)), targets)
+    loss = criterion(model(model_inputs(model_name, batches, k, dtype)), targets)
     loss.backward()
     optimizer.step()
     return loss.item(), {n: v.numpy().astype(np.float64) for n, v in model.state_dict().items()}

@@ -3,12 +3,13 @@
 // model for a few steps with hpf::Trainer, exactly as single-process training does, and writes
 // what PyTorch needs to repeat the run and what it must reproduce:
 //
-//   reference_run --model mlp|norm_mlp|cnn|resnet20|preact20|regression --dtype float|double --steps N --batch B --out DIR
+//   reference_run --model mlp|norm_mlp|cnn|resnet20|preact20|regression|gpt --dtype float|double --steps N --batch B --out DIR
 //
 //   DIR/initial.safetensors  every parameter and buffer before the first step (state_dict names)
 //   DIR/batches.safetensors  per step s: "inputs.<s>" (B x C x H x W, the network's scalar type,
 //                            NCHW) and "labels.<s>" (B, int64) or, for the regression model,
-//                            "targets.<s>" (B x K, the network's scalar type)
+//                            "targets.<s>" (B x K, the network's scalar type); for the GPT
+//                            both are B x T int64 tokens (the labels: each input's next byte)
 //   DIR/final.safetensors    every parameter and buffer after the last step
 //   DIR/losses.json          settings and the mean loss of every step
 //
@@ -22,10 +23,13 @@
 // BatchNorm 16 x H x W values per channel. The regression
 // model (a small convolutional regressor in the shape of CosmoFlow: convolution, pooling, dense
 // layers, 3 real outputs, mean squared error) trains on hpf::data::synthetic_regression samples of
-// 2x8x8 with batches of 16, SGD lr 0.05, momentum 0.9.
+// 2x8x8 with batches of 16, SGD lr 0.05, momentum 0.9. The GPT (hpf::zoo::Gpt: 2 pre-LayerNorm
+// blocks of causal 4-head attention, D = 32, context 16, bytes as tokens) trains on windows of the
+// text of docs/models.md (hpf::data::text_windows) with batches of 8, SGD lr 0.1, momentum 0.9.
 #include <hpf/data/fashion_mnist.hpp>
 #include <hpf/data/sampler.hpp>
 #include <hpf/data/synthetic.hpp>
+#include <hpf/data/text.hpp>
 #include <hpf/io/network_tensors.hpp>
 #include <hpf/io/safetensors.hpp>
 #include <hpf/layers/avg_pool.hpp>
@@ -38,6 +42,7 @@
 #include <hpf/layers/relu.hpp>
 #include <hpf/model/sequential.hpp>
 #include <hpf/train/trainer.hpp>
+#include <hpf/zoo/gpt.hpp>
 #include <hpf/zoo/models.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -77,7 +82,9 @@ using Regressor = hpf::Sequential<hpf::Input<2, 8, 8>, hpf::Conv2D<4, 3, hpf::Pa
 using NormMlp = hpf::Sequential<hpf::Input<1, 28, 28>, hpf::Flatten, hpf::Dense<256>, hpf::LayerNorm, hpf::GELU,
                                 hpf::Dense<128>, hpf::LayerNorm, hpf::GELUTanh, hpf::Dense<10>, hpf::SoftmaxCrossEntropy>;
 
-enum class Data { fashion_mnist, synthetic_images, synthetic_regression };
+using Gpt = hpf::zoo::Gpt<2, 32, 4, 16, hpf::data::byte_vocabulary>;
+
+enum class Data { fashion_mnist, synthetic_images, synthetic_regression, text };
 
 // Training settings of reference.md, per model.
 struct ModelSettings {
@@ -96,7 +103,9 @@ ModelSettings model_settings(const std::string& model) {
             Data::synthetic_images};
   }
   if (model == "regression") return {16, sgd, hpf::InitScheme::pytorch_default, Data::synthetic_regression};
-  throw std::invalid_argument("--model must be mlp, norm_mlp, cnn, resnet20, preact20 or regression (got '" + model + "')");
+  if (model == "gpt") return {8, {.learning_rate = 0.1, .momentum = 0.9}, hpf::InitScheme::pytorch_default, Data::text};
+  throw std::invalid_argument("--model must be mlp, norm_mlp, cnn, resnet20, preact20, regression or gpt (got '" + model +
+                              "')");
 }
 
 constexpr std::uint64_t weight_seed = 1;
@@ -131,7 +140,7 @@ Settings parse(int argc, char** argv) {
       s.convolution = value == "direct" ? hpf::ConvolutionAlgorithm::direct : hpf::ConvolutionAlgorithm::automatic;
     } else {
       throw std::invalid_argument("unknown option " + key +
-                                  " (usage: --model mlp|norm_mlp|cnn|resnet20|preact20|regression --dtype float|double --steps N --batch B"
+                                  " (usage: --model mlp|norm_mlp|cnn|resnet20|preact20|regression|gpt --dtype float|double --steps N --batch B"
                                   " [--convolution automatic|direct] --out DIR)");
     }
   }
@@ -180,17 +189,28 @@ void run(const Settings& s, const ModelSettings& m, const hpf::data::Dataset& tr
   const auto& dims = train.dims();
   for (std::size_t step = 0; step < s.steps; ++step) {
     const std::vector<std::size_t> indices = sampler.batch(step / per_epoch, step % per_epoch);
-    batches.add("inputs." + std::to_string(step), {indices.size(), dims.channels, dims.height, dims.width},
-                nchw_batch<T>(train, indices));
+    if (train.labels_per_sample() > 1) {  // tokens: [B][T] in, [B][T] next tokens out
+      const std::vector<T> tokens = nchw_batch<T>(train, indices);
+      batches.add("inputs." + std::to_string(step), {indices.size(), dims.channels},
+                  std::vector<std::int64_t>(tokens.begin(), tokens.end()));
+    } else {
+      batches.add("inputs." + std::to_string(step), {indices.size(), dims.channels, dims.height, dims.width},
+                  nchw_batch<T>(train, indices));
+    }
     if (train.is_regression()) {
       std::vector<T> targets(indices.size() * train.target_size());
       train.gather_targets(std::span<const std::size_t>(indices), targets.data());
       batches.add("targets." + std::to_string(step), {indices.size(), train.target_size()}, targets);
     } else {
-      std::vector<std::int32_t> labels32(indices.size());
+      const std::size_t per_sample = train.labels_per_sample();
+      std::vector<std::int32_t> labels32(indices.size() * per_sample);
       train.gather_labels(std::span<const std::size_t>(indices), labels32.data());
       const std::vector<std::int64_t> labels(labels32.begin(), labels32.end());
-      batches.add("labels." + std::to_string(step), {indices.size()}, labels);
+      if (per_sample > 1) {
+        batches.add("labels." + std::to_string(step), {indices.size(), per_sample}, labels);
+      } else {
+        batches.add("labels." + std::to_string(step), {indices.size()}, labels);
+      }
     }
   }
   batches.save(s.out / "batches.safetensors");
@@ -250,6 +270,10 @@ void run_model(const Settings& s, const ModelSettings& m) {
     } else {
       run<hpf::zoo::Cnn, T>(s, m, data.train);
     }
+  } else if (m.data == Data::text) {
+    const std::vector<std::filesystem::path> files{HPF_REFERENCE_TEXT};
+    const std::vector<std::uint8_t> text = hpf::data::read_text_bytes(files);
+    run<Gpt, T>(s, m, hpf::data::text_windows(text, Gpt::input_shape::size, {}));
   } else if (m.data == Data::synthetic_regression) {
     // A pool of 512 samples: 20 steps of 16 see new samples every step.
     run<Regressor, T>(s, m, hpf::data::synthetic_regression(s.pool ? s.pool : 512, 2, 8, 8, 3, synthetic_seed));
