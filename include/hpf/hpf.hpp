@@ -15,6 +15,7 @@
 #include <hpf/data/sampler.hpp>
 #include <hpf/data/shard.hpp>
 #include <hpf/data/synthetic.hpp>
+#include <hpf/data/text.hpp>
 #include <hpf/data/train_test.hpp>
 #include <hpf/io/network_tensors.hpp>
 #include <hpf/io/safetensors.hpp>
@@ -25,6 +26,8 @@
 #include <hpf/layers/conv2d.hpp>
 #include <hpf/layers/cost.hpp>
 #include <hpf/layers/dense.hpp>
+#include <hpf/layers/dropout.hpp>
+#include <hpf/layers/embedding.hpp>
 #include <hpf/layers/flatten.hpp>
 #include <hpf/layers/gelu.hpp>
 #include <hpf/layers/global_avg_pool.hpp>
@@ -34,8 +37,10 @@
 #include <hpf/layers/loss.hpp>
 #include <hpf/layers/max_pool.hpp>
 #include <hpf/layers/mean_squared_error.hpp>
+#include <hpf/layers/multi_head_attention.hpp>
 #include <hpf/layers/options.hpp>
 #include <hpf/layers/parameters.hpp>
+#include <hpf/layers/position_embedding.hpp>
 #include <hpf/layers/relu.hpp>
 #include <hpf/layers/softmax_cross_entropy.hpp>
 #include <hpf/layers/subsample_zero_pad.hpp>
@@ -79,6 +84,7 @@
 #include <hpf/train/progress.hpp>
 #include <hpf/train/trainer.hpp>
 #include <hpf/zoo/blocks.hpp>
+#include <hpf/zoo/gpt.hpp>
 #include <hpf/zoo/models.hpp>
 
 #if HPF_ENABLE_MPI

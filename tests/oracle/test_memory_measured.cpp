@@ -33,7 +33,8 @@ void deallocated(Kokkos::Tools::SpaceHandle, const char*, const void* ptr, std::
 /// Peak bytes of Kokkos allocations during training Model with Strategy, and the oracle's
 /// prediction for this rank's stage.
 template <class Model, class Strategy>
-void check(std::size_t batch, std::size_t micro, hpf::Schedule schedule) {
+void check(std::size_t batch, std::size_t micro, hpf::Schedule schedule, bool recompute = false,
+           const hpf::DataSource& source = hpf_test::synthetic_source<Model>(64)) {
   using Partition = typename Strategy::partition;
   constexpr std::size_t stages = hpf::stage_count_v<Model, Partition>;
   const hpf::comm::Communicator world;
@@ -48,6 +49,7 @@ void check(std::size_t batch, std::size_t micro, hpf::Schedule schedule) {
   o.log = nullptr;
   o.progress = hpf::ProgressMode::none;
   o.steps_per_epoch = 2;
+  o.network.recompute = recompute;
 
   // The scratch the layers' kernels ask for at this micro-batch size (a calibration of one size).
   const std::size_t capacity = (batch / replicas + micro - 1) / micro;
@@ -62,18 +64,19 @@ void check(std::size_t batch, std::size_t micro, hpf::Schedule schedule) {
   Kokkos::Tools::Experimental::set_allocate_data_callback(allocated);
   Kokkos::Tools::Experimental::set_deallocate_data_callback(deallocated);
   std::size_t stage = 0;
-  hpf::fit<Model, Strategy>(world, o, hpf_test::synthetic_source<Model>(batch * 2),
+  hpf::fit<Model, Strategy>(world, o, source,
                             [&](auto&, const hpf::ProcessGrid& grid) { stage = grid.stage(); });
   Kokkos::Tools::Experimental::set_allocate_data_callback(nullptr);
   Kokkos::Tools::Experimental::set_deallocate_data_callback(nullptr);
 
   constexpr auto bounds = hpf::stage_bounds_v<Model, Partition>;
   const hpf::oracle::Plan plan{.stages = stages, .replicas = replicas, .batch = batch, .micro_batches = micro,
-                               .schedule = schedule, .bounds = {bounds.begin(), bounds.end()}};
+                               .schedule = schedule, .bounds = {bounds.begin(), bounds.end()}, .recompute = recompute};
   // Memory only: the profile has no communication fits and the times are not looked at.
   const auto predicted = hpf::oracle::predict(hpf::oracle::view_of<Model>("model"), plan, profile);
   const double expected = static_cast<double>(predicted.stage_memory[stage].total());
   CAPTURE(plan.describe());
+  CAPTURE(recompute);
   CAPTURE(stage);
   // Within 2 %, or 1 KiB for stages of a few values: the padding of every tensor to 16 values is
   // not modelled.
@@ -96,4 +99,18 @@ TEST_CASE("per-rank peak memory of ResNet-20 training (BatchNorm buffers, residu
   check<Model, hpf::DataParallel>(16, 2, hpf::Schedule::one_f_one_b);
   if (hpf_test::world_size() % 2 == 0) check<Model, hpf::Pipeline<hpf::Balanced<2>>>(16, 4, hpf::Schedule::gpipe);
   if (hpf_test::world_size() % 4 == 0) check<Model, hpf::Pipeline<hpf::Balanced<4>>>(16, 4, hpf::Schedule::one_f_one_b);
+}
+
+TEST_CASE("per-rank peak memory of a GPT, with and without re-materialization, within 2 %") {
+  using Model = hpf::zoo::Gpt<4, 16, 2, 16, hpf::data::byte_vocabulary>;
+  const hpf::DataSource text = [](const hpf::data::Shard& shard) {
+    std::vector<std::uint8_t> bytes(64 * 16 + 1);
+    for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<std::uint8_t>(i * 7 % 256);
+    return hpf::data::TrainTest{hpf::data::text_windows(bytes, 16, shard),
+                                hpf::data::text_windows(std::span<const std::uint8_t>(), 16, shard)};
+  };
+  for (const bool recompute : {false, true}) {
+    check<Model, hpf::DataParallel>(16, 2, hpf::Schedule::one_f_one_b, recompute, text);
+    if (hpf_test::world_size() % 2 == 0) check<Model, hpf::Pipeline<hpf::Balanced<2>>>(16, 4, hpf::Schedule::gpipe, recompute, text);
+  }
 }

@@ -20,8 +20,9 @@ namespace hpf {
 namespace detail {
 
 /// Batch normalisation per channel over the N*S values of `[C][N][S]` (PyTorch BatchNorm2d for
-/// images, BatchNorm1d for vectors): eps 1e-5, momentum 0.1, biased variance to normalise,
-/// unbiased variance into running_var. One team per channel reduces its contiguous N*S values.
+/// images, BatchNorm3d for volumes, BatchNorm1d for vectors): eps 1e-5, momentum 0.1, biased
+/// variance to normalise, unbiased variance into running_var. One team per channel reduces its
+/// contiguous N*S values.
 ///
 /// Statistics are those of the batch the layer sees: under micro-batching that is each
 /// micro-batch (as GPipe and PyTorch's pipeline libraries do), and running statistics are updated
@@ -109,6 +110,7 @@ class BatchNormImpl {
       return;
     }
     const T unbias = m > 1 ? T(m) / T(m - 1) : T(1);
+    const bool update_running = !ctx.recomputing;  // forward run again inside backward: already counted
     Kokkos::parallel_for(
         "hpf::BatchNorm::forward", team_policy(ctx.space, channels_, Kokkos::AUTO),
         KOKKOS_LAMBDA(const member& team) {
@@ -130,6 +132,7 @@ class BatchNormImpl {
           Kokkos::single(Kokkos::PerTeam(team), [&]() {
             mean_out(c) = mean;
             inv_std_out(c) = inv_std;
+            if (!update_running) return;
             running_mean(c) = (T(1) - T(momentum)) * running_mean(c) + T(momentum) * mean;
             running_var(c) = (T(1) - T(momentum)) * running_var(c) + T(momentum) * var * unbias;
             if (c == 0) batches_tracked(0) += T(1);
@@ -193,9 +196,9 @@ class BatchNormImpl {
 }  // namespace detail
 
 /// \brief Batch normalisation with learnable scale and shift (PyTorch BatchNorm2d on images,
-/// BatchNorm1d on vectors; eps 1e-5, momentum 0.1). Uses batch statistics in Mode::train and
-/// running statistics in Mode::eval. Parameters: weight, bias; buffers: running_mean,
-/// running_var, num_batches_tracked.
+/// BatchNorm3d on volumes, BatchNorm1d on vectors; eps 1e-5, momentum 0.1). Uses batch
+/// statistics in Mode::train and running statistics in Mode::eval. Parameters: weight, bias;
+/// buffers: running_mean, running_var, num_batches_tracked.
 struct BatchNorm {
   template <class In>
   struct bind {

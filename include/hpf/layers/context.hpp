@@ -21,6 +21,10 @@ using LabelView = Kokkos::View<const std::int32_t*, memory_space_t<Space>,
 template <class T, class Space>
 using TargetView = Kokkos::View<const T*, memory_space_t<Space>, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 
+/// Global dataset indices of a batch's samples, in the execution space's memory.
+template <class Space>
+using SampleIdView = Kokkos::View<const std::uint64_t*, memory_space_t<Space>, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+
 /// \brief What one forward or backward call of a layer needs besides its tensors.
 template <class T, class Space>
 struct Context {
@@ -28,6 +32,14 @@ struct Context {
   Space space{};
   /// Training mode (BatchNorm uses batch statistics and updates running ones) or evaluation.
   bool training = true;
+  /// A forward pass run again inside backward to rebuild activations (re-materialization): the
+  /// same arithmetic, but state that forward advances (BatchNorm's running statistics) stays.
+  bool recomputing = false;
+  /// What random layers (Dropout) draw from, so that every layout draws alike: the network's seed,
+  /// the optimizer step (a key unique per epoch and step), and each sample's global index.
+  std::uint64_t seed = 0;
+  std::uint64_t step = 0;
+  SampleIdView<Space> samples;
   /// Class labels of the (micro-)batch, read by a classification loss.
   LabelView<Space> labels;
   /// Real-valued targets of the (micro-)batch, read by a regression loss.

@@ -43,6 +43,9 @@ struct OneDnnDevice {
 /// a layer would read by itself.
 struct KernelResources {
   ConvolutionAlgorithm convolution = ConvolutionAlgorithm::automatic;
+  /// Re-materialization (NetworkOptions::recompute): Repeat keeps only its blocks' inputs from
+  /// forward to backward and runs each block's forward again inside backward.
+  bool recompute_blocks = false;
 #if HPF_ENABLE_ONEDNN
   /// The oneDNN device of the network's vendor layers (null until one needs it).
   std::shared_ptr<detail::OneDnnDevice> onednn() const {

@@ -25,6 +25,19 @@ concept LossLayer = requires {
 template <class Bound>
 concept ClassificationLoss = LossLayer<Bound> && Bound::classifies;
 
+/// Class labels per sample a bound layer reads: 1, or its `label_size` (one per position of a
+/// sequence); 0 unless it is a classification loss.
+template <class Bound>
+inline constexpr std::size_t loss_label_size_v = [] {
+  if constexpr (!ClassificationLoss<Bound>) {
+    return std::size_t{0};
+  } else if constexpr (requires { Bound::label_size; }) {
+    return std::size_t{Bound::label_size};
+  } else {
+    return std::size_t{1};
+  }
+}();
+
 namespace detail {
 /// \brief What every loss implementation shares: no parameters, no workspace, and a tape of
 /// per-sample losses that forward writes and the network reduces once per micro-batch, in sample

@@ -122,6 +122,10 @@ class ParameterBinder {
   Scope scope(std::string_view part) { return Scope(*this, part); }
   Scope scope(std::size_t index) { return Scope(*this, std::to_string(index)); }
 
+  /// The scope names are bound in now ("3.0.body.1."): a layer's position in the whole model,
+  /// the same on every rank that holds it.
+  std::string_view scope() const { return prefix_; }
+
   /// Where the next parameter will start (the gradient-readiness watermark of a layer).
   std::size_t parameter_offset() const { return align(parameter_end_); }
   /// Elements of flat parameter storage needed so far (with alignment padding).

@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -82,6 +83,9 @@ class AnyNetwork {
   /// The first n samples' real targets of a tape (regression models only).
   virtual Buffer<T, Space> targets(const Tape& tape, std::size_t n) const = 0;
 
+  /// The global dataset indices of the tape's next samples, and the key of the step (Dropout).
+  virtual void set_samples(Tape& tape, std::span<const std::size_t> indices) const = 0;
+  virtual void set_step(std::uint64_t key) = 0;
   virtual void forward(Tape& tape, std::size_t n, Mode mode, std::function<void()> between_layers) = 0;
   virtual std::optional<NonFiniteLayer> first_non_finite_layer(Tape& tape, std::size_t n) = 0;
   virtual void backward(Tape& tape, T loss_scale, ConstActivation<T, Space> output_grad, Activation<T, Space> input_grad,
@@ -147,6 +151,10 @@ class NetworkHolder final : public AnyNetwork<T, Space> {
     }
   }
 
+  void set_samples(Tape& tape, std::span<const std::size_t> indices) const override {
+    net_.set_samples(held(tape), indices);
+  }
+  void set_step(std::uint64_t key) override { net_.set_step(key); }
   void forward(Tape& tape, std::size_t n, Mode mode, std::function<void()> between_layers) override {
     net_.forward(held(tape), n, mode, std::move(between_layers));
   }

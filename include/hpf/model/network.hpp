@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -41,6 +42,11 @@ struct NetworkOptions {
   InitScheme init = InitScheme::pytorch_default;
   /// How host float convolutions run (the vendor library, or im2col + GEMM as on devices).
   ConvolutionAlgorithm convolution = ConvolutionAlgorithm::automatic;
+  /// Re-materialization (GPipe's): every Repeat keeps only its blocks' inputs from forward to
+  /// backward, one block's activations at a time, and runs each block's forward again inside
+  /// backward. The same bits; activation memory of N blocks down to N block inputs and one block,
+  /// for about one more forward pass of the blocks.
+  bool recompute = false;
 };
 
 /// Training (batch statistics, running statistics updated) or evaluation.
@@ -55,16 +61,7 @@ inline constexpr bool model_classifies_v = ClassificationLoss<model_loss_layer_t
 /// Class labels per sample of a model ending with a classification loss: 1, or one per position
 /// of a sequence (a language model's next tokens); 0 for other models.
 template <class Model>
-inline constexpr std::size_t model_label_size_v = [] {
-  using Loss = model_loss_layer_t<Model>;
-  if constexpr (!ClassificationLoss<Loss>) {
-    return std::size_t{0};
-  } else if constexpr (requires { Loss::label_size; }) {
-    return std::size_t{Loss::label_size};
-  } else {
-    return std::size_t{1};
-  }
-}();
+inline constexpr std::size_t model_label_size_v = loss_label_size_v<model_loss_layer_t<Model>>;
 /// Real targets per sample of a model ending with a regression loss (0 otherwise).
 template <class Model>
 inline constexpr std::size_t model_target_size_v = [] {
@@ -120,11 +117,14 @@ class Network {
     Buffer<T, Space> input, output;
     label_buffer labels;       ///< class labels, label_size per sample (classifiers)
     Buffer<T, Space> targets;  ///< real targets, target_size per sample (regression)
+    /// Global dataset index of each sample (what Dropout's masks follow); 0, 1, ... until set.
+    Kokkos::View<std::uint64_t*, memory_space> samples;
     typename layers_type::tape_type layers;
   };
 
-  explicit Network(const NetworkOptions& options = {}, Space space = Space{}) : space_(space) {
+  explicit Network(const NetworkOptions& options = {}, Space space = Space{}) : space_(space), seed_(options.seed) {
     kernels_.convolution = options.convolution;
+    kernels_.recompute_blocks = options.recompute;
     bind_layers(nullptr);
     initialize(options);
   }
@@ -135,8 +135,10 @@ class Network {
   /// \brief A network on `owner`'s parameters, with gradients, buffers (starting as owner's),
   /// workspace and vendor kernels of its own: a data shard that trains beside others on its own
   /// thread (StageEngine). It only reads the parameters; whoever owns them updates them.
-  Network(SharedParameters, const Network& owner, Space space = Space{}) : space_(space) {
+  Network(SharedParameters, const Network& owner, Space space = Space{})
+      : space_(space), seed_(owner.seed_), step_(owner.step_) {
     kernels_.convolution = owner.kernels_.convolution;  // not its oneDNN device: streams are per thread
+    kernels_.recompute_blocks = owner.kernels_.recompute_blocks;
     bind_layers(&owner.parameters_);
     Kokkos::deep_copy(space_, buffers_, owner.buffers_);
     zero_grad();
@@ -147,6 +149,7 @@ class Network {
 
   /// Re-initialises every parameter and buffer as a fresh network with `options` would.
   void initialize(const NetworkOptions& options) {
+    seed_ = options.seed;
     auto values = Kokkos::create_mirror_view(parameters_);
     auto state = Kokkos::create_mirror_view(buffers_);
     Kokkos::deep_copy(values, T(0));
@@ -168,6 +171,10 @@ class Network {
     tape.output = Buffer<T, Space>("hpf::Network::output", output_shape::size * capacity);
     if constexpr (classifier) tape.labels = label_buffer("hpf::Network::labels", label_size * capacity);
     if constexpr (target_size > 0) tape.targets = Buffer<T, Space>("hpf::Network::targets", target_size * capacity);
+    tape.samples = Kokkos::View<std::uint64_t*, memory_space>("hpf::Network::samples", capacity);
+    const auto samples = tape.samples;
+    Kokkos::parallel_for("hpf::Network::samples", Kokkos::RangePolicy<Space>(space_, 0, capacity),
+                         KOKKOS_LAMBDA(const std::size_t j) { samples(j) = j; });
     layers_.reserve(tape.layers, capacity);
     ensure_capacity(workspace_, layers_.workspace(capacity), "hpf::Network::workspace");
     ensure_capacity(scratch_, scratch_of(layers_, capacity), "hpf::Network::scratch");
@@ -199,6 +206,16 @@ class Network {
     check_batch(tape, n);
     return Kokkos::subview(tape.targets, Kokkos::make_pair(std::size_t{0}, n * target_size));
   }
+
+  /// Sets the global dataset indices of the tape's next samples (Dropout's masks follow them).
+  void set_samples(Tape& tape, std::span<const std::size_t> indices) const {
+    check_batch(tape, indices.size());
+    const auto host = Kokkos::create_mirror_view(tape.samples);
+    for (std::size_t j = 0; j < indices.size(); ++j) host(j) = indices[j];
+    Kokkos::deep_copy(space_, tape.samples, host);
+  }
+  /// Sets the key of the optimizer step the next passes belong to (Dropout's masks follow it).
+  void set_step(std::uint64_t key) { step_ = key; }
 
   /// Runs all layers on the first n samples of the tape's input; `between_layers`, if given,
   /// after each layer (a pipeline stage lets its messages in flight progress there).
@@ -318,6 +335,9 @@ class Network {
     }
     ctx.workspace = workspace_;
     ctx.scratch = scratch_;
+    ctx.seed = seed_;
+    ctx.step = step_;
+    ctx.samples = Kokkos::subview(tape.samples, Kokkos::make_pair(std::size_t{0}, tape.batch));
     return ctx;
   }
   static void check_batch(const Tape& tape, std::size_t n) {
@@ -363,6 +383,7 @@ class Network {
   layers_type layers_;
   Buffer<T, Space> parameters_, gradients_, buffers_, workspace_, scratch_;
   std::vector<TensorInfo> tensors_;
+  std::uint64_t seed_ = 0, step_ = 0;
 };
 
 }  // namespace hpf

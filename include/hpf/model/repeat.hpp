@@ -26,7 +26,11 @@ struct repeated_block_changes_shape {
 
 namespace detail {
 
-/// N instances of one block implementation: compile time does not grow with N.
+/// N instances of one block implementation: compile time does not grow with N. With
+/// re-materialization (KernelResources::recompute_blocks) the blocks share one block tape: forward
+/// keeps only the outputs between blocks (the next block's inputs), and backward runs each
+/// block's forward again (ctx.recomputing) into a buffer of its own before its backward. Forward
+/// is deterministic, so the rebuilt activations, and the gradients, are the same bits.
 template <class BlockBound, std::size_t N, std::size_t FirstIndex, class T, class Space>
 class RepeatImpl {
   using Shape_ = typename BlockBound::input_shape;
@@ -36,9 +40,11 @@ class RepeatImpl {
   struct tape_type {
     std::vector<typename block_impl::tape_type> blocks = std::vector<typename block_impl::tape_type>(N);
     std::vector<Buffer<T, Space>> outputs = std::vector<Buffer<T, Space>>(N - 1);  // between blocks
+    Buffer<T, Space> recomputed;  // a block's output rebuilt in backward (re-materialization)
   };
 
   void bind(ParameterBinder<T, Space>& binder) {
+    recompute_ = binder.kernels().recompute_blocks;
     for (std::size_t i = 0; i < N; ++i) {
       parameter_begin_[i] = binder.parameter_offset();
       auto scope = binder.scope(FirstIndex + i);
@@ -46,8 +52,9 @@ class RepeatImpl {
     }
   }
   void reserve(tape_type& tape, std::size_t capacity) {
-    for (std::size_t i = 0; i < N; ++i) blocks_[i].reserve(tape.blocks[i], capacity);
+    for (std::size_t i = 0; i < (recompute_ ? 1 : N); ++i) blocks_[i].reserve(tape.blocks[i], capacity);
     for (auto& buffer : tape.outputs) ensure_capacity(buffer, Shape_::size * capacity, "hpf::Repeat::output");
+    if (recompute_) ensure_capacity(tape.recomputed, Shape_::size * capacity, "hpf::Repeat::recomputed");
   }
   std::size_t workspace(std::size_t capacity) const { return blocks_[0].workspace(capacity); }
   /// Two gradient buffers between copies, then a block's own scratch.
@@ -57,7 +64,7 @@ class RepeatImpl {
     const std::size_t n = x.extent(1);
     for (std::size_t i = 0; i < N; ++i) {
       blocks_[i].forward(ctx, i == 0 ? x : view(tape.outputs[i - 1], n), i + 1 == N ? y : view(tape.outputs[i], n),
-                         tape.blocks[i]);
+                         block_tape(tape, i));
     }
   }
 
@@ -69,12 +76,19 @@ class RepeatImpl {
     auto gradient = [&](std::size_t which) {
       return Activation<T, Space>(gradients + which * Shape_::size * n, Shape_::channels, n, Shape_::spatial);
     };
+    Context<T, Space> again = inner;
+    again.recomputing = true;
     for (std::size_t i = N; i-- > 0;) {
       const ConstActivation<T, Space> block_in = i == 0 ? x : ConstActivation<T, Space>(view(tape.outputs[i - 1], n));
-      const ConstActivation<T, Space> block_out = i + 1 == N ? y : ConstActivation<T, Space>(view(tape.outputs[i], n));
+      ConstActivation<T, Space> block_out = i + 1 == N ? y : ConstActivation<T, Space>(view(tape.outputs[i], n));
+      if (recompute_) {
+        const Activation<T, Space> rebuilt = view(tape.recomputed, n);
+        blocks_[i].forward(again, block_in, rebuilt, block_tape(tape, i));
+        block_out = rebuilt;
+      }
       const ConstActivation<T, Space> grad_out = i + 1 == N ? dy : ConstActivation<T, Space>(gradient(i % 2));
       const Activation<T, Space> grad_in = i == 0 ? dx : gradient((i - 1) % 2);
-      blocks_[i].backward(inner, block_in, block_out, grad_out, grad_in, tape.blocks[i]);
+      blocks_[i].backward(inner, block_in, block_out, grad_out, grad_in, block_tape(tape, i));
       if (ctx.gradients_ready) ctx.gradients_ready(parameter_begin_[i]);
     }
   }
@@ -84,8 +98,14 @@ class RepeatImpl {
   static Activation<T, Space> view(const Buffer<T, Space>& buffer, std::size_t n) {
     return activation_view(buffer, Shape_::channels, n, Shape_::spatial);
   }
+  /// Block i's tape: its own, or with re-materialization the one all blocks share.
+  typename block_impl::tape_type& block_tape(tape_type& tape, std::size_t i) const {
+    return tape.blocks[recompute_ ? 0 : i];
+  }
+
   std::vector<block_impl> blocks_ = std::vector<block_impl>(N);
   std::vector<std::size_t> parameter_begin_ = std::vector<std::size_t>(N);
+  bool recompute_ = false;
 };
 
 }  // namespace detail

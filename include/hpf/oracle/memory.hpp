@@ -18,7 +18,8 @@ struct MemoryBreakdown {
   std::size_t buffers = 0;          ///< BatchNorm running statistics
   std::size_t optimizer_state = 0;  ///< momentum; Adam's two moments
   /// Every micro-batch slot's tape: its input, the outputs the layers keep for backward, the
-  /// labels; the schedule keeps M slots (GPipe) or at most S - s (1F1B).
+  /// labels, the samples' global indices; the schedule keeps M slots (GPipe) or at most S - s
+  /// (1F1B).
   std::size_t activations = 0;
   std::size_t boundary_gradients = 0;  ///< per slot: gradients received from / sent to neighbours
   std::size_t gradient_buckets = 0;    ///< the ordered reduction gathers every replica's buckets
@@ -39,6 +40,7 @@ struct MemoryInputs {
   std::size_t capacity = 1;  ///< samples per micro-batch (the largest one)
   bool first = true, last = true;
   bool classifier = true;            ///< the last stage keeps int32 labels per sample
+  std::size_t label_size = 1;        ///< labels per sample (one per position of a sequence)
   std::size_t optimizer_values = 1;  ///< per parameter: SGD with momentum 1, without 0, Adam 2
   std::size_t replicas = 1;
   bool ordered_reduction = true;  ///< replicas > 1 reduce by gathering (GradientReduction::ordered)
@@ -53,6 +55,8 @@ struct MemoryInputs {
   /// 128-byte header). A stage without parameters still holds its four empty state views.
   std::size_t runtime_bytes = 0;
   std::size_t empty_view_bytes = 0;
+  /// Activation elements per sample that re-materialization does not keep (recompute_saved_elements).
+  std::size_t recompute_saved_elements = 0;
 };
 
 /// Peak bytes of one rank of stage `stage` (the allocation hpf makes for it, exactly as the engine
@@ -65,9 +69,11 @@ constexpr MemoryBreakdown stage_memory(const StageFacts& stage, const MemoryInpu
   m.gradients = view(stage.cost.parameters * d);
   m.buffers = view(stage.cost.buffers * d);
   m.optimizer_state = in.optimizer_values * view(stage.cost.parameters * d);
-  const std::size_t labels = in.last && in.classifier ? sizeof(std::int32_t) : 0;
+  const std::size_t labels = in.last && in.classifier ? in.label_size * sizeof(std::int32_t) : 0;
   m.activations = in.slots * c *
-                  ((stage.input_elements + stage.cost.activations) * d + stage.cost.saved_indices * sizeof(std::int32_t) + labels);
+                  ((stage.input_elements + stage.cost.activations - in.recompute_saved_elements) * d +
+                   stage.cost.saved_indices * sizeof(std::int32_t) +
+                   labels + sizeof(std::uint64_t));
   m.boundary_gradients =
       in.slots * c * ((in.last ? 0 : stage.output_elements) + (in.first ? 0 : stage.input_elements)) * d;
   if (in.replicas > 1 && in.ordered_reduction) m.gradient_buckets = in.replicas * stage.cost.parameters * d;

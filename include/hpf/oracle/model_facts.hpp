@@ -25,6 +25,7 @@ struct UnitFacts {
   std::size_t input_elements = 0, output_elements = 0;  ///< per sample
   bool runs_in_place = false;          ///< may write its output over its input
   bool backward_reads_output = false;  ///< its backward reads its own output
+  bool repeated = false;               ///< one copy of a Repeat's block (re-materialization applies)
 };
 
 /// \brief The facts of one stage [first_leaf, end_leaf) of a model, per sample: those of the
@@ -66,6 +67,7 @@ struct model_facts {
         r[k].output_elements = arrays::output_elements[u];
         r[k].runs_in_place = arrays::runs_in_place[u];
         r[k].backward_reads_output = arrays::backward_reads_output[u];
+        r[k].repeated = copies > 1;
       }
     }
     return r;

@@ -52,6 +52,7 @@ ModelView view_of(std::string name, std::size_t optimizer_values = 1) {
   v.leaves = Model::leaves;
   v.cut_places = cut_places_v<Model>;
   v.classifier = ClassificationLoss<at_t<typename Model::bound_layers, Model::size - 1>>;
+  v.label_size = loss_label_size_v<at_t<typename Model::bound_layers, Model::size - 1>>;
   v.optimizer_values = optimizer_values;
   v.balanced_bounds = &balanced_bounds<Model>;
   return v;

@@ -28,6 +28,7 @@ struct ModelView {
   std::size_t leaves = 0;
   std::size_t cut_places = 0;  ///< most stages a partition can make
   bool classifier = true;
+  std::size_t label_size = 1;  ///< class labels per sample (one per position of a sequence)
   std::size_t scalar_bytes = sizeof(float);
   std::size_t optimizer_values = 1;  ///< SGD with momentum (the default)
   std::vector<std::size_t> (*balanced_bounds)(std::size_t stages) = nullptr;
@@ -41,6 +42,7 @@ struct Plan {
   std::vector<std::size_t> bounds;
   std::size_t bucket_bytes = std::size_t{4} << 20;
   GradientReduction reduction = GradientReduction::automatic;
+  bool recompute = false;  ///< re-materialization of Repeat blocks (NetworkOptions::recompute)
 
   std::size_t ranks() const { return stages * replicas; }
   std::string describe() const {
@@ -105,9 +107,10 @@ class OnAverage {
   double long_run_;
 };
 
+/// With `recompute`, a Repeat's block runs its forward again inside its backward.
 inline StageTimes stage_times(const ModelView& model, const MachineProfile& profile,
                               const std::vector<const UnitTiming*>& timings, std::size_t begin, std::size_t end, bool last,
-                              double m, HostLoad load, const OnAverage& on_average) {
+                              double m, HostLoad load, const OnAverage& on_average, bool recompute = false) {
   StageTimes t;
   for (const UnitFacts& u : model.units) {
     if (!in_stage(u, begin, end, last)) continue;
@@ -117,12 +120,32 @@ inline StageTimes stage_times(const ModelView& model, const MachineProfile& prof
                          model.layer_keys[u.layer] + "' (model " + model.name +
                          "): run hpf-oracle calibrate for this model (or hpf::oracle::calibrate<Model>)");
     }
-    t.forward += on_average(timing->forward(m, load));
-    t.backward_units.push_back(on_average(timing->backward(m, load)));
+    const double forward = on_average(timing->forward(m, load));
+    t.forward += forward;
+    t.backward_units.push_back(on_average(timing->backward(m, load)) + (recompute && u.repeated ? forward : 0.0));
     t.unit_params.push_back(u.cost.parameters);
     t.backward += t.backward_units.back();
   }
   return t;
+}
+
+/// Activation elements per sample re-materialization saves a stage: a Repeat piece of k copies of a
+/// block that keeps A (its output `out` among them) keeps k block outputs, one block's tape and a
+/// rebuilt output instead of k tapes: k*A - (k*out + A).
+inline std::size_t recompute_saved_elements(const ModelView& model, std::size_t begin, std::size_t end, bool last) {
+  std::map<std::size_t, std::size_t> copies;  // per repeated top-level layer: its copies in this stage
+  std::map<std::size_t, const UnitFacts*> block;
+  for (const UnitFacts& u : model.units) {
+    if (!u.repeated || !in_stage(u, begin, end, last)) continue;
+    ++copies[u.layer];
+    block[u.layer] = &u;
+  }
+  std::size_t saved = 0;
+  for (const auto& [layer, k] : copies) {
+    const std::size_t kept = k * block[layer]->cost.activations, rebuilt = k * block[layer]->output_elements + block[layer]->cost.activations;
+    saved += kept > rebuilt ? kept - rebuilt : 0;
+  }
+  return saved;
 }
 
 /// Ranks of a `ranks`-process job that compute on one host's cores.
@@ -318,7 +341,8 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
   for (std::size_t s = 0; s < S; ++s) {
     const bool last = s + 1 == S;
     facts[s] = stage_facts(model.units, plan.bounds[s], plan.bounds[s + 1], last);
-    times[s] = detail::stage_times(model, profile, timings, plan.bounds[s], plan.bounds[s + 1], last, m, load, on_average);
+    times[s] = detail::stage_times(model, profile, timings, plan.bounds[s], plan.bounds[s + 1], last, m, load, on_average,
+                                   plan.recompute);
     const double load =
         s == 0 ? on_average(profile.load_s_per_element * static_cast<double>(facts[s].input_elements) * m) : 0;
     times[s].forward = (times[s].forward + load) / speed;  // sharing the cores: in the playing below
@@ -544,6 +568,7 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
     in.first = s == 0;
     in.last = s + 1 == S;
     in.classifier = model.classifier;
+    in.label_size = model.label_size;
     in.optimizer_values = model.optimizer_values;
     in.replicas = R;
     in.ordered_reduction = reduction == GradientReduction::ordered;
@@ -563,6 +588,7 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
         in.child_scratch_elements = std::max(in.child_scratch_elements, static_cast<std::size_t>(t->scratch(c)) + between);
       }
     }
+    if (plan.recompute) in.recompute_saved_elements = detail::recompute_saved_elements(model, plan.bounds[s], plan.bounds[s + 1], in.last);
     out.stage_memory.push_back(stage_memory(facts[s], in));
     out.peak_memory_bytes = std::max(out.peak_memory_bytes, out.stage_memory.back().total());
   }

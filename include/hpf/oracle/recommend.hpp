@@ -21,6 +21,7 @@ struct SearchOptions {
   std::size_t bucket_bytes = std::size_t{4} << 20;
   GradientReduction reduction = GradientReduction::automatic;
   std::size_t max_stages = 0;  ///< 0: as many as the model has places to cut
+  bool recompute = false;      ///< re-materialization of Repeat blocks (NetworkOptions::recompute)
 };
 
 /// Every feasible strategy of `ranks` processes for a global `batch`: S stages dividing the
@@ -44,7 +45,7 @@ inline std::vector<Prediction> rank_strategies(const ModelView& model, std::size
       for (const Schedule schedule : {Schedule::one_f_one_b, Schedule::gpipe}) {
         if (S == 1 && schedule == Schedule::gpipe) continue;  // one stage: the schedules are the same
         Plan plan{.stages = S, .replicas = R, .batch = batch, .micro_batches = M, .schedule = schedule, .bounds = bounds,
-                  .bucket_bytes = o.bucket_bytes, .reduction = o.reduction};
+                  .bucket_bytes = o.bucket_bytes, .reduction = o.reduction, .recompute = o.recompute};
         all.push_back(predict(model, plan, profile, budget));
       }
     }

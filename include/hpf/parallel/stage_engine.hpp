@@ -201,6 +201,10 @@ class StageEngine {
       const trace::Span zeroing(trace::Track::compute, "zero grad", stage_tags());
       net_->zero_grad();
     }
+    // Dropout's masks follow the step and each sample's global index: every layout draws alike.
+    const std::uint64_t key = (static_cast<std::uint64_t>(epoch) << 32) | static_cast<std::uint64_t>(step);
+    net_->set_step(key);
+    for (ShardWorker& worker : workers_) worker.net->set_step(key);
     links_.begin_step();
     const auto shards = links_.shards();
     shard_losses_.assign(shards.size(), 0.0);
@@ -411,6 +415,7 @@ class StageEngine {
             const trace::Span loading(trace::Track::compute, "load", tags);
             if (position_.first) loader.load_inputs(train_, samples, net.input(tape, n));
             if (position_.last) loader.load_targets(train_, samples, net, tape);
+            net.set_samples(tape, samples);
           }
           {
             const trace::Span computing(trace::Track::compute, "forward", tags);

@@ -139,6 +139,7 @@ AutoChoice choose_strategy(const comm::Communicator& world, const TrainOptions& 
     oracle::SearchOptions search;
     search.bucket_bytes = o.bucket_bytes;
     search.reduction = o.reduction;
+    search.recompute = o.network.recompute;
     const auto ranked = oracle::rank_strategies(oracle::view_of<Model>(std::string(type_name<Model>()), optimizer_values(o.optimizer)),
                                                 static_cast<std::size_t>(world.size()), o.batch, profile, search);
     for (const oracle::Prediction& p : ranked) {
