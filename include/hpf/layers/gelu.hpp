@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <string>
+#include <type_traits>
 
 namespace hpf {
 
@@ -29,6 +30,32 @@ inline constexpr double gelu_pdf_scale = 1.12837916709551257390 * 0.707106781186
 inline constexpr double gelu_tanh_beta = 1.41421356237309504880 * 1.12837916709551257390 * 0.5;  // sqrt(2/pi)
 inline constexpr double gelu_tanh_kappa = 0.044715;
 
+/// tanh for the GELU's float kernels: the rational minimax approximation of degree 13/6 of Eigen's
+/// fast tanh, clamped to +-7.9053 (beyond, float's tanh is +-1): within 4e-7 of tanh everywhere,
+/// and, unlike a call to tanhf, it vectorises, which makes a GPT's GELUs about 5x faster. Double
+/// keeps the exact function, so double agrees with PyTorch to the last bits.
+template <class T>
+KOKKOS_INLINE_FUNCTION T gelu_tanh(T u) {
+  if constexpr (std::is_same_v<T, float>) {
+    const float x = u < -7.90531110763549805f ? -7.90531110763549805f : (u > 7.90531110763549805f ? 7.90531110763549805f : u);
+    const float x2 = x * x;
+    float p = -2.76076847742355e-16f;
+    p = p * x2 + 2.00018790482477e-13f;
+    p = p * x2 + -8.60467152213735e-11f;
+    p = p * x2 + 5.12229709037114e-08f;
+    p = p * x2 + 1.48572235717979e-05f;
+    p = p * x2 + 6.37261928875436e-04f;
+    p = p * x2 + 4.89352455891786e-03f;
+    float q = 1.19825839466702e-06f;
+    q = q * x2 + 1.18534705686654e-04f;
+    q = q * x2 + 2.26843463243900e-03f;
+    q = q * x2 + 4.89352518554385e-03f;
+    return x * p / q;
+  } else {
+    return math::tanh(u);
+  }
+}
+
 template <GeluForm Form, class T>
 KOKKOS_INLINE_FUNCTION T gelu(T x) {
   if constexpr (Form == GeluForm::exact) {
@@ -36,7 +63,7 @@ KOKKOS_INLINE_FUNCTION T gelu(T x) {
   } else {
     const T x_cube = x * x * x;
     const T inner = T(gelu_tanh_beta) * (x + T(gelu_tanh_kappa) * x_cube);
-    return T(0.5) * x * (T(1) + math::tanh(inner));
+    return T(0.5) * x * (T(1) + gelu_tanh(inner));
   }
 }
 template <GeluForm Form, class T>
@@ -48,7 +75,7 @@ KOKKOS_INLINE_FUNCTION T gelu_derivative(T x) {
   } else {
     const T x_sq = x * x;
     const T x_cube = x_sq * x;
-    const T tanh_inner = math::tanh(T(gelu_tanh_beta) * (x + T(gelu_tanh_kappa) * x_cube));
+    const T tanh_inner = gelu_tanh(T(gelu_tanh_beta) * (x + T(gelu_tanh_kappa) * x_cube));
     const T left = T(0.5) * x, right = T(1) + tanh_inner;
     const T tanh_derivative = T(1) - tanh_inner * tanh_inner;
     const T inner_derivative = T(gelu_tanh_beta) * (T(1) + T(3) * T(gelu_tanh_kappa) * x_sq);

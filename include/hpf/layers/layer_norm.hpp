@@ -59,14 +59,23 @@ class LayerNormImpl {
   void forward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, Activation<T, Space> y,
                tape_type& tape) const {
     trace::Region region("hpf::LayerNorm::forward");
-    normalize(ctx, x, y, tape);
+    if constexpr (PerPosition) {
+      normalize_positions(ctx, x, y, tape);
+    } else {
+      normalize(ctx, x, y, tape);
+    }
   }
   /// dx = inv_std * (g - mean(g) - xhat * mean(g * xhat)) with g = dy * weight, per group.
   void backward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, ConstActivation<T, Space>,
                 ConstActivation<T, Space> dy, Activation<T, Space> dx, tape_type& tape) const {
     trace::Region region("hpf::LayerNorm::backward");
     parameter_gradients(ctx, x, dy, tape);
-    if (!is_empty(dx)) input_gradient(ctx, x, dy, dx, tape);
+    if (is_empty(dx)) return;
+    if constexpr (PerPosition) {
+      input_gradient_positions(ctx, x, dy, dx, tape);
+    } else {
+      input_gradient(ctx, x, dy, dx, tape);
+    }
   }
 
   /// Value i of group g = (sample j, position p): x(i, j, p) per position, x(i / S, j, i % S) for
@@ -114,6 +123,100 @@ class LayerNormImpl {
           Kokkos::single(Kokkos::PerTeam(team), [&]() {
             mean_out(g) = mean;
             inv_std_out(g) = inv_std;
+          });
+        });
+  }
+
+  // Per position: one team per sample holds a sum per position in scratch and adds the features
+  // in order, c = 0, 1, ...: a single-thread team (CPU backends) feature by feature over all
+  // positions (contiguous, it vectorises), a wider team one position per thread (GPUs, coalesced).
+  // Either way each sum is the same additions in the same order.
+  using scratch_sums = Kokkos::View<accumulator*, typename Space::scratch_memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  static team_policy position_policy(const Context<T, Space>& ctx, std::size_t n, std::size_t positions) {
+    return team_policy(ctx.space, n, Kokkos::AUTO).set_scratch_size(0, Kokkos::PerTeam(2 * scratch_sums::shmem_size(positions)));
+  }
+  /// first(p) = sum_c f(c, p), second(p) = sum_c g(c, p) for every position p, in feature order.
+  template <class F, class G>
+  KOKKOS_INLINE_FUNCTION static void position_sums(const member& team, std::size_t features, std::size_t positions,
+                                                   scratch_sums first, scratch_sums second, const F& f, const G& g) {
+    if (team.team_size() == 1) {
+      for (std::size_t p = 0; p < positions; ++p) first(p) = second(p) = 0;
+      for (std::size_t c = 0; c < features; ++c) {
+        for (std::size_t p = 0; p < positions; ++p) {
+          first(p) += accumulator(f(c, p));
+          second(p) += accumulator(g(c, p));
+        }
+      }
+    } else {
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, positions), [&](const std::size_t p) {
+        accumulator a = 0, b = 0;
+        for (std::size_t c = 0; c < features; ++c) {
+          a += accumulator(f(c, p));
+          b += accumulator(g(c, p));
+        }
+        first(p) = a;
+        second(p) = b;
+      });
+    }
+    team.team_barrier();
+  }
+
+  void normalize_positions(const Context<T, Space>& ctx, ConstActivation<T, Space> x, Activation<T, Space> y,
+                           tape_type& tape) const {
+    const std::size_t features = x.extent(0), positions = x.extent(2);
+    const auto weight = weight_, bias = bias_;
+    const auto mean_out = tape.mean, inv_std_out = tape.inv_std;
+    Kokkos::parallel_for(
+        "hpf::LayerNorm::forward", position_policy(ctx, x.extent(1), positions), KOKKOS_LAMBDA(const member& team) {
+          const std::size_t j = team.league_rank();
+          const scratch_sums sums(team.team_scratch(0), positions), squares(team.team_scratch(0), positions);
+          const auto none = [](std::size_t, std::size_t) { return T(0); };
+          position_sums(team, features, positions, sums, squares, [&](std::size_t c, std::size_t p) { return x(c, j, p); }, none);
+          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, positions), [&](const std::size_t p) {
+            mean_out(j * positions + p) = static_cast<T>(sums(p) / accumulator(features));
+          });
+          team.team_barrier();
+          position_sums(
+              team, features, positions, sums, squares,
+              [&](std::size_t c, std::size_t p) {
+                const accumulator d = accumulator(x(c, j, p)) - accumulator(mean_out(j * positions + p));
+                return d * d;
+              },
+              none);
+          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, positions), [&](const std::size_t p) {
+            inv_std_out(j * positions + p) = T(1) / math::sqrt(static_cast<T>(sums(p) / accumulator(features)) + T(epsilon));
+          });
+          team.team_barrier();
+          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, features), [&](const std::size_t c) {
+            for (std::size_t p = 0; p < positions; ++p) {
+              const T mean = mean_out(j * positions + p), inv_std = inv_std_out(j * positions + p);
+              y(c, j, p) = (x(c, j, p) * inv_std + -inv_std * mean) * weight(c) + bias(c);
+            }
+          });
+        });
+  }
+
+  void input_gradient_positions(const Context<T, Space>& ctx, ConstActivation<T, Space> x, ConstActivation<T, Space> dy,
+                                Activation<T, Space> dx, tape_type& tape) const {
+    const std::size_t features = x.extent(0), positions = x.extent(2);
+    const auto weight = weight_;
+    const auto saved_mean = tape.mean, saved_inv_std = tape.inv_std;
+    Kokkos::parallel_for(
+        "hpf::LayerNorm::backward", position_policy(ctx, x.extent(1), positions), KOKKOS_LAMBDA(const member& team) {
+          const std::size_t j = team.league_rank();
+          const scratch_sums sum_g(team.team_scratch(0), positions), sum_g_xhat(team.team_scratch(0), positions);
+          const auto xhat = [&](std::size_t c, std::size_t p) {
+            return (x(c, j, p) - saved_mean(j * positions + p)) * saved_inv_std(j * positions + p);
+          };
+          position_sums(
+              team, features, positions, sum_g, sum_g_xhat, [&](std::size_t c, std::size_t p) { return dy(c, j, p) * weight(c); },
+              [&](std::size_t c, std::size_t p) { return accumulator(dy(c, j, p) * weight(c)) * accumulator(xhat(c, p)); });
+          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, features), [&](const std::size_t c) {
+            for (std::size_t p = 0; p < positions; ++p) {
+              const T mean_g = static_cast<T>(sum_g(p) / accumulator(features));
+              const T mean_g_xhat = static_cast<T>(sum_g_xhat(p) / accumulator(features));
+              dx(c, j, p) = saved_inv_std(j * positions + p) * (dy(c, j, p) * weight(c) - mean_g - xhat(c, p) * mean_g_xhat);
+            }
           });
         });
   }
