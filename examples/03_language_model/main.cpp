@@ -5,6 +5,7 @@
 //   hpf_language_model --steps 300                          # one process
 //   mpiexec -n 2 hpf_language_model --stages 2              # a pipeline of 2 stages
 //   mpiexec -n 4 hpf_language_model --stages 2              # 2 stages x 2 replicas (hybrid)
+//   hpf_language_model --recompute yes                      # re-materialize the blocks in backward
 //   hpf_language_model --text my.txt --prompt "Once upon"   # your own text
 //
 // Rank 0 prints the model's summary, progress, the held-out bits per byte, the trained model's
@@ -93,7 +94,7 @@ template <class Strategy>
 void train(const hpf::comm::Communicator& world, const Settings& s) {
   if (world.rank() == 0) {
     std::cout << hpf::summary<Model>(s.train.batch) << "\n" << world.size() << " process(es), " << s.stages
-              << " stage(s)\n\n";
+              << " stage(s)" << (s.train.network.recompute ? ", blocks re-materialized in backward" : "") << "\n\n";
   }
   const auto files = s.text;
   const double held_out = s.held_out;
@@ -159,12 +160,15 @@ int main(int argc, char** argv) {
     s.train.micro_batches = args.get<std::size_t>("micro-batches", 2, "micro-batches per replica batch");
     const double lr = args.get<double>("lr", 3e-3, "Adam learning rate");
     s.train.network.seed = args.get<std::uint64_t>("seed", 0, "seed of the initial weights, the data order and the sampling");
+    const auto recompute = args.get<std::string>("recompute", "no", "yes: keep only the blocks' inputs and run their forward again in backward (the same bits, less memory)");
     s.out = args.get<std::string>("out", "language-model", "directory for the trained model (gpt.safetensors)");
     s.prompt = args.get<std::string>("prompt", "The ", "text the sample starts from");
     s.generate = args.get<std::size_t>("generate", 200, "bytes to generate after the prompt (0: none)");
     s.temperature = args.get<double>("temperature", 0.8, "sampling temperature (0: always the most probable byte)");
     s.max_bits_per_byte = args.get<double>("expect-bits-per-byte", 0.0, "exit with an error unless the held-out bits per byte are at most this");
     if (!args.finish(world.rank() == 0)) return;
+    if (recompute != "yes" && recompute != "no") throw hpf::comm::UsageError("--recompute must be yes or no (got '" + recompute + "')");
+    s.train.network.recompute = recompute == "yes";
     s.train.data_seed = s.train.network.seed;
     s.train.optimizer = hpf::AdamOptions{.learning_rate = lr};
     if (s.stages == "1") {
