@@ -3,12 +3,14 @@
 // model for a few steps with hpf::Trainer, exactly as single-process training does, and writes
 // what PyTorch needs to repeat the run and what it must reproduce:
 //
-//   reference_run --model mlp|norm_mlp|cnn|resnet20|preact20|regression|gpt --dtype float|double --steps N --batch B --out DIR
+//   reference_run --model mlp|norm_mlp|cnn|resnet20|preact20|regression|gpt|cosmoflow --dtype float|double --steps N
+//                 --batch B --out DIR
 //
 //   DIR/initial.safetensors  every parameter and buffer before the first step (state_dict names)
 //   DIR/batches.safetensors  per step s: "inputs.<s>" (B x C x H x W, the network's scalar type,
-//                            NCHW) and "labels.<s>" (B, int64) or, for the regression model,
-//                            "targets.<s>" (B x K, the network's scalar type); for the GPT
+//                            NCHW; B x C x D x H x W for volumes) and "labels.<s>" (B, int64)
+//                            or, for the regression models, "targets.<s>" (B x K, the
+//                            network's scalar type); for the GPT
 //                            both are B x T int64 tokens (the labels: each input's next byte)
 //   DIR/final.safetensors    every parameter and buffer after the last step
 //   DIR/losses.json          settings and the mean loss of every step
@@ -26,6 +28,9 @@
 // 2x8x8 with batches of 16, SGD lr 0.05, momentum 0.9. The GPT (hpf::zoo::Gpt: 2 pre-LayerNorm
 // blocks of causal 4-head attention, D = 32, context 16, bytes as tokens) trains on windows of the
 // text of docs/models.md (hpf::data::text_windows) with batches of 8, SGD lr 0.1, momentum 0.9.
+// The CosmoFlow 3-D CNN (hpf::zoo::CosmoFlow<16>: three Conv3D-ReLU-MaxPool3D blocks, dense
+// layers, 4 real outputs, mean squared error) trains on hpf::data::synthetic_regression volumes of
+// 4x16x16x16 with batches of 8, SGD lr 0.05, momentum 0.9.
 #include <hpf/data/fashion_mnist.hpp>
 #include <hpf/data/sampler.hpp>
 #include <hpf/data/synthetic.hpp>
@@ -42,6 +47,7 @@
 #include <hpf/layers/relu.hpp>
 #include <hpf/model/sequential.hpp>
 #include <hpf/train/trainer.hpp>
+#include <hpf/zoo/cosmoflow.hpp>
 #include <hpf/zoo/gpt.hpp>
 #include <hpf/zoo/models.hpp>
 
@@ -84,7 +90,9 @@ using NormMlp = hpf::Sequential<hpf::Input<1, 28, 28>, hpf::Flatten, hpf::Dense<
 
 using Gpt = hpf::zoo::Gpt<2, 32, 4, 16, hpf::data::byte_vocabulary>;
 
-enum class Data { fashion_mnist, synthetic_images, synthetic_regression, text };
+using CosmoFlow = hpf::zoo::CosmoFlow<16>;
+
+enum class Data { fashion_mnist, synthetic_images, synthetic_regression, synthetic_volumes, text };
 
 // Training settings of reference.md, per model.
 struct ModelSettings {
@@ -104,8 +112,9 @@ ModelSettings model_settings(const std::string& model) {
   }
   if (model == "regression") return {16, sgd, hpf::InitScheme::pytorch_default, Data::synthetic_regression};
   if (model == "gpt") return {8, {.learning_rate = 0.1, .momentum = 0.9}, hpf::InitScheme::pytorch_default, Data::text};
-  throw std::invalid_argument("--model must be mlp, norm_mlp, cnn, resnet20, preact20, regression or gpt (got '" + model +
-                              "')");
+  if (model == "cosmoflow") return {8, sgd, hpf::InitScheme::pytorch_default, Data::synthetic_volumes};
+  throw std::invalid_argument("--model must be mlp, norm_mlp, cnn, resnet20, preact20, regression, gpt or cosmoflow (got '" +
+                              model + "')");
 }
 
 constexpr std::uint64_t weight_seed = 1;
@@ -140,7 +149,8 @@ Settings parse(int argc, char** argv) {
       s.convolution = value == "direct" ? hpf::ConvolutionAlgorithm::direct : hpf::ConvolutionAlgorithm::automatic;
     } else {
       throw std::invalid_argument("unknown option " + key +
-                                  " (usage: --model mlp|norm_mlp|cnn|resnet20|preact20|regression|gpt --dtype float|double --steps N --batch B"
+                                  " (usage: --model mlp|norm_mlp|cnn|resnet20|preact20|regression|gpt|cosmoflow --dtype float|double --steps N"
+                                  " --batch B"
                                   " [--convolution automatic|direct] --out DIR)");
     }
   }
@@ -150,7 +160,7 @@ Settings parse(int argc, char** argv) {
   return s;
 }
 
-// Samples `indices` as NCHW (the dataset gathers hpf's [C][n][HW]).
+// Samples `indices` as NCHW, or NCDHW (the dataset gathers hpf's [C][n][S]).
 template <class T>
 std::vector<T> nchw_batch(const hpf::data::Dataset& data, const std::vector<std::size_t>& indices) {
   const std::size_t n = indices.size(), channels = data.channels(), hw = data.dims().spatial();
@@ -193,6 +203,9 @@ void run(const Settings& s, const ModelSettings& m, const hpf::data::Dataset& tr
       const std::vector<T> tokens = nchw_batch<T>(train, indices);
       batches.add("inputs." + std::to_string(step), {indices.size(), dims.channels},
                   std::vector<std::int64_t>(tokens.begin(), tokens.end()));
+    } else if (dims.depth > 1) {  // volumes: NCDHW
+      batches.add("inputs." + std::to_string(step), {indices.size(), dims.channels, dims.depth, dims.height, dims.width},
+                  nchw_batch<T>(train, indices));
     } else {
       batches.add("inputs." + std::to_string(step), {indices.size(), dims.channels, dims.height, dims.width},
                   nchw_batch<T>(train, indices));
@@ -274,6 +287,12 @@ void run_model(const Settings& s, const ModelSettings& m) {
     const std::vector<std::filesystem::path> files{HPF_REFERENCE_TEXT};
     const std::vector<std::uint8_t> text = hpf::data::read_text_bytes(files);
     run<Gpt, T>(s, m, hpf::data::text_windows(text, Gpt::input_shape::size, {}));
+  } else if (m.data == Data::synthetic_volumes) {
+    // A pool of 256 volumes: 30 steps of 8 see new samples every step.
+    using In = CosmoFlow::input_shape;
+    const hpf::data::SampleDims dims{.channels = In::channels, .height = In::height, .width = In::width, .depth = In::depth};
+    run<CosmoFlow, T>(s, m, hpf::data::synthetic_regression(s.pool ? s.pool : 256, dims, CosmoFlow::output_shape::size,
+                                                            synthetic_seed));
   } else if (m.data == Data::synthetic_regression) {
     // A pool of 512 samples: 20 steps of 16 see new samples every step.
     run<Regressor, T>(s, m, hpf::data::synthetic_regression(s.pool ? s.pool : 512, 2, 8, 8, 3, synthetic_seed));

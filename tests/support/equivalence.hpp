@@ -237,13 +237,19 @@ inline hpf::TrainOptions cnn_options() {
   return o;
 }
 
+/// The sample dims of Model's input shape (images and volumes).
+template <class Model>
+constexpr hpf::data::SampleDims input_dims() {
+  using In = typename Model::input_shape;
+  return {.channels = In::channels, .height = In::height, .width = In::width, .depth = In::depth};
+}
+
 /// A synthetic training set of `count` samples of Model's input shape (10 classes) as a DataSource.
 template <class Model>
 hpf::DataSource synthetic_source(std::size_t count) {
-  using In = typename Model::input_shape;
   return [count](const hpf::data::Shard& shard) {
-    return hpf::data::TrainTest{hpf::data::synthetic_dataset(count, In::channels, In::height, In::width, 10, 5, shard),
-                                hpf::data::synthetic_dataset(0, In::channels, In::height, In::width, 10, 6, shard)};
+    return hpf::data::TrainTest{hpf::data::synthetic_dataset(count, input_dims<Model>(), 10, 5, shard),
+                                hpf::data::synthetic_dataset(0, input_dims<Model>(), 10, 6, shard)};
   };
 }
 
@@ -251,11 +257,10 @@ hpf::DataSource synthetic_source(std::size_t count) {
 /// output) as a DataSource.
 template <class Model>
 hpf::DataSource synthetic_regression_source(std::size_t count) {
-  using In = typename Model::input_shape;
   constexpr std::size_t outputs = Model::output_shape::size;
   return [count](const hpf::data::Shard& shard) {
-    return hpf::data::TrainTest{hpf::data::synthetic_regression(count, In::channels, In::height, In::width, outputs, 5, shard),
-                                hpf::data::synthetic_regression(0, In::channels, In::height, In::width, outputs, 6, shard)};
+    return hpf::data::TrainTest{hpf::data::synthetic_regression(count, input_dims<Model>(), outputs, 5, shard),
+                                hpf::data::synthetic_regression(0, input_dims<Model>(), outputs, 6, shard)};
   };
 }
 

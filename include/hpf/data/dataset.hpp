@@ -14,13 +14,14 @@
 
 namespace hpf::data {
 
-/// Shape of one sample: channels x height x width.
+/// Shape of one sample: channels x height x width, or channels x depth x height x width for a
+/// volume. Depth comes last so that `SampleDims{c, h, w}` keeps meaning an image.
 struct SampleDims {
-  std::size_t channels = 1, height = 1, width = 1;
+  std::size_t channels = 1, height = 1, width = 1, depth = 1;
 
-  /// Positions per channel (height * width).
-  constexpr std::size_t spatial() const noexcept { return height * width; }
-  /// Values per sample (channels * height * width).
+  /// Positions per channel (depth * height * width).
+  constexpr std::size_t spatial() const noexcept { return depth * height * width; }
+  /// Values per sample (channels * spatial()).
   constexpr std::size_t size() const noexcept { return channels * spatial(); }
   friend constexpr bool operator==(const SampleDims&, const SampleDims&) = default;
 };
@@ -128,11 +129,13 @@ class Dataset {
   const SampleDims& dims() const noexcept { return dims_; }
   /// Channels per sample.
   std::size_t channels() const noexcept { return dims_.channels; }
-  /// "CxHxW", e.g. "1x28x28" (as hpf::shape_string writes a model's input shape).
+  /// "CxHxW", e.g. "1x28x28", or "CxDxHxW" for volumes (as hpf::shape_string writes a model's
+  /// input shape).
   std::string shape_text() const {
-    return std::to_string(dims_.channels) + "x" + std::to_string(dims_.height) + "x" + std::to_string(dims_.width);
+    return std::to_string(dims_.channels) + "x" + (dims_.depth > 1 ? std::to_string(dims_.depth) + "x" : "") +
+           std::to_string(dims_.height) + "x" + std::to_string(dims_.width);
   }
-  /// Values per sample (C*H*W).
+  /// Values per sample (C*H*W, C*D*H*W).
   std::size_t sample_size() const noexcept { return dims_.size(); }
   /// Number of classes; labels lie in [0, classes). 0 for a regression dataset.
   std::size_t classes() const noexcept { return classes_; }
@@ -163,9 +166,10 @@ class Dataset {
     return labels_[local_index(i, "label") * labels_per_sample_];
   }
 
-  /// \brief Writes samples `indices` (global) into `out` in hpf's activation layout `[C][n][H*W]`:
-  /// `out[(c * n + j) * H*W + s]` = value of sample `indices[j]` at channel c, position s, with
-  /// n = indices.size(). Throws std::out_of_range for a sample this shard does not hold.
+  /// \brief Writes samples `indices` (global) into `out` in hpf's activation layout `[C][n][S]`
+  /// (S = dims().spatial()): `out[(c * n + j) * S + s]` = value of sample `indices[j]` at channel
+  /// c, position s, with n = indices.size(). Throws std::out_of_range for a sample this shard does
+  /// not hold.
   template <class T>
   void gather(std::span<const std::size_t> indices, T* out) const {
     if (!shard_.images) {

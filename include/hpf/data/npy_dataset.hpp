@@ -18,15 +18,15 @@ namespace hpf::data {
 
 namespace detail {
 
-// The sample shape of an inputs file of n x features, n x H x W or n x C x H x W values, as a
-// model's Input names it: features are channels of one position (Input<F> is Shape<F>: F
-// channels), an H x W image has one channel. Every rank reads the same header, so every rank
-// throws the same error.
+// The sample shape of an inputs file of n x features, n x H x W, n x C x H x W or
+// n x C x D x H x W values, as a model's Input names it: features are channels of one position
+// (Input<F> is Shape<F>: F channels), an H x W image has one channel. Every rank reads the same
+// header, so every rank throws the same error.
 inline SampleDims npy_sample_dims(const NpyHeader& h, const std::filesystem::path& file) {
   const auto& s = h.shape;
-  if (s.size() < 2 || s.size() > 4) {
+  if (s.size() < 2 || s.size() > 5) {
     throw DataError(file, "expected inputs of shape (n, features), (n, height, width) or (n, channels, height, width), "
-                          "found " + npy_shape_text(s));
+                          "found " + npy_shape_text(s) + "; volumes are (n, channels, depth, height, width)");
   }
   for (std::size_t k = 0; k < s.size(); ++k) {
     if (s[k] == 0) {
@@ -36,7 +36,8 @@ inline SampleDims npy_sample_dims(const NpyHeader& h, const std::filesystem::pat
   }
   if (s.size() == 2) return {s[1], 1, 1};
   if (s.size() == 3) return {1, s[1], s[2]};
-  return {s[1], s[2], s[3]};
+  if (s.size() == 4) return {s[1], s[2], s[3]};
+  return {.channels = s[1], .height = s[3], .width = s[4], .depth = s[2]};
 }
 
 inline void check_npy_rows(const NpyHeader& inputs, const std::filesystem::path& inputs_file, const NpyHeader& targets,
@@ -57,9 +58,10 @@ inline std::vector<float> npy_inputs(const std::filesystem::path& file, const Sh
 
 }  // namespace detail
 
-/// \brief Loads a pair of .npy files, inputs (shape (n, features), (n, H, W) or (n, C, H, W),
-/// any dtype read_npy reads, taken as they are: no scaling) and class labels (shape (n,) or
-/// (n, 1), an integer or bool dtype, each in [0, classes)), as this process's Shard of a Dataset.
+/// \brief Loads a pair of .npy files, inputs (shape (n, features), (n, H, W), (n, C, H, W) or,
+/// volumes, (n, C, D, H, W), any dtype read_npy reads, taken as they are: no scaling) and class
+/// labels (shape (n,) or (n, 1), an integer or bool dtype, each in [0, classes)), as this
+/// process's Shard of a Dataset.
 /// Only the rows of the shard are read, and only the headers of the files the shard does not keep
 /// (see Shard). Throws DataError naming the file(s) for a missing or malformed file (read_npy),
 /// inputs of another rank, float labels, files that disagree on the sample count, or a label out

@@ -16,14 +16,13 @@
 
 namespace hpf::data {
 
-/// \brief A synthetic dataset for benchmarks: `count` samples of channels x height x width values
-/// drawn from N(0, 1) and labels uniform in [0, classes), of which this process keeps `shard`.
-/// Sample i comes from its own stream `Rng(hash_combine(seed, i))` (label first, then values), so
-/// its content depends only on (seed, i), never on the shard that holds it.
-inline Dataset synthetic_dataset(std::size_t count, std::size_t channels, std::size_t height, std::size_t width,
-                                 std::size_t classes, std::uint64_t seed, Shard shard = {}) {
+/// \brief A synthetic dataset for benchmarks: `count` samples of shape `dims` (images or
+/// volumes), values drawn from N(0, 1) and labels uniform in [0, classes), of which this process
+/// keeps `shard`. Sample i comes from its own stream `Rng(hash_combine(seed, i))` (label first,
+/// then values), so its content depends only on (seed, i), never on the shard that holds it.
+inline Dataset synthetic_dataset(std::size_t count, SampleDims dims, std::size_t classes, std::uint64_t seed,
+                                 Shard shard = {}) {
   shard.validate("hpf::data::synthetic_dataset");
-  const SampleDims dims{channels, height, width};
   const std::size_t local = shard.size_of(count);
   std::vector<float> values(shard.images ? local * dims.size() : 0);
   std::vector<std::int32_t> labels(shard.labels ? local : 0);
@@ -39,15 +38,20 @@ inline Dataset synthetic_dataset(std::size_t count, std::size_t channels, std::s
   }
   return Dataset::from_values(count, dims, classes, shard, std::move(values), std::move(labels));
 }
+/// As above, for images of channels x height x width.
+inline Dataset synthetic_dataset(std::size_t count, std::size_t channels, std::size_t height, std::size_t width,
+                                 std::size_t classes, std::uint64_t seed, Shard shard = {}) {
+  return synthetic_dataset(count, SampleDims{channels, height, width}, classes, seed, shard);
+}
 
-/// \brief A synthetic regression dataset: `count` samples of N(0, 1) values as in
-/// synthetic_dataset, and `outputs` targets per sample, t = tanh(W x / sqrt(C*H*W)) + 0.1 noise,
-/// with W a fixed N(0, 1) matrix drawn from `seed`: a smooth function a small network can learn.
-/// Sample i's values, targets and noise depend only on (seed, i).
-inline Dataset synthetic_regression(std::size_t count, std::size_t channels, std::size_t height, std::size_t width,
-                                    std::size_t outputs, std::uint64_t seed, Shard shard = {}) {
+/// \brief A synthetic regression dataset: `count` samples of shape `dims` (images or volumes) of
+/// N(0, 1) values as in synthetic_dataset, and `outputs` targets per sample,
+/// t = tanh(W x / sqrt(dims.size())) + 0.1 noise, with W a fixed N(0, 1) matrix drawn from `seed`:
+/// a smooth function a small network can learn. Sample i's values, targets and noise depend only
+/// on (seed, i).
+inline Dataset synthetic_regression(std::size_t count, SampleDims dims, std::size_t outputs, std::uint64_t seed,
+                                    Shard shard = {}) {
   shard.validate("hpf::data::synthetic_regression");
-  const SampleDims dims{channels, height, width};
   const std::size_t inputs = dims.size(), local = shard.size_of(count);
   std::vector<double> weights(outputs * inputs);
   Rng weight_rng(hash_combine(seed, ~std::uint64_t{0}));
@@ -66,6 +70,11 @@ inline Dataset synthetic_regression(std::size_t count, std::size_t channels, std
     }
   }
   return Dataset::regression(count, dims, outputs, shard, std::move(values), std::move(targets));
+}
+/// As above, for images of channels x height x width.
+inline Dataset synthetic_regression(std::size_t count, std::size_t channels, std::size_t height, std::size_t width,
+                                    std::size_t outputs, std::uint64_t seed, Shard shard = {}) {
+  return synthetic_regression(count, SampleDims{channels, height, width}, outputs, seed, shard);
 }
 
 }  // namespace hpf::data

@@ -20,9 +20,7 @@ namespace hpf {
 
 namespace detail {
 
-/// Max of one window (first maximum in scan order; a NaN wins, the last one if several, exactly
-/// as PyTorch's CPU kernel: `v > best || isnan(v)`). Selects, not branches: pooled values are
-/// close to random and mispredicted branches would dominate.
+/// Max of one window and where it is, in scan order by keep_max (PyTorch's rule).
 template <class T, class Rows, class Cols>
 KOKKOS_INLINE_FUNCTION void window_max(const T* KOKKOS_RESTRICT image, std::int32_t width, Rows rows, Cols cols, T& best,
                                        std::int32_t& at) {
@@ -31,10 +29,7 @@ KOKKOS_INLINE_FUNCTION void window_max(const T* KOKKOS_RESTRICT image, std::int3
   for (std::int32_t ih = rows.first; ih < rows.second; ++ih) {
     for (std::int32_t iw = cols.first; iw < cols.second; ++iw) {
       const std::int32_t i = ih * width + iw;
-      const T v = image[i];
-      const bool take = (v > best) | (v != v);
-      best = take ? v : best;
-      at = take ? i : at;
+      keep_max(image[i], i, best, at);
     }
   }
 }
@@ -55,10 +50,7 @@ KOKKOS_INLINE_FUNCTION void pool_plane(const WindowGeometry& g, const T* KOKKOS_
         for (std::int32_t kh = 0; kh < Kernel; ++kh) {
           for (std::int32_t kw = 0; kw < Kernel; ++kw) {
             const std::int32_t i = top + kh * W + kw;
-            const T v = image[i];
-            const bool take = (v > best) | (v != v);
-            best = take ? v : best;
-            at = take ? i : at;
+            keep_max(image[i], i, best, at);
           }
         }
         out[oh * OW + ow] = best;

@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: MIT
+#ifndef HPF_LAYERS_CONV3D_HPP
+#define HPF_LAYERS_CONV3D_HPP
+
+#include <hpf/layers/bind.hpp>
+#include <hpf/layers/context.hpp>
+#include <hpf/layers/detail/chunking.hpp>
+#include <hpf/layers/detail/gemm.hpp>
+#include <hpf/layers/detail/rows.hpp>
+#include <hpf/layers/detail/vol2col.hpp>
+#include <hpf/layers/detail/volume_window.hpp>
+#include <hpf/layers/options.hpp>
+#include <hpf/layers/parameters.hpp>
+#include <hpf/trace/region.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstddef>
+#include <string>
+#include <type_traits>
+
+namespace hpf {
+
+namespace detail {
+
+/// 3-D convolution as GEMMs over `[C][N][D*H*W]` activations, as Conv2DImpl does for images: with
+/// the batch folded into the column extent, one GEMM covers a chunk of volumes,
+/// Y[O][n*ODHW] = W[O][CKKK] col[CKKK][n*ODHW]; 1x1x1 stride-1 unpadded convolutions use the
+/// input itself as col. The gradients come in Conv2DImpl's order: per chunk, dW += dY col^T, then
+/// dcol = W^T dY gathered back by col2vol (no atomics); the chunks depend only on the batch size.
+///
+/// No oneDNN path: OneDnnConvolution is written for images (2-D descriptors, its blocked
+/// formats, Winograd's selection and the weight-gradient lanes); a volume version would be a
+/// second such class. Float volumes on the host take this path too.
+template <class T, class Space>
+class Conv3DImpl {
+ public:
+  using tape_type = NoTape;
+
+  Conv3DImpl(const VolumeGeometry& g, std::size_t out_channels, bool bias)
+      : g_(g), out_(out_channels), bias_(bias), pointwise_(g.kernel() == 1 && g.stride() == 1 && g.pad() == 0) {}
+
+  void bind(ParameterBinder<T, Space>& binder) {
+    const std::size_t k = g_.kernel();
+    auto w = binder.parameter("weight", {out_, g_.channels(), k, k, k},
+                              InitRule::weight(g_.patch(), out_ * k * k * k, /*convolution=*/true));
+    weight_ = Matrix<T, Space>(w.value.data(), out_, g_.patch());
+    weight_grad_ = Matrix<T, Space>(w.grad.data(), out_, g_.patch());
+    if (bias_) {
+      auto b = binder.parameter("bias", {out_}, InitRule::uniform_fan_in(g_.patch()));
+      bias_value_ = b.value;
+      bias_grad_ = b.grad;
+    }
+  }
+  void reserve(tape_type&, std::size_t) {}
+  std::size_t workspace(std::size_t capacity) const {
+    if (pointwise_) return 0;
+    return per_volume() * samples_per_chunk<Space>(per_volume(), capacity);
+  }
+
+  void forward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, Activation<T, Space> y,
+               tape_type&) const {
+    trace::Region region("hpf::Conv3D::forward");
+    const auto out = as_matrix(y);  // [O][n*ODHW]
+    if (bias_) broadcast_rows(ctx.space, bias_value_, out, "hpf::Conv3D::bias");
+    const T beta = bias_ ? T(1) : T(0);
+    if (pointwise_) {
+      gemm("N", "N", T(1), weight_, as_matrix(x), beta, out);
+      return;
+    }
+    for_each_chunk(x.extent(1), [&](std::size_t first, std::size_t count) {
+      auto col = columns(ctx, count);
+      vol2col(ctx.space, g_, x, first, count, col);
+      gemm("N", "N", T(1), weight_, col, beta, columns_of(out, first, count));
+    });
+  }
+
+  void backward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, ConstActivation<T, Space>,
+                ConstActivation<T, Space> dy, Activation<T, Space> dx, tape_type&) const {
+    trace::Region region("hpf::Conv3D::backward");
+    const auto grad_out = as_matrix(dy);  // [O][n*ODHW]
+    if (bias_) add_row_sums(ctx.space, grad_out, bias_grad_, "hpf::Conv3D::bias_grad");
+    if (pointwise_) {
+      gemm("N", "T", T(1), grad_out, as_matrix(x), T(1), weight_grad_);  // dW += dY X^T
+      if (!is_empty(dx)) gemm("T", "N", T(1), weight_, grad_out, T(0), as_matrix(dx));
+      return;
+    }
+    for_each_chunk(x.extent(1), [&](std::size_t first, std::size_t count) {
+      auto col = columns(ctx, count);
+      const auto dy_chunk = columns_of(grad_out, first, count);
+      vol2col(ctx.space, g_, x, first, count, col);              // recomputed: cheaper than keeping
+      gemm("N", "T", T(1), dy_chunk, col, T(1), weight_grad_);   // dW += dY col^T
+      if (!is_empty(dx)) {
+        gemm("T", "N", T(1), weight_, dy_chunk, T(0), col);      // dcol = W^T dY
+        col2vol(ctx.space, g_, Matrix<const T, Space>(col), first, count, dx);
+      }
+    });
+  }
+
+ private:
+  std::size_t per_volume() const { return g_.patch() * g_.out_spatial(); }
+  template <class F>
+  void for_each_chunk(std::size_t n, F&& f) const {
+    const std::size_t chunk = samples_per_chunk<Space>(per_volume(), n);
+    for (std::size_t first = 0; first < n; first += chunk) f(first, first + chunk <= n ? chunk : n - first);
+  }
+  Matrix<T, Space> columns(const Context<T, Space>& ctx, std::size_t count) const {
+    KOKKOS_ASSERT(ctx.workspace.extent(0) >= per_volume() * count);
+    return Matrix<T, Space>(ctx.workspace.data(), g_.patch(), count * g_.out_spatial());
+  }
+  template <class M>
+  auto columns_of(const M& m, std::size_t first, std::size_t count) const {
+    const std::size_t s = g_.out_spatial();
+    return Kokkos::subview(m, Kokkos::ALL, Kokkos::make_pair(first * s, (first + count) * s));
+  }
+  VolumeGeometry g_;
+  std::size_t out_;
+  bool bias_, pointwise_;
+  Matrix<T, Space> weight_, weight_grad_;
+  Vector<T, Space> bias_value_, bias_grad_;
+};
+
+}  // namespace detail
+
+// The named templates below put the rejected shape on the diagnostic's first line.
+template <class In>
+struct conv3d_input_not_a_volume {
+  static_assert(In::rank == 4,
+                "hpf::Conv3D: the input must be a volume Shape<C, D, H, W>; a 3-D convolution cannot follow an "
+                "image, Flatten, Dense or GlobalAvgPool (hpf::Conv2D convolves images)");
+};
+template <class In, std::size_t Kernel, std::size_t Pad>
+struct conv3d_kernel_larger_than_padded_volume {
+  static_assert(In::depth + 2 * Pad >= Kernel && In::height + 2 * Pad >= Kernel && In::width + 2 * Pad >= Kernel,
+                "hpf::Conv3D: the kernel is larger than the padded input volume");
+};
+
+/// \brief 3-D convolution with a cubic kernel (PyTorch nn.Conv3d: weight `[Out, C, K, K, K]`,
+/// bias `[Out]`, the same default initialisation) on volumes: `Shape<C, D, H, W>` to
+/// `Shape<Out, D', H', W'>`, D' = (D + 2P - K) / S + 1 and likewise H', W'.
+/// \tparam Out output channels
+/// \tparam Kernel kernel depth, height and width
+/// \tparam Options Stride<S> (default 1), Pad<P> (default 0), NoBias; the same along every axis
+template <std::size_t Out, std::size_t Kernel, class... Options>
+struct Conv3D {
+  static constexpr std::size_t stride = stride_option_v<1, Options...>;
+  static constexpr std::size_t pad = pad_option_v<0, Options...>;
+  static constexpr bool has_bias = bias_option_v<Options...>;
+
+  template <class In>
+  struct bind {
+    // Checks in bind, where layer_in_model<I, ...> names the layer's position (see Conv2D).
+    static_assert(Out > 0, "hpf::Conv3D: the number of output channels must be positive");
+    static_assert(Kernel > 0, "hpf::Conv3D: the kernel size must be positive");
+    static_assert(check_spatial_options<Options...>::value);
+    static_assert(stride > 0, "hpf::Conv3D: Stride<S> must be positive");
+    static constexpr bool volume = In::rank == 4;
+    static constexpr bool fits =
+        In::depth + 2 * pad >= Kernel && In::height + 2 * pad >= Kernel && In::width + 2 * pad >= Kernel;
+    // One error, naming the shape: not a volume, else a kernel too large.
+    using too_large = conv3d_kernel_larger_than_padded_volume<In, Kernel, pad>;
+    static_assert(sizeof(std::conditional_t<!volume, conv3d_input_not_a_volume<In>, std::conditional_t<fits, char, too_large>>));
+    static constexpr bool accepted = Out > 0 && Kernel > 0 && stride > 0 && volume && fits;
+    static constexpr detail::VolumeGeometry geometry{In::channels, In::depth, In::height, In::width, Kernel, stride, pad};
+    static constexpr std::size_t patch = geometry.patch();
+    static constexpr std::size_t out_spatial = geometry.out_spatial();
+
+    using input_shape = In;
+    using output_shape = std::conditional_t<
+        accepted, Shape<Out, geometry.out_depth, geometry.plane.out_height, geometry.plane.out_width>, InvalidShape>;
+    static constexpr LayerCost cost{
+        .parameters = Out * patch + (has_bias ? Out : 0),
+        .forward_flops = 2 * Out * patch * out_spatial + (has_bias ? Out * out_spatial : 0),
+        .backward_flops = 4 * Out * patch * out_spatial + (has_bias ? Out * out_spatial : 0),
+        .activations = Out * out_spatial,
+        .macs = Out * patch * out_spatial};
+    static constexpr bool backward_reads_output = false;
+    static constexpr bool in_place = false;
+    static constexpr std::size_t leaves = 1;
+    static std::string describe() {
+      const std::string k = std::to_string(Kernel);
+      return "Conv3D(" + std::to_string(In::channels) + " -> " + std::to_string(Out) + ", " + k + "x" + k + "x" + k +
+             (stride != 1 ? ", stride " + std::to_string(stride) : std::string()) +
+             (pad != 0 ? ", pad " + std::to_string(pad) : std::string()) + (has_bias ? ")" : ", no bias)");
+    }
+    template <class T, class Space>
+    struct impl : detail::Conv3DImpl<T, Space> {
+      impl() : detail::Conv3DImpl<T, Space>(geometry, Out, has_bias) {}
+    };
+  };
+};
+
+}  // namespace hpf
+
+#endif  // HPF_LAYERS_CONV3D_HPP
