@@ -39,8 +39,19 @@ MODELS = {  # name: (description, in-process steps per block, warm-up steps, blo
     "cnn": ("CNN conv32-pool-conv64-pool-fc128-fc10, batch 64, Fashion-MNIST", 20, 5, 5),
     "resnet20": ("ResNet-20 (option A), batch 64, synthetic 3x32x32", 5, 2, 3),
     "resnet56": ("ResNet-56 (option A), batch 64, synthetic 3x32x32", 3, 1, 3),
+    "gpt": ("GPT of examples/03_language_model (4 blocks, D 64, 4 heads, 64 bytes), batch 32, Adam", 10, 2, 3),
+    "gpt8": ("the same GPT with 8 blocks, batch 32, Adam", 5, 2, 3),
+    "gpt8-recompute": ("GPT-8, blocks re-materialized in backward (hpf: NetworkOptions::recompute; PyTorch: "
+                       "torch.utils.checkpoint per block)", 5, 2, 3),
+    "cosmoflow": ("CosmoFlow<32>: 3-D CNN on 4 x 32^3 volumes, 4 targets, batch 8, SGD", 3, 1, 3),
 }
-PROFILE_STEPS = {"mlp": 100, "cnn": 20, "resnet20": 3, "resnet56": 2}
+PROFILE_STEPS = {"mlp": 100, "cnn": 20, "resnet20": 3, "resnet56": 2, "gpt": 5, "gpt8": 3, "gpt8-recompute": 3,
+                 "cosmoflow": 2}
+# Models that are another model with options (the same for both frameworks' programs).
+VARIANTS = {"gpt8-recompute": ("gpt8", ["--recompute"])}
+# The classic section (MLP, CNN, ResNets) and the one of the transformer and volume models.
+SECTIONS = {"single-process": "Single process, one thread: hpf vs PyTorch (training throughput and peak memory)",
+            "single-process-models": "Single process, one thread: hpf vs PyTorch on a GPT and a 3-D CNN"}
 SECTION = "single-process"
 
 
@@ -70,6 +81,8 @@ def parse_args():
     p.add_argument("--baseline-revision", default="", help="the revision --baseline was built from (shown)")
     p.add_argument("--no-profile", action="store_true",
                    help="skip the per-kernel profiles (hpf --profile, torch.profiler)")
+    p.add_argument("--section", default=SECTION, choices=sorted(SECTIONS),
+                   help="the section of RESULTS.md to write (single-process-models: --models gpt,gpt8,...)")
     h.add_results_options(p, os.path.join(HERE, "RESULTS.md"))
     args = p.parse_args()
     args.models = [m for m in args.models.split(",") if m]
@@ -92,10 +105,12 @@ def model_commands(args, model, profile_steps=0, hpf=None):
     """(hpf command, PyTorch command) for one model: the same step, warm-up and block counts (`hpf`:
     another hpf executable, such as the baseline)."""
     _, steps, warmup, repeats = MODELS[model]
-    common = ["--model", model, "--steps", str(args.steps or steps), "--warmup", str(warmup), "--repeats", str(repeats)]
+    name, extra = VARIANTS.get(model, (model, []))
+    common = ["--model", name, "--steps", str(args.steps or steps), "--warmup", str(warmup), "--repeats", str(repeats)]
     if profile_steps:
-        common = ["--model", model, "--steps", "1", "--warmup", str(warmup), "--repeats", "1",
+        common = ["--model", name, "--steps", "1", "--warmup", str(warmup), "--repeats", "1",
                   "--profile", str(profile_steps)]
+    common += extra
     return [hpf or args.hpf] + common, [args.python, os.path.join(HERE, "pytorch_train.py")] + common
 
 
@@ -147,7 +162,7 @@ def sgemm_rate(runs, n):
 
 def report(args, data):
     """The markdown section (also printed)."""
-    out = ["## Single process, one thread: hpf vs PyTorch (training throughput and peak memory)", ""]
+    out = ["## " + SECTIONS[args.section], ""]
     out.append(f"Measured by `benchmarks/compare_single_process.py` with "
                f"`{h.repo_relative(args.hpf_shown, ROOT)}` built {args.built} (when, at which commit and where: "
                "its provenance line).")
@@ -238,6 +253,13 @@ def report(args, data):
     out.append("- other load = CPU time other processes used during the best run, in % of the whole machine "
                "(/proc/stat minus the run's own CPU time). The runner waited before each run until less than "
                f"{100 * args.max_busy:.0f} % of the machine was busy (at most {args.max_wait:.0f} s).")
+    if args.section == "single-process-models":
+        out.append("- The GPTs train on one fixed batch of 32 windows of 64 bytes of a repeated phrase, Adam lr 3e-3 "
+                   "(the language-model example's model and optimizer); hpf's `--recompute` keeps only the blocks' "
+                   "inputs and runs each block's forward again in backward, PyTorch's wraps each block in "
+                   "`torch.utils.checkpoint` (non-reentrant). FLOPs count the causal attention's query-key pairs "
+                   "only, as hpf's LayerCost does. CosmoFlow trains on one fixed batch of N(0, 1) volumes and "
+                   "targets; hpf's 3-D convolutions are im2col + GEMM (no oneDNN path), PyTorch's oneDNN's.")
     out.append("- MLP/CNN cycle through real, pre-shuffled Fashion-MNIST batches in RAM (hpf gathers each batch "
                "from its byte array inside the step, PyTorch slices ready float tensors); the ResNets train on "
                "one fixed synthetic batch (SGD lr 0.1, momentum 0.9, weight decay 5e-4).")
@@ -381,7 +403,7 @@ def main():
     text = report(args, data)
     failed = [f"{s}/{m}/{side}" for s in args.settings for m in args.models
               for side in ("hpf", "pytorch") if not any(r.ok for r in data[s][m][side])]
-    return provenance.publish(args, SECTION, text, failed, args.provenance)
+    return provenance.publish(args, args.section, text, failed, args.provenance)
 
 
 if __name__ == "__main__":

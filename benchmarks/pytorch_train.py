@@ -21,7 +21,9 @@ import sys
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", default="mlp", choices=["mlp", "cnn", "resnet20", "resnet56"])
+    p.add_argument("--model", default="mlp", choices=["mlp", "cnn", "resnet20", "resnet56", "gpt", "gpt8", "cosmoflow"])
+    p.add_argument("--recompute", action="store_true",
+                   help="GPTs: each block under torch.utils.checkpoint (its activations rebuilt in backward)")
     p.add_argument("--steps", type=int, default=0,
                    help="steps per timed block (default: mlp 100, cnn 20, resnet20 5, resnet56 3)")
     p.add_argument("--warmup", type=int, default=0,
@@ -49,13 +51,29 @@ import time  # noqa: E402
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
+import torch.utils.checkpoint  # noqa: E402
 
 from torch_reference import (CifarResNet, MemoryMarks, blas_info, cnn, fashion_batches, forward_macs,  # noqa: E402
-                             mlp, setup_threads, synthetic_batch)
+                             cosmoflow, gpt, gpt_macs, mlp, setup_threads, synthetic_batch, text_batch, volume_batch)
 
 ONEDNN_CONV = "unknown"  # set in main()
 # batch, steps per block, warm-up steps (as train_throughput.cpp)
-DEFAULTS = {"mlp": (128, 100, 20), "cnn": (64, 20, 5), "resnet20": (64, 5, 2), "resnet56": (64, 3, 1)}
+DEFAULTS = {"mlp": (128, 100, 20), "cnn": (64, 20, 5), "resnet20": (64, 5, 2), "resnet56": (64, 3, 1),
+            "gpt": (32, 10, 2), "gpt8": (32, 5, 2), "cosmoflow": (8, 3, 1)}
+GPT_BLOCKS = {"gpt": 4, "gpt8": 8}  # examples/03_language_model's GPT: D 64, 4 heads, context 64, bytes
+
+
+class Checkpointed(nn.Module):
+    """The blocks of an nn.Sequential, each under torch.utils.checkpoint (hpf's --recompute)."""
+
+    def __init__(self, blocks):
+        super().__init__()
+        self.blocks = blocks
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = torch.utils.checkpoint.checkpoint(block, x, use_reentrant=False)
+        return x
 
 
 # --- threads and BLAS ------------------------------------------------------------------------
@@ -76,16 +94,29 @@ def run_model(args):
     warmup = args.warmup or default_warmup
     repeats = args.repeats or 5
     fashion = args.model in ("mlp", "cnn")
-    batches = fashion_batches(batch, args.seed, args.data_dir) if fashion else [synthetic_batch(batch, args.seed)]
+    language = args.model in GPT_BLOCKS
+    volume = args.model == "cosmoflow"
+    batches = (fashion_batches(batch, args.seed, args.data_dir) if fashion
+               else [text_batch(batch, 64)] if language
+               else [volume_batch(batch, args.seed)] if volume else [synthetic_batch(batch, args.seed)])
     memory = MemoryMarks()  # data in RAM; the model and its training follow
     torch.manual_seed(args.seed)
     if fashion:
         model = mlp() if args.model == "mlp" else cnn()
         opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    elif volume:
+        model = cosmoflow()
+        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    elif language:
+        model = gpt(GPT_BLOCKS[args.model], 64, 4, 64, 256)
+        if args.recompute:
+            model[2] = Checkpointed(model[2])
+        opt = torch.optim.Adam(model.parameters(), lr=3e-3)
     else:
         model = CifarResNet(20 if args.model == "resnet20" else 56)
         opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=5e-4)
-    macs = forward_macs(model, (1, 28, 28) if fashion else (3, 32, 32))
+    macs = (gpt_macs(GPT_BLOCKS[args.model], 64, 64, 256) if language
+            else forward_macs(model, (1, 28, 28) if fashion else (4, 32, 32, 32) if volume else (3, 32, 32)))
     model.train()
     state = {"next": 0}
 
@@ -95,7 +126,8 @@ def run_model(args):
             x, y = batches[state["next"] % len(batches)]
             state["next"] += 1
             opt.zero_grad()
-            loss = F.cross_entropy(model(x), y)
+            out = model(x)
+            loss = F.mse_loss(out, y) if volume else F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
             loss.backward()
             opt.step()
             loss_value = loss.item()

@@ -23,7 +23,8 @@ import provenance as P  # noqa: E402
 
 RESULTS = os.path.join(BENCHMARKS, "RESULTS.md")
 SECTION = "summary"
-MODEL = {"mlp": "MLP", "cnn": "CNN", "resnet20": "ResNet-20", "resnet56": "ResNet-56"}
+MODEL = {"mlp": "MLP", "cnn": "CNN", "resnet20": "ResNet-20", "resnet56": "ResNet-56", "gpt": "GPT", "gpt8": "GPT-8",
+         "gpt8-recompute": "GPT-8 re-materialized", "cosmoflow": "CosmoFlow"}
 
 
 def model(name):
@@ -86,12 +87,24 @@ def number(text):
 
 
 # --- the rows: (blocks whose records label the row, anchor block, function -> (figure, value)) -----
-def single_process():
-    # All models and OpenBLAS settings: the range, naming the model at each end.
-    found = sorted(rows("single-process", "hpf / PyTorch"), key=lambda r: number(r["hpf / PyTorch"]))
+def throughput_range(block):
+    """All models and OpenBLAS settings of `block`: the range of hpf / PyTorch, naming the model at each end."""
+    found = sorted(rows(block, "hpf / PyTorch"), key=lambda r: number(r["hpf / PyTorch"]))
     lo, hi = found[0], found[-1]
-    return ("hpf / PyTorch training throughput, one process, one thread",
-            f"{lo['hpf / PyTorch']} ({model(lo['model'])}) to {hi['hpf / PyTorch']} ({model(hi['model'])})")
+    return f"{lo['hpf / PyTorch']} ({model(lo['model'])}) to {hi['hpf / PyTorch']} ({model(hi['model'])})"
+
+
+def single_process():
+    return "hpf / PyTorch training throughput, one process, one thread", throughput_range("single-process")
+
+
+def single_process_models():
+    return ("hpf / PyTorch training throughput, GPT and 3-D CNN, one thread", throughput_range("single-process-models"))
+
+
+def language_model():
+    mean = {r["framework"]: r["mean"] for r in rows("language-model-seeds", "mean")}
+    return ("language model: held-out bits per byte, mean of seeds, hpf / PyTorch", f"{mean['hpf']} / {mean['PyTorch']}")
 
 
 def accuracy_seeds():
@@ -197,7 +210,8 @@ def oracle_fabrics():
     return f"oracle: mean accuracy on emulated 1 / 10 Gbit/s ({counts})", f"{mean1} / {mean10}"
 
 
-ROWS = [(["single-process"], single_process), (["accuracy-seeds"], accuracy_seeds), (["parallel"], parallel),
+ROWS = [(["single-process"], single_process), (["single-process-models"], single_process_models),
+        (["accuracy-seeds"], accuracy_seeds), (["language-model-seeds"], language_model), (["parallel"], parallel),
         (["two-cores"], two_cores), (["threads-breakdown"], threads_breakdown), (["compile-flat"], compile_flat),
         (["comm"], comm), (["trace-overhead"], trace_overhead), (["fabrics"], fabrics), (["fuzzing"], fuzzing),
         (["sanitizers"], sanitizers), (["reliability"], reliability), (["oracle"], oracle),

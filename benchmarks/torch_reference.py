@@ -176,9 +176,9 @@ class MemoryMarks:
 
 # --- FLOPs ---------------------------------------------------------------------------------------
 def forward_macs_of(module, output):
-    """Forward MACs per sample of one Conv2d or Linear given its output for one sample."""
-    if isinstance(module, torch.nn.Conv2d):
-        return output[0].numel() * (module.in_channels // module.groups) * module.kernel_size[0] * module.kernel_size[1]
+    """Forward MACs per sample of one Conv2d, Conv3d or Linear given its output for one sample."""
+    if isinstance(module, (torch.nn.Conv2d, torch.nn.Conv3d)):
+        return output[0].numel() * (module.in_channels // module.groups) * int(np.prod(module.kernel_size))
     if isinstance(module, torch.nn.Linear):
         return module.in_features * module.out_features
     return 0
@@ -191,7 +191,7 @@ def forward_macs(model, sample_shape):
     def hook(m, inp, out):
         total[0] += forward_macs_of(m, out)
 
-    kinds = (torch.nn.Conv2d, torch.nn.Linear)
+    kinds = (torch.nn.Conv2d, torch.nn.Conv3d, torch.nn.Linear)
     handles = [m.register_forward_hook(hook) for m in model.modules() if isinstance(m, kinds)]
     was_training = model.training
     with torch.no_grad():
@@ -201,3 +201,87 @@ def forward_macs(model, sample_shape):
     for h in handles:
         h.remove()
     return total[0]
+
+
+# --- a 3-D CNN (hpf::zoo::CosmoFlow) --------------------------------------------------------------
+def cosmoflow(size=32, channels=4, targets=4):
+    """hpf::zoo::CosmoFlow<size, channels, targets>."""
+    return nn.Sequential(nn.Conv3d(channels, 16, 3, padding=1), nn.ReLU(), nn.MaxPool3d(2),
+                         nn.Conv3d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool3d(2),
+                         nn.Conv3d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool3d(2), nn.Flatten(),
+                         nn.Linear(64 * (size // 8) ** 3, 128), nn.ReLU(), nn.Linear(128, 64), nn.ReLU(),
+                         nn.Linear(64, targets))
+
+
+def volume_batch(batch, seed, size=32, channels=4, targets=4):
+    """One fixed batch of N(0, 1) volumes and targets (the CosmoFlow benchmark)."""
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(batch, channels, size, size, size, generator=g), torch.randn(batch, targets, generator=g)
+
+
+# --- a byte-level GPT (hpf::zoo::Gpt, examples/03_language_model) -----------------------------
+class PositionEmbedding(nn.Module):
+    """hpf::PositionEmbedding: x + a learned [T, D] table (N(0, 1), as nn.Embedding's)."""
+
+    def __init__(self, positions, features):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(positions, features))
+
+    def forward(self, x):
+        return x + self.weight
+
+
+class CausalSelfAttention(nn.MultiheadAttention):
+    """hpf::MultiHeadAttention<Heads, Causal>: attention of x to itself, up to each position."""
+
+    def __init__(self, features, heads):
+        super().__init__(features, heads, batch_first=True)
+
+    def forward(self, x):
+        mask = torch.triu(torch.ones(x.shape[1], x.shape[1], dtype=torch.bool), diagonal=1)
+        return super().forward(x, x, x, attn_mask=mask, need_weights=False)[0]
+
+
+class Residual(nn.Module):
+    def __init__(self, body):
+        super().__init__()
+        self.body = body
+
+    def forward(self, x):
+        return x + self.body(x)
+
+
+def gpt(blocks, features, heads, context, vocabulary):
+    """hpf::zoo::Gpt<blocks, features, heads, context, vocabulary>: next-token logits [B, T, V]."""
+    def block():
+        attention = nn.Sequential(nn.LayerNorm(features), CausalSelfAttention(features, heads))
+        mlp_ = nn.Sequential(nn.LayerNorm(features), nn.Linear(features, 4 * features), nn.GELU(approximate="tanh"),
+                             nn.Linear(4 * features, features))
+        return nn.Sequential(Residual(attention), Residual(mlp_))
+    return nn.Sequential(nn.Embedding(vocabulary, features), PositionEmbedding(context, features),
+                         nn.Sequential(*[block() for _ in range(blocks)]), nn.LayerNorm(features),
+                         nn.Linear(features, vocabulary))
+
+
+def gpt_macs(blocks, features, context, vocabulary):
+    """Forward MACs per sample of gpt(...), counted as hpf's LayerCost counts them: the projections
+    and the MLP at every position, the causal attention's T(T+1)/2 query-key pairs twice (scores
+    and values), the head."""
+    t, d = context, features
+    return blocks * (12 * t * d * d + t * (t + 1) * d) + t * d * vocabulary
+
+
+def text_batch(batch, context):
+    """One fixed batch of windows of a repeated phrase (train_throughput.cpp's), int64 [B, T] each."""
+    text = bytes(b"the quick brown fox jumps "[i % 26] for i in range(batch * context + 1))
+    return text_windows(text, context)
+
+
+def text_windows(data, context):
+    """hpf::data::text_windows: windows of context + 1 bytes starting every `context` bytes, as
+    (inputs, next bytes), int64 [n, context] each."""
+    count = (len(data) - 1) // context if len(data) > context else 0
+    starts = np.arange(count) * context
+    index = starts[:, None] + np.arange(context + 1)[None, :]
+    windows = torch.from_numpy(np.frombuffer(data, dtype=np.uint8)[index].astype(np.int64))
+    return windows[:, :-1], windows[:, 1:]

@@ -16,10 +16,13 @@
 // the widest kernels the CPU has (hpf::system::RuntimeOptions).
 #include <hpf/data/fashion_mnist.hpp>
 #include <hpf/data/synthetic.hpp>
+#include <hpf/data/text.hpp>
 #include <hpf/layers/detail/gemm.hpp>
 #include <hpf/system/blas.hpp>
 #include <hpf/system/runtime.hpp>
 #include <hpf/train/trainer.hpp>
+#include <hpf/zoo/cosmoflow.hpp>
+#include <hpf/zoo/gpt.hpp>
 #include <hpf/zoo/models.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -49,17 +52,17 @@ using namespace hpf_bench;
 struct Settings {
   std::string model = "mlp";
   std::size_t batch = 0, steps = 0, warmup = 0, repeats = 0, profile_steps = 0, shards = 1;
-  bool sgemm = false, profile_layers = false, side_by_side = false;
+  bool sgemm = false, profile_layers = false, side_by_side = false, recompute = false;
   std::uint64_t seed = 0;
 };
 
 [[noreturn]] void usage(const std::string& problem) {
   std::fprintf(stderr,
-               "%s%susage: hpf_bench_train_throughput [--model mlp|cnn|resnet20|resnet56] [--batch B] [--steps N]\n"
+               "%s%susage: hpf_bench_train_throughput [--model mlp|cnn|resnet20|resnet56|gpt|gpt8|cosmoflow] [--batch B] [--steps N]\n"
                "                                  [--warmup W] [--repeats R] [--profile P [--profile-layers]] [--seed S]\n"
-               "                                  [--shards K [--side-by-side]]\n"
+               "                                  [--shards K [--side-by-side]] [--recompute]\n"
                "       hpf_bench_train_throughput --sgemm [--repeats R]\n"
-               "  --batch     images per step (default: mlp 128, others 64)\n"
+               "  --batch     images (windows) per step (default: mlp 128, gpt 32, others 64)\n"
                "  --steps     steps per timed block (default: mlp 100, cnn 20, resnet20 5, resnet56 3)\n"
                "  --warmup    untimed steps first (default: mlp 20, cnn 5, resnet20 2, resnet56 1)\n"
                "  --repeats   timed blocks; images/s is the best block (default 5; --sgemm: 5)\n"
@@ -67,7 +70,11 @@ struct Settings {
                "  --profile-layers  with --profile: also each layer's (region instance's) time, in execution order\n"
                "  --shards    data shards per step (TrainOptions::data_shards; default 1): the batch in K pieces\n"
                "              as K ranks would train it, BatchNorm statistics per piece\n"
-               "  --side-by-side  with --shards: the shards side by side, one per OpenMP thread\n",
+               "  --side-by-side  with --shards: the shards side by side, one per OpenMP thread\n"
+               "  --recompute re-materialize Repeat blocks in backward (NetworkOptions::recompute)\n"
+               "  gpt: examples/03_language_model's byte-level GPT (4 blocks, D 64, 4 heads, context 64), Adam\n"
+               "  lr 3e-3, one fixed batch of text windows; gpt8: the same with 8 blocks; cosmoflow: CosmoFlow<32>\n"
+               "  (4 x 32^3 volumes, 4 targets, mean squared error), batch 8, SGD lr 0.01 momentum 0.9\n",
                problem.c_str(), problem.empty() ? "" : "\n");
   std::exit(problem.empty() ? 0 : 2);
 }
@@ -84,15 +91,19 @@ Settings parse(int argc, char** argv) {
     const std::string flag = argv[i];
     if (flag.rfind("--kokkos-", 0) == 0) continue;  // Kokkos' own (it reads them at initialisation)
     if (flag == "--help" || flag == "-h") usage("");
-    if (flag == "--sgemm" || flag == "--profile-layers" || flag == "--side-by-side") {
-      (flag == "--sgemm" ? s.sgemm : flag == "--side-by-side" ? s.side_by_side : s.profile_layers) = true;
+    if (flag == "--sgemm" || flag == "--profile-layers" || flag == "--side-by-side" || flag == "--recompute") {
+      (flag == "--sgemm"          ? s.sgemm
+       : flag == "--side-by-side" ? s.side_by_side
+       : flag == "--recompute"    ? s.recompute
+                                  : s.profile_layers) = true;
       continue;
     }
     if (i + 1 >= argc) usage(flag + " needs a value");
     const std::string value = argv[++i];
     if (flag == "--model") {
-      if (value != "mlp" && value != "cnn" && value != "resnet20" && value != "resnet56") {
-        usage("--model must be mlp, cnn, resnet20 or resnet56 (got '" + value + "')");
+      if (value != "mlp" && value != "cnn" && value != "resnet20" && value != "resnet56" && value != "gpt" &&
+          value != "gpt8" && value != "cosmoflow") {
+        usage("--model must be mlp, cnn, resnet20, resnet56, gpt, gpt8 or cosmoflow (got '" + value + "')");
       }
       s.model = value;
     } else if (flag == "--batch") {
@@ -315,6 +326,16 @@ ModelSetup setup_for(const std::string& model, std::uint64_t seed) {
     m.options.optimizer = hpf::SgdOptions{.learning_rate = 0.05, .momentum = 0.9};
     m.steps = 20;
     m.warmup = 5;
+  } else if (model == "cosmoflow") {
+    m.options.batch = 8;
+    m.options.optimizer = hpf::SgdOptions{.learning_rate = 0.01, .momentum = 0.9};
+    m.steps = 3;
+    m.warmup = 1;
+  } else if (model == "gpt" || model == "gpt8") {
+    m.options.batch = 32;
+    m.options.optimizer = hpf::AdamOptions{.learning_rate = 3e-3};
+    m.steps = model == "gpt" ? 10 : 5;
+    m.warmup = 2;
   } else {
     m.options.batch = 64;
     m.options.optimizer = hpf::SgdOptions{.learning_rate = 0.1, .momentum = 0.9, .weight_decay = 5e-4};
@@ -331,6 +352,7 @@ int run_model(const Settings& s) {
   if (s.batch) m.options.batch = s.batch;
   m.options.data_shards = s.shards;
   m.options.shards_side_by_side = s.side_by_side;
+  m.options.network.recompute = s.recompute;
   const std::size_t steps = s.steps ? s.steps : m.steps;
   const std::size_t warmup = s.warmup ? s.warmup : m.warmup;
   const std::size_t repeats = s.repeats ? s.repeats : 5;
@@ -338,8 +360,22 @@ int run_model(const Settings& s) {
 
   // Real Fashion-MNIST batches in RAM (bytes, scaled to x/255 as they are gathered), or one fixed
   // synthetic batch: a dataset exactly one batch large gives the same samples every step.
-  const hpf::data::Dataset data = fashion ? hpf::data::load_fashion_mnist().train
-                                          : hpf::data::synthetic_dataset(m.options.batch, 3, 32, 32, 10, s.seed);
+  const auto data = [&] {
+    if (fashion) return hpf::data::load_fashion_mnist().train;
+    if constexpr (Model::input_shape::rank == 1) {  // token windows of a text (the GPT)
+      constexpr std::size_t context = Model::input_shape::size;
+      std::vector<std::uint8_t> text(m.options.batch * context + 1);
+      for (std::size_t i = 0; i < text.size(); ++i) text[i] = static_cast<std::uint8_t>("the quick brown fox jumps "[i % 26]);
+      return hpf::data::text_windows(text, context, {});
+    } else if constexpr (Model::input_shape::rank == 4) {  // volumes (CosmoFlow): real-valued targets
+      using In = typename Model::input_shape;
+      return hpf::data::synthetic_regression(
+          m.options.batch, hpf::data::SampleDims{In::channels, In::height, In::width, In::depth},
+          Model::output_shape::size, s.seed);
+    } else {
+      return hpf::data::synthetic_dataset(m.options.batch, 3, 32, 32, 10, s.seed);
+    }
+  }();
   const MemoryMarks memory;
   hpf::Trainer<Model, float> trainer(m.options, data);
   // Full batches only (Fashion-MNIST's last partial batch is skipped), cycled over epochs.
@@ -375,12 +411,12 @@ int run_model(const Settings& s) {
       "RESULT framework=hpf model=%s batch=%zu steps=%zu warmup=%zu repeats=%zu images_per_s=%.2f "
       "ms_per_step=%.4f gflop_per_step=%.5f gflops=%.2f peak_rss_mib=%.1f base_rss_mib=%.1f train_peak_rss_mib=%.1f "
       "blas=%s blas_lib=%s blas_threads=%d blas_threading=%s kokkos_space=%s kokkos_concurrency=%d loss_first=%.5f "
-      "loss_last=%.5f block_images_per_s=%s onednn_isa=%s shards=%zu shard_threads=%zu\n",
+      "loss_last=%.5f block_images_per_s=%s onednn_isa=%s shards=%zu shard_threads=%zu recompute=%d\n",
       s.model.c_str(), m.options.batch, steps, warmup, repeats, best_rate,
       1e3 * static_cast<double>(m.options.batch) / best_rate, gflop_per_step, best_rate * gflop_per_image,
       memory.process_peak(), memory.base, memory.train_peak(), blas_token().c_str(), blas_library().c_str(),
       hpf::system::blas_threads(), hpf::system::blas_threading().c_str(), Kokkos::DefaultExecutionSpace::name(), Kokkos::DefaultExecutionSpace().concurrency(), first_loss,
-      last_loss, blocks.str().c_str(), onednn_isa().c_str(), s.shards, trainer.shard_threads());
+      last_loss, blocks.str().c_str(), onednn_isa().c_str(), s.shards, trainer.shard_threads(), s.recompute ? 1 : 0);
   std::fflush(stdout);
 
   if (s.profile_steps > 0) {
@@ -451,6 +487,9 @@ int main(int argc, char** argv) {
     if (s.model == "mlp") return run_model<hpf::zoo::Mlp>(s);
     if (s.model == "cnn") return run_model<hpf::zoo::Cnn>(s);
     if (s.model == "resnet20") return run_model<hpf::zoo::ResNet20>(s);
+    if (s.model == "gpt") return run_model<hpf::zoo::Gpt<4, 64, 4, 64, hpf::data::byte_vocabulary>>(s);
+    if (s.model == "gpt8") return run_model<hpf::zoo::Gpt<8, 64, 4, 64, hpf::data::byte_vocabulary>>(s);
+    if (s.model == "cosmoflow") return run_model<hpf::zoo::CosmoFlow<32>>(s);
     return run_model<hpf::zoo::ResNet56>(s);  // parse() accepts no other name
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

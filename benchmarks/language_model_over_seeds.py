@@ -1,0 +1,166 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""Held-out bits per byte of examples/03_language_model's GPT over several seeds, hpf against
+PyTorch trained with the same settings (benchmarks/pytorch_language_model.py: the same model from
+torch.nn layers, Adam lr 3e-3, batch 32, 300 steps, the same text and held-out tail), one process
+and one thread each, and the text hpf's seed 0 generates. Prints the table and writes the
+`language-model-seeds` section of benchmarks/RESULTS.md.
+
+  cmake --build build --target hpf_language_model
+  /usr/bin/python3 benchmarks/language_model_over_seeds.py                 # seeds 0-4 (~10 min)
+  /usr/bin/python3 benchmarks/language_model_over_seeds.py --seeds 0 1 --no-write
+
+Bits per byte do not depend on the machine's load, so hpf and PyTorch run side by side (--jobs 2).
+"""
+import argparse
+import concurrent.futures
+import os
+import re
+import statistics
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+import bench_harness as h  # noqa: E402
+import provenance  # noqa: E402
+
+SECTION = "language-model-seeds"
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--hpf", default=os.path.join(ROOT, "build", "examples", "hpf_language_model"),
+                   help="hpf_language_model (default: build/examples/hpf_language_model)")
+    p.add_argument("--python", default="/usr/bin/python3", help="Python with torch (default /usr/bin/python3)")
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    p.add_argument("--steps", type=int, default=300)
+    p.add_argument("--jobs", type=int, default=2, help="runs at the same time (default 2)")
+    h.add_results_options(p, os.path.join(HERE, "RESULTS.md"))
+    return p.parse_args()
+
+
+def commands(args, out_dir):
+    """(framework, seed or None, command): one hpf process per seed, one PyTorch process for all."""
+    jobs = [("hpf", s, [args.hpf, "--steps", str(args.steps), "--seed", str(s), "--generate", "300" if s == args.seeds[0] else "0",
+                        "--out", os.path.join(out_dir, f"seed-{s}")]) for s in args.seeds]
+    jobs.append(("pytorch", None, [args.python, os.path.join(HERE, "pytorch_language_model.py"), "--steps", str(args.steps),
+                                   "--seeds"] + [str(s) for s in args.seeds]))
+    return jobs
+
+
+def one_thread_env():
+    """(environment, overrides): one thread, OPENBLAS_CORETYPE unset (as under ctest)."""
+    env, overrides = h.bench_env("", 1)
+    del env["OPENBLAS_CORETYPE"], overrides["OPENBLAS_CORETYPE"]
+    return env, overrides
+
+
+def run(job):
+    framework, seed, cmd = job
+    env, _ = one_thread_env()
+    start = time.monotonic()
+    proc = h.subprocess.run(cmd, env=env, stdout=h.subprocess.PIPE, stderr=h.subprocess.PIPE, text=True)
+    wall = time.monotonic() - start
+    bits, sample = {}, None
+    if framework == "hpf":
+        m = re.search(r"held-out bits per byte: ([\d.]+)", proc.stdout)
+        if m:
+            bits[seed] = float(m.group(1))
+        m = re.search(r"--- sample \(([^)]*)\) ---\n(.*)\n---", proc.stdout, re.S)
+        if m:
+            sample = (m.group(1), m.group(2))
+    else:
+        for r in h.parse_results(proc.stdout):
+            bits[int(r["seed"])] = float(r["bits_per_byte"])
+    if proc.returncode != 0 or not bits:
+        h.log(f"  {' '.join(cmd)}: FAILED (exit {proc.returncode})\n{proc.stderr.strip()[-2000:]}")
+    else:
+        h.log(f"  {framework} {' '.join(cmd[1:])}: {bits} ({wall:.0f} s)")
+    return framework, bits, sample
+
+
+def measure(args, out_dir):
+    data, sample = {"hpf": {}, "pytorch": {}}, None
+    jobs = sorted(commands(args, out_dir), key=lambda j: j[0] != "pytorch")  # the longest first
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        for f in concurrent.futures.as_completed([pool.submit(run, j) for j in jobs]):
+            framework, bits, generated = f.result()
+            data[framework].update(bits)
+            sample = generated or sample
+    return data, sample
+
+
+def report(args, data, sample, out_dir):
+    seeds = args.seeds
+    out = ["## Language model: held-out bits per byte over seeds", ""]
+    out.append("Measured by `benchmarks/language_model_over_seeds.py` with `build/examples/hpf_language_model` "
+               "(when, at which commit and where: its provenance line).")
+    out.append("")
+    out.append(f"The byte-level GPT of `examples/03_language_model` (4 pre-LayerNorm blocks of 4 heads, 64 features, "
+               f"64 bytes of context; 237k parameters) trained {args.steps} steps of 32 windows with Adam lr 3e-3 on "
+               "six files of Debian's `fortunes` package (0.9 MB of English), the last 5 % of the bytes held out; "
+               "PyTorch 1.13 trains the same model built from `torch.nn` layers with the same settings "
+               "(`benchmarks/pytorch_language_model.py`). One process and one thread each. The seed sets the "
+               "initial weights and the order of the windows; the frameworks' generators differ, so what "
+               "compares is the mean and the spread.")
+    out.append("")
+    headers = ["framework"] + [f"seed {s}" for s in seeds] + ["mean", "stdev"]
+    rows = []
+    for framework, label in (("hpf", "hpf"), ("pytorch", "PyTorch")):
+        values = [data[framework].get(s) for s in seeds]
+        got = [v for v in values if v is not None]
+        rows.append([label] + [f"{v:.3f}" if v is not None else "-" for v in values] +
+                    [f"{statistics.mean(got):.3f}" if got else "-", f"{statistics.stdev(got):.3f}" if len(got) > 1 else "-"])
+    out.append("Held-out bits per byte (lower is better):")
+    out.append("")
+    out.append(h.markdown_table(headers, rows, "l" + "r" * (len(headers) - 1)))
+    out.append("")
+    hpf_bits, torch_bits = list(data["hpf"].values()), list(data["pytorch"].values())
+    if len(hpf_bits) > 1 and len(torch_bits) > 1:
+        low, high = min(torch_bits), max(torch_bits)
+        mean = statistics.mean(hpf_bits)
+        out.append(f"hpf's mean {mean:.3f} lies {'within' if low <= mean <= high else 'outside'} PyTorch's spread "
+                   f"over the seeds ({low:.3f} to {high:.3f}).")
+        out.append("")
+    if sample:
+        out.append(f"hpf's seed {seeds[0]} after training, prompted with \"The \" ({sample[0]}):")
+        out.append("")
+        out.append("```text")
+        out.append(sample[1])
+        out.append("```")
+        out.append("")
+    out.append("Commands (run from the repository root; the runner launches exactly these, one thread each):")
+    out.append("")
+    out.append("```sh")
+    options = h.runner_options(sys.argv[1:], ("--hpf", "--results", "--python"))
+    out.append(" ".join(["/usr/bin/python3 benchmarks/language_model_over_seeds.py"] + options))
+    _, overrides = one_thread_env()
+    for framework, seed, cmd in commands(args, out_dir):
+        shown = [h.repo_relative(c, ROOT) for c in cmd]
+        shown = [c.replace(out_dir, "OUT") for c in shown]
+        out.append(h.command_text(shown, overrides) + (f"   # seed {seed}" if seed is not None else ""))
+    out.append("```")
+    return "\n".join(out) + "\n"
+
+
+def main():
+    args = parse_args()
+    if not os.path.exists(args.hpf):
+        h.log(f"{args.hpf} not found: cmake --build build --target hpf_language_model")
+        return 2
+    args.provenance = provenance.start("benchmarks/language_model_over_seeds.py")
+    h.log(f"machine: {h.machine_description()}")
+    start = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="hpf-language-model-") as out_dir:
+        data, sample = measure(args, out_dir)
+        text = report(args, data, sample, out_dir)
+    h.log(f"measured in {time.monotonic() - start:.0f} s")
+    failed = [f"{f}/seed {s}" for f in data for s in args.seeds if s not in data[f]]
+    return provenance.publish(args, SECTION, text, failed, args.provenance)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
