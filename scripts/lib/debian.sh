@@ -1,15 +1,16 @@
 # The Debian 12 packages hpf needs, and their installation (as root, or through sudo). Sourced by
 # scripts/quickstart.sh, scripts/test_openmp_mpich.sh and scripts/cuda_compile_check.sh.
 
-# What building, training and the examples need (../shared/docs/toolchain.md).
+# What building, training and the examples need (../shared/docs/toolchain.md); HDF5 is Open MPI's
+# parallel build, the flavour of the MPI hpf builds with (cmake/hpfHdf5.cmake).
 HPF_PACKAGES_TRAIN=(build-essential cmake ninja-build pkg-config
                     libtrilinos-kokkos-dev libtrilinos-kokkos-kernels-dev libopenblas-dev libdnnl-dev zlib1g-dev
-                    libopenmpi-dev openmpi-bin doctest-dev dataset-fashion-mnist)
+                    libopenmpi-dev openmpi-bin libhdf5-openmpi-dev doctest-dev dataset-fashion-mnist fortunes)
 # The tests also need PyTorch (the numerical reference), GNU time (compile-budget tests), MPICH
-# (the second MPI the suite runs on) and OpenBLAS' OpenMP build (the Kokkos OpenMP pass's BLAS,
-# which shares Kokkos' threads: cmake/hpfBlas.cmake).
+# and its HDF5 (the second MPI the suite runs on) and OpenBLAS' OpenMP build (the Kokkos OpenMP
+# pass's BLAS, which shares Kokkos' threads: cmake/hpfBlas.cmake).
 HPF_PACKAGES_TEST=("${HPF_PACKAGES_TRAIN[@]}" python3 python3-numpy python3-torch time libmpich-dev mpich
-                   libopenblas0-openmp)
+                   libhdf5-mpich-dev libopenblas0-openmp)
 
 # hpf_install_packages PKG...: apt-get install those of PKG that are not installed yet.
 hpf_install_packages() {
