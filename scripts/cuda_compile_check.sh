@@ -24,11 +24,14 @@ arch=${HPF_CUDA_ARCH:-HOPPER90}
 # ResNet-1001 as a pipeline: BatchNorm, Residual, Repeat, global pooling), the oracle (it times
 # every zoo model's units), the layer tests of what no zoo model uses (AvgPool, MeanSquaredError,
 # GELU, LayerNorm) and of Conv2D's im2col + GEMM path in double, the equivalence of fit with
-# Trainer (float and double), stages on two execution spaces, fit<Auto>, and a checkpointed run.
+# Trainer (float and double), stages on two execution spaces, fit<Auto>, and a checkpointed run;
+# the language model (Embedding, PositionEmbedding, MultiHeadAttention, LayerNorm per position, a
+# loss per position, text data; the oracle also times the GPT and CosmoFlow's 3-D layers), Dropout
+# and the sequence layers' tests.
 CI_TARGETS=(hpf_fashion_mnist hpf_resnet1001_pipeline hpf-oracle hpf_layers_test_avg_pool
             hpf_layers_test_mean_squared_error hpf_layers_test_conv2d hpf_parallel_test_equivalence_cnn
             hpf_parallel_test_stage_spaces hpf_train_test_auto hpf_train_checkpointed hpf_layers_test_gelu
-            hpf_layers_test_layer_norm)
+            hpf_layers_test_layer_norm hpf_language_model hpf_layers_test_dropout hpf_layers_test_embedding)
 targets=()
 case "${1:-}" in
   --ci) targets=("${CI_TARGETS[@]}") ;;

@@ -10,10 +10,13 @@
 // and hpf::oracle::rank_strategies(view_of<Model>(...), ...) in their own program.
 #include <hpf/data/fashion_mnist.hpp>
 #include <hpf/data/synthetic.hpp>
+#include <hpf/data/text.hpp>
 #include <hpf/oracle/calibrate.hpp>
 #include <hpf/oracle/noise_probe.hpp>
 #include <hpf/oracle/recommend.hpp>
 #include <hpf/system/runtime.hpp>
+#include <hpf/zoo/cosmoflow.hpp>
+#include <hpf/zoo/gpt.hpp>
 #include <hpf/zoo/models.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -44,11 +47,14 @@ const char* const usage_text =
     "usage: hpf-oracle calibrate --model NAME [--profile FILE] [--batches 1,2,4,...]\n"
     "                            [--data fashion-mnist|synthetic|random] [--noise-seconds S]\n"
     "       hpf-oracle rank      --model NAME --ranks P --batch B [--profile FILE] [--cluster FILE]\n"
-    "                            [--memory-budget MIB] [--max-stages S] [--top N] [--json]\n"
+    "                            [--memory-budget MIB] [--max-stages S] [--top N] [--recompute] [--json]\n"
     "       hpf-oracle predict   --model NAME --ranks P --batch B --stages S --micro-batches M\n"
-    "                            [--schedule 1f1b|gpipe] [--cuts L1,L2,...] [--profile FILE] [--cluster FILE] [--json]\n"
+    "                            [--schedule 1f1b|gpipe] [--cuts L1,L2,...] [--profile FILE] [--cluster FILE]\n"
+    "                            [--recompute] [--json]\n"
     "  --cuts: the leaves where stages 2..S begin (hpf::Cuts<...>; default: hpf::Balanced<S>'s)\n"
-    "  models: mlp cnn resnet20 resnet56 resnet164 resnet1001 (hpf::zoo)\n"
+    "  --recompute: training re-materializes Repeat blocks (NetworkOptions::recompute)\n"
+    "  models: mlp cnn resnet20 resnet56 resnet164 resnet1001 (hpf::zoo), gpt (examples/03_language_model's\n"
+    "          Gpt<4, 64, 4, 64, 256>), cosmoflow (CosmoFlow<32>)\n"
     "  --profile: a machine profile (benchmarks/comm/run_comm_benchmark.py writes its communication\n"
     "             part, calibrate adds the compute part); default $HPF_ORACLE_PROFILE, else the\n"
     "             repository's benchmarks/comm/profiles/local.json\n"
@@ -56,7 +62,8 @@ const char* const usage_text =
     "             extrapolate to; compute rates come from --profile\n"
     "  --data:    the samples calibrate runs the layers on (pooling and ReLU take time that depends on\n"
     "             them); default: what the model trains on in hpf's examples and benchmarks,\n"
-    "             fashion-mnist for mlp and cnn, synthetic (N(0, 1) values) for the ResNets;\n"
+    "             fashion-mnist for mlp and cnn, synthetic (N(0, 1) values; bytes as tokens for\n"
+    "             the GPT) for the others;\n"
     "             random: values uniform in [-1, 1)\n"
     "  --noise-seconds: how long calibrate probes the host's system noise first, one thread per core\n"
     "             (default 10; 0 keeps the profile's probe)\n";
@@ -67,7 +74,7 @@ struct Args {
   std::size_t ready_fd = 0;  ///< load: where to tell the calibration it computes (0: nowhere)
   double memory_budget_mib = 0;
   double noise_seconds = 10;
-  bool json = false;
+  bool json = false, recompute = false;
   std::vector<std::size_t> batches, cuts;
 };
 
@@ -102,8 +109,8 @@ Args parse(int argc, char** argv) {
   for (int i = 2; i < argc; ++i) {
     const std::string flag = argv[i];
     if (flag.rfind("--kokkos-", 0) == 0) continue;
-    if (flag == "--json") {
-      a.json = true;
+    if (flag == "--json" || flag == "--recompute") {
+      (flag == "--json" ? a.json : a.recompute) = true;
       continue;
     }
     if (i + 1 >= argc) fail(flag + " needs a value");
@@ -197,7 +204,15 @@ template <class Model>
 std::optional<hpf::data::Dataset> samples(const Args& a, std::size_t count) {
   using In = typename Model::input_shape;
   if (a.data == "fashion-mnist") return hpf::data::load_fashion_mnist().train;
-  if (a.data == "synthetic") return hpf::data::synthetic_dataset(count, In::channels, In::height, In::width, 10, 0);
+  if (a.data == "synthetic") {
+    if constexpr (hpf::model_label_size_v<Model> > 1) {  // a language model: bytes as tokens
+      std::vector<std::uint8_t> text(count * In::size + 1);
+      for (std::size_t i = 0; i < text.size(); ++i) text[i] = static_cast<std::uint8_t>(i * 2654435761u >> 24);
+      return hpf::data::text_windows(text, In::size, {});
+    } else {
+      return hpf::data::synthetic_dataset(count, hpf::data::SampleDims{In::channels, In::height, In::width, In::depth}, 10, 0);
+    }
+  }
   return std::nullopt;
 }
 
@@ -353,7 +368,7 @@ int run(const Args& a) {
     }
     const Plan plan{.stages = a.stages, .replicas = replicas, .batch = a.batch, .micro_batches = a.micro_batches,
                     .schedule = a.schedule == "gpipe" ? hpf::Schedule::gpipe : hpf::Schedule::one_f_one_b,
-                    .bounds = bounds};
+                    .bounds = bounds, .recompute = a.recompute};
     const Prediction p = predict(model, plan, profile, a.memory_budget_mib * (1 << 20));
     if (a.json) {
       std::printf("%s\n", json_of(p, a.model).c_str());
@@ -376,6 +391,7 @@ int run(const Args& a) {
   SearchOptions o;
   o.memory_budget_bytes = a.memory_budget_mib * (1 << 20);
   o.max_stages = a.max_stages;
+  o.recompute = a.recompute;
   const auto start = std::chrono::steady_clock::now();
   const std::vector<Prediction> ranked = rank_strategies(model, a.ranks, a.batch, profile, o);
   const double query_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
@@ -400,7 +416,8 @@ int main(int argc, char** argv) {
   const std::map<std::string, int (*)(const Args&)> models{
       {"mlp", &run<hpf::zoo::Mlp>},           {"cnn", &run<hpf::zoo::Cnn>},
       {"resnet20", &run<hpf::zoo::ResNet20>}, {"resnet56", &run<hpf::zoo::ResNet56>},
-      {"resnet164", &run<hpf::zoo::PreActResNet164>}, {"resnet1001", &run<hpf::zoo::PreActResNet1001>}};
+      {"resnet164", &run<hpf::zoo::PreActResNet164>}, {"resnet1001", &run<hpf::zoo::PreActResNet1001>},
+      {"gpt", &run<hpf::zoo::Gpt<4, 64, 4, 64, hpf::data::byte_vocabulary>>}, {"cosmoflow", &run<hpf::zoo::CosmoFlow<32>>}};
   const auto model = models.find(a.model);
   if (model == models.end()) fail("unknown model '" + a.model + "'");
   // Only calibration runs kernels; rank and predict stay free of Kokkos' start-up messages, which

@@ -9,7 +9,8 @@
 //   hpf_language_model --text my.txt --prompt "Once upon"   # your own text
 //
 // Rank 0 prints the model's summary, progress, the held-out bits per byte, the trained model's
-// file (PyTorch state_dict names) and the generated text.
+// file (PyTorch state_dict names; its metadata records the held-out bits per byte) and the
+// generated text.
 #include <hpf/comm/environment.hpp>
 #include <hpf/data/text.hpp>
 #include <hpf/io/network_tensors.hpp>
@@ -121,8 +122,11 @@ void train(const hpf::comm::Communicator& world, const Settings& s) {
       std::filesystem::remove(stage_file);
     }
     hpf::io::load_network_tensors(whole, tensors);
-    hpf::io::save_network_tensors(whole, s.out / "gpt.safetensors");
-    std::printf("held-out bits per byte: %.4f (loss %.4f nats per byte)\n", bits_per_byte, report.final_test_loss());
+    char bits[32];
+    std::snprintf(bits, sizeof bits, "%.9g", bits_per_byte);
+    hpf::io::save_network_tensors(whole, s.out / "gpt.safetensors", {{"held_out_bits_per_byte", bits}});
+    std::printf("held-out bits per byte: %.4f (loss %.4f nats per byte, perplexity %.2f)\n", bits_per_byte,
+                report.final_test_loss(), std::exp(report.final_test_loss()));
     std::cout << "model: " << (s.out / "gpt.safetensors").string() << "\n";
     if (s.generate > 0) {
       std::cout << "--- sample (" << (s.temperature > 0 ? "temperature " + std::to_string(s.temperature) : "greedy")

@@ -20,10 +20,12 @@
 #include <hpf/io/network_tensors.hpp>
 #include <hpf/io/safetensors.hpp>
 #include <hpf/layers/avg_pool.hpp>
+#include <hpf/layers/avg_pool3d.hpp>
 #include <hpf/layers/batch_norm.hpp>
 #include <hpf/layers/bind.hpp>
 #include <hpf/layers/context.hpp>
 #include <hpf/layers/conv2d.hpp>
+#include <hpf/layers/conv3d.hpp>
 #include <hpf/layers/cost.hpp>
 #include <hpf/layers/dense.hpp>
 #include <hpf/layers/dropout.hpp>
@@ -36,6 +38,7 @@
 #include <hpf/layers/layer_norm.hpp>
 #include <hpf/layers/loss.hpp>
 #include <hpf/layers/max_pool.hpp>
+#include <hpf/layers/max_pool3d.hpp>
 #include <hpf/layers/mean_squared_error.hpp>
 #include <hpf/layers/multi_head_attention.hpp>
 #include <hpf/layers/options.hpp>
@@ -84,6 +87,7 @@
 #include <hpf/train/progress.hpp>
 #include <hpf/train/trainer.hpp>
 #include <hpf/zoo/blocks.hpp>
+#include <hpf/zoo/cosmoflow.hpp>
 #include <hpf/zoo/gpt.hpp>
 #include <hpf/zoo/models.hpp>
 

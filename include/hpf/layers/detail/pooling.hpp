@@ -116,7 +116,10 @@ struct bound_pool3d {
 /// "MaxPool(3x3, stride 2, pad 1)"; `axes` 3 for a cubic window ("2x2x2").
 inline std::string describe_pool(const char* name, std::size_t k, std::size_t s, std::size_t p, std::size_t axes = 2) {
   std::string window = std::to_string(k);
-  for (std::size_t a = 1; a < axes; ++a) window += "x" + std::to_string(k);
+  for (std::size_t a = 1; a < axes; ++a) {
+    window += 'x';  // not "x" + to_string(k): g++ 12 -O3 warns (-Wrestrict) on prepending a literal
+    window += std::to_string(k);
+  }
   return std::string(name) + "(" + window + (s != k ? ", stride " + std::to_string(s) : std::string()) +
          (p ? ", pad " + std::to_string(p) : std::string()) + ")";
 }
