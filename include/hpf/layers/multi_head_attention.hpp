@@ -26,12 +26,17 @@ namespace detail {
 /// \brief Multi-head self-attention on a batch of sequences `x(d, j, t)` (feature d, sample j,
 /// position t), as PyTorch's F.multi_head_attention_forward computes it without dropout:
 ///     [q; k; v] = W_in x + b_in        one GEMM over all N*T positions, as Dense
-///     p(t, u) = softmax_u(q_t . k_u / sqrt(dh)) per head, u > t left out when causal
-///     o_t = sum_u p(t, u) v_u           per head, heads concatenated
+///     S = (q / sqrt(dh))^T k            per (sample, head): a T x T GEMM
+///     P = softmax of S's rows           max subtracted, as PyTorch; u > t get exactly 0 when causal
+///     o = v P^T                         per (sample, head), heads concatenated
 ///     y = W_o o + b_o                   one GEMM
-/// The attention kernels run one team per (sample, head, query) or, for the key and value
-/// gradients, per (sample, head); every value is written by one thread summing in a fixed order,
-/// so results do not depend on thread counts or on the other samples of the batch (no atomics).
+/// A head's q, k, v and o are dh x T blocks of the activations (rows of T contiguous positions,
+/// N*T apart), which BLAS reads and writes in place through its leading dimension: no copies.
+/// Each attention GEMM covers one (sample, head), so its shape does not depend on the batch, and
+/// BLAS sums an element along the reduction in one order whatever the leading dimension (it
+/// splits only rows and columns among threads, as the projections already rely on); the softmax
+/// kernels give each row to one team. No atomics: a sample's results do not depend on thread
+/// counts or on the other samples of the batch.
 template <class T, class Space>
 class MultiHeadAttentionImpl {
  public:
@@ -116,10 +121,7 @@ class MultiHeadAttentionImpl {
     if (bias_) add_row_sums(ctx.space, grad_out, out_bias_grad_, "hpf::MultiHeadAttention::out_proj.bias_grad");
     gemm("T", "N", T(1), out_weight_, grad_out, T(0), as_matrix(dheads));  // dO = W_o^T dY
 
-    const auto qkv = activation_view(tape.qkv, 3 * d, n, t);
-    const auto probs = probabilities(tape, n);
-    query_gradients(ctx, qkv, probs, dheads, dscores, dqkv);
-    key_value_gradients(ctx, qkv, probs, dheads, dscores, dqkv);
+    attend_gradients(ctx, activation_view(tape.qkv, 3 * d, n, t), probabilities(tape, n), dheads, dscores, dqkv);
 
     const Matrix<const T, Space> grad_qkv(as_matrix(dqkv));
     gemm("N", "T", T(1), grad_qkv, as_matrix(x), T(1), in_weight_grad_);  // dW_in += dQKV X^T
@@ -127,59 +129,91 @@ class MultiHeadAttentionImpl {
     if (!is_empty(dx)) gemm("T", "N", T(1), in_weight_, grad_qkv, T(0), as_matrix(dx));  // dX = W_in^T dQKV
   }
 
-  // The kernels (public: CUDA forbids device lambdas in private member functions). Row
-  // r = (j * Heads + h) * T + t of `probs` and `dscores` is query t of head h of sample j; head h
-  // reads rows h*dh.. of q, D + h*dh.. of k and 2D + h*dh.. of v in qkv (each row contiguous
-  // over positions). Sums over a head's features or over positions run in index order, sums
-  // along a row of probabilities in lane_sum's order. One-thread teams (host backends, whose AUTO
-  // teams always have one thread) run the loops with positions innermost, contiguous and
-  // vectorised; larger teams (GPUs) give each thread its own elements. Either way an element's
-  // value depends on its own sample only: the same operations in the same order (compilers may
-  // still fuse multiply-adds differently in the two forms, GCC's AMD tunings do, which is why the
-  // form depends on the backend alone).
-
-  /// Scales q, then per query row: scores, softmax (max subtracted, as PyTorch), and o_t.
+  /// Divides q by sqrt(dh) in place (backward wants it so), then S = q^T k per (sample, head)
+  /// into probs, the softmax of every row in one kernel, and o = v P^T per (sample, head).
   void attend(const Context<T, Space>& ctx, Activation<T, Space> qkv, Matrix<T, Space> probs,
               Activation<T, Space> heads) const {
-    const std::size_t n = qkv.extent(1), len = positions_, d = features_, count = heads_, dh = d / count;
-    const bool causal = causal_;
+    trace::Region region("hpf::MultiHeadAttention::attend");
+    const std::size_t n = qkv.extent(1), len = positions_, d = features_, dh = d / heads_;
+    divide(ctx, qkv.data(), d * n * len, "hpf::MultiHeadAttention::scale_q");  // q: the first D rows
+    for (std::size_t j = 0; j < n; ++j) {
+      for (std::size_t h = 0; h < heads_; ++h) {
+        const std::size_t first = (j * heads_ + h) * len;
+        const auto p = Kokkos::subview(probs, Kokkos::make_pair(first, first + len), Kokkos::ALL);
+        gemm("T", "N", T(1), head(qkv, h * dh, j), head(qkv, d + h * dh, j), T(0), p);  // S(t, u) = q_t . k_u
+      }
+    }
+    softmax(ctx, probs);
+    for (std::size_t j = 0; j < n; ++j) {
+      for (std::size_t h = 0; h < heads_; ++h) {
+        const std::size_t first = (j * heads_ + h) * len;
+        const auto p = Kokkos::subview(probs, Kokkos::make_pair(first, first + len), Kokkos::ALL);
+        gemm("N", "T", T(1), head(qkv, 2 * d + h * dh, j), p, T(0), head(heads, h * dh, j));  // o_t = sum_u P(t, u) v_u
+      }
+    }
+  }
+
+  /// Per (sample, head): dP(t, u) = dO_t . v_u, dS = P * (dP - sum_u dP * P) (softmax backward),
+  /// dq_t = sum_u dS(t, u) k_u / sqrt(dh), dk_u = sum_t dS(t, u) q_t (q as scaled in forward),
+  /// dv_u = sum_t P(t, u) dO_t. Masked pairs have P = dS = 0, so the GEMMs may run over them.
+  void attend_gradients(const Context<T, Space>& ctx, Activation<T, Space> qkv, Matrix<T, Space> probs,
+                        Activation<T, Space> dheads, Matrix<T, Space> dscores, Activation<T, Space> dqkv) const {
+    trace::Region region("hpf::MultiHeadAttention::attend_gradients");
+    const std::size_t n = qkv.extent(1), len = positions_, d = features_, dh = d / heads_;
+    for (std::size_t j = 0; j < n; ++j) {
+      for (std::size_t h = 0; h < heads_; ++h) {
+        const std::size_t first = (j * heads_ + h) * len, q0 = h * dh, v0 = 2 * d + h * dh;
+        const auto g = Kokkos::subview(dscores, Kokkos::make_pair(first, first + len), Kokkos::ALL);
+        gemm("T", "N", T(1), head(dheads, q0, j), head(qkv, v0, j), T(0), g);  // dP
+      }
+    }
+    softmax_backward(ctx, probs, dscores);
+    for (std::size_t j = 0; j < n; ++j) {
+      for (std::size_t h = 0; h < heads_; ++h) {
+        const std::size_t first = (j * heads_ + h) * len, q0 = h * dh, k0 = d + h * dh, v0 = 2 * d + h * dh;
+        const auto rows = Kokkos::make_pair(first, first + len);
+        const auto p = Kokkos::subview(probs, rows, Kokkos::ALL);
+        const auto g = Kokkos::subview(dscores, rows, Kokkos::ALL);
+        gemm("N", "T", T(1), head(qkv, k0, j), g, T(0), head(dqkv, q0, j));  // dq * sqrt(dh)
+        gemm("N", "N", T(1), head(qkv, q0, j), g, T(0), head(dqkv, k0, j));  // dk
+        gemm("N", "N", T(1), head(dheads, q0, j), p, T(0), head(dqkv, v0, j));  // dv
+      }
+    }
+    divide(ctx, dqkv.data(), d * n * len, "hpf::MultiHeadAttention::scale_dq");
+  }
+
+  // The kernels (public: CUDA forbids device lambdas in private member functions). Row
+  // r = (j * Heads + h) * T + t of `probs` and `dscores` is query t of head h of sample j. Each
+  // row belongs to one team; its max and sums are taken by one thread (lane_sum's order), so
+  // they have the same bits for every team size.
+
+  /// data[i] /= sqrt(dh) for i < count (a division, as PyTorch's q / math.sqrt(head_dim) and
+  /// its backward).
+  void divide(const Context<T, Space>& ctx, T* data, std::size_t count, const char* label) const {
     const T root = root_;
+    Kokkos::parallel_for(label, Kokkos::RangePolicy<Space>(ctx.space, 0, count),
+                         KOKKOS_LAMBDA(const std::size_t i) { data[i] = data[i] / root; });
+  }
+
+  /// Softmax of every row of probs, in place; masked keys get exactly 0.
+  void softmax(const Context<T, Space>& ctx, Matrix<T, Space> probs) const {
+    const std::size_t len = positions_;
+    const bool causal = causal_;
     Kokkos::parallel_for(
-        "hpf::MultiHeadAttention::attend", team_policy(ctx.space, n * count * len, Kokkos::AUTO),
+        "hpf::MultiHeadAttention::softmax", team_policy(ctx.space, probs.extent(0), Kokkos::AUTO),
         KOKKOS_LAMBDA(const member& team) {
-          const std::size_t row = team.league_rank(), t = row % len, h = row / len % count, j = row / len / count;
-          const std::size_t q0 = h * dh, k0 = d + h * dh, v0 = 2 * d + h * dh;
-          const std::size_t keys = causal ? t + 1 : len;  // masked keys get probability exactly 0
+          const std::size_t row = team.league_rank(), t = row % len, keys = causal ? t + 1 : len;
           T* p = &probs(row, 0);
-          // Each q_t belongs to one team: scaled here, in place, as backward wants it.
-          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, dh), [&](const std::size_t e) {
-            qkv(q0 + e, j, t) = qkv(q0 + e, j, t) / root;
-          });
-          team.team_barrier();
-          if (team.team_size() == 1) {
-            for (std::size_t u = 0; u < keys; ++u) p[u] = 0;
-            for (std::size_t e = 0; e < dh; ++e) {
-              const T q = qkv(q0 + e, j, t);
-              const T* k = &qkv(k0 + e, j, 0);
-              for (std::size_t u = 0; u < keys; ++u) p[u] += q * k[u];
-            }
-          } else {
-            Kokkos::parallel_for(Kokkos::TeamThreadRange(team, keys), [&](const std::size_t u) {
-              T s = 0;
-              for (std::size_t e = 0; e < dh; ++e) s += qkv(q0 + e, j, t) * qkv(k0 + e, j, u);
-              p[u] = s;
-            });
+          if (team.team_size() == 1) {  // plain loops, which vectorise (all but exp)
+            const T top = lane_max(keys, p);
+            for (std::size_t u = 0; u < keys; ++u) p[u] = math::exp(p[u] - top);
+            const T inverse = T(1) / lane_sum<T>(keys, [&](std::size_t u) { return p[u]; });
+            for (std::size_t u = 0; u < keys; ++u) p[u] = p[u] * inverse;
+            for (std::size_t u = keys; u < len; ++u) p[u] = T(0);
+            return;
           }
-          team.team_barrier();
-          // Max and sum by one thread: the same bits for every team size.
           T top;
-          Kokkos::single(
-              Kokkos::PerTeam(team),
-              [&](T& m) {
-                m = p[0];
-                for (std::size_t u = 1; u < keys; ++u) m = p[u] > m ? p[u] : m;
-              },
-              top);
+          Kokkos::single(Kokkos::PerTeam(team), [&](T& m) { m = lane_max(keys, p); }, top);
           Kokkos::parallel_for(Kokkos::TeamThreadRange(team, keys),
                                [&](const std::size_t u) { p[u] = math::exp(p[u] - top); });
           team.team_barrier();
@@ -190,105 +224,58 @@ class MultiHeadAttentionImpl {
           const T inverse = T(1) / total;  // PyTorch multiplies by the reciprocal of the sum
           Kokkos::parallel_for(Kokkos::TeamThreadRange(team, len),
                                [&](const std::size_t u) { p[u] = u < keys ? p[u] * inverse : T(0); });
-          team.team_barrier();
-          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, dh), [&](const std::size_t e) {
-            const T* v = &qkv(v0 + e, j, 0);
-            heads(q0 + e, j, t) = lane_sum<T>(keys, [&](std::size_t u) { return p[u] * v[u]; });
-          });
         });
   }
 
-  /// Per query row: dP = dO_t . v_u, dS = P * (dP - sum_u dP * P) (softmax backward, into
-  /// dscores) and dq_t = (sum_u dS(t, u) k_u) / sqrt(dh).
-  void query_gradients(const Context<T, Space>& ctx, Activation<T, Space> qkv, Matrix<T, Space> probs,
-                       Activation<T, Space> dheads, Matrix<T, Space> dscores, Activation<T, Space> dqkv) const {
-    const std::size_t n = qkv.extent(1), len = positions_, d = features_, count = heads_, dh = d / count;
+  /// dS = P * (dP - sum_u dP * P) on every row of dscores (holding dP), in place; masked pairs
+  /// get exactly 0 (the GEMMs after it read whole rows).
+  void softmax_backward(const Context<T, Space>& ctx, Matrix<T, Space> probs, Matrix<T, Space> dscores) const {
+    const std::size_t len = positions_;
     const bool causal = causal_;
-    const T root = root_;
     Kokkos::parallel_for(
-        "hpf::MultiHeadAttention::query_gradients", team_policy(ctx.space, n * count * len, Kokkos::AUTO),
+        "hpf::MultiHeadAttention::softmax_backward", team_policy(ctx.space, dscores.extent(0), Kokkos::AUTO),
         KOKKOS_LAMBDA(const member& team) {
-          const std::size_t row = team.league_rank(), t = row % len, h = row / len % count, j = row / len / count;
-          const std::size_t q0 = h * dh, k0 = d + h * dh, v0 = 2 * d + h * dh;
-          const std::size_t keys = causal ? t + 1 : len;
+          const std::size_t row = team.league_rank(), t = row % len, keys = causal ? t + 1 : len;
           const T* p = &probs(row, 0);
           T* g = &dscores(row, 0);
           if (team.team_size() == 1) {
-            for (std::size_t u = 0; u < keys; ++u) g[u] = 0;
-            for (std::size_t e = 0; e < dh; ++e) {
-              const T grad = dheads(q0 + e, j, t);
-              const T* v = &qkv(v0 + e, j, 0);
-              for (std::size_t u = 0; u < keys; ++u) g[u] += grad * v[u];
-            }
-          } else {
-            Kokkos::parallel_for(Kokkos::TeamThreadRange(team, keys), [&](const std::size_t u) {
-              T s = 0;
-              for (std::size_t e = 0; e < dh; ++e) s += dheads(q0 + e, j, t) * qkv(v0 + e, j, u);
-              g[u] = s;
-            });
+            const T dot = lane_sum<T>(keys, [&](std::size_t u) { return g[u] * p[u]; });
+            for (std::size_t u = 0; u < keys; ++u) g[u] = (g[u] - dot) * p[u];
+            for (std::size_t u = keys; u < len; ++u) g[u] = T(0);
+            return;
           }
-          team.team_barrier();
           T dot;
           Kokkos::single(
               Kokkos::PerTeam(team), [&](T& s) { s = lane_sum<T>(keys, [&](std::size_t u) { return g[u] * p[u]; }); },
               dot);
-          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, keys),
-                               [&](const std::size_t u) { g[u] = (g[u] - dot) * p[u]; });
-          team.team_barrier();
-          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, dh), [&](const std::size_t e) {
-            const T* k = &qkv(k0 + e, j, 0);
-            dqkv(q0 + e, j, t) = lane_sum<T>(keys, [&](std::size_t u) { return g[u] * k[u]; }) / root;
-          });
+          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, len),
+                               [&](const std::size_t u) { g[u] = u < keys ? (g[u] - dot) * p[u] : T(0); });
         });
   }
 
-  /// Per (sample, head): dk_u = sum_t dS(t, u) q_t (q as scaled in forward) and
-  /// dv_u = sum_t P(t, u) dO_t, over the queries t that see u (t >= u when causal), t ascending.
-  void key_value_gradients(const Context<T, Space>& ctx, Activation<T, Space> qkv, Matrix<T, Space> probs,
-                           Activation<T, Space> dheads, Matrix<T, Space> dscores, Activation<T, Space> dqkv) const {
-    const std::size_t n = qkv.extent(1), len = positions_, d = features_, count = heads_, dh = d / count;
-    const bool causal = causal_;
-    Kokkos::parallel_for(
-        "hpf::MultiHeadAttention::key_value_gradients", team_policy(ctx.space, n * count, Kokkos::AUTO),
-        KOKKOS_LAMBDA(const member& team) {
-          const std::size_t h = team.league_rank() % count, j = team.league_rank() / count;
-          const std::size_t q0 = h * dh, k0 = d + h * dh, v0 = 2 * d + h * dh;
-          const std::size_t first_row = team.league_rank() * len;  // row (j, h, 0) of probs and dscores
-          if (team.team_size() == 1) {
-            for (std::size_t e = 0; e < dh; ++e)
-              for (std::size_t u = 0; u < len; ++u) dqkv(k0 + e, j, u) = dqkv(v0 + e, j, u) = 0;
-            for (std::size_t t = 0; t < len; ++t) {
-              const std::size_t keys = causal ? t + 1 : len;
-              const T* s = &dscores(first_row + t, 0);
-              const T* p = &probs(first_row + t, 0);
-              for (std::size_t e = 0; e < dh; ++e) {
-                const T q = qkv(q0 + e, j, t), grad = dheads(q0 + e, j, t);
-                T* dk = &dqkv(k0 + e, j, 0);
-                T* dv = &dqkv(v0 + e, j, 0);
-                for (std::size_t u = 0; u < keys; ++u) {
-                  dk[u] += s[u] * q;
-                  dv[u] += p[u] * grad;
-                }
-              }
-            }
-          } else {
-            Kokkos::parallel_for(Kokkos::TeamThreadRange(team, dh * len), [&](const std::size_t i) {
-              const std::size_t e = i / len, u = i % len;
-              T dk = 0, dv = 0;
-              for (std::size_t t = causal ? u : 0; t < len; ++t) {
-                dk += dscores(first_row + t, u) * qkv(q0 + e, j, t);
-                dv += probs(first_row + t, u) * dheads(q0 + e, j, t);
-              }
-              dqkv(k0 + e, j, u) = dk;
-              dqkv(v0 + e, j, u) = dv;
-            });
-          }
-        });
+  /// max_{u < n} p[u] (n >= 1) over 16 interleaved lanes, which vectorise; a max is exact, so
+  /// the order does not change it.
+  static KOKKOS_INLINE_FUNCTION T lane_max(std::size_t n, const T* p) {
+    T acc[sum_lanes];
+    for (std::size_t k = 0; k < sum_lanes; ++k) acc[k] = p[0];
+    std::size_t i = 0;
+    for (; i + sum_lanes <= n; i += sum_lanes) {
+      for (std::size_t k = 0; k < sum_lanes; ++k) acc[k] = p[i + k] > acc[k] ? p[i + k] : acc[k];
+    }
+    for (std::size_t k = 0; i + k < n; ++k) acc[k] = p[i + k] > acc[k] ? p[i + k] : acc[k];
+    for (std::size_t width = sum_lanes / 2; width > 0; width /= 2) {
+      for (std::size_t k = 0; k < width; ++k) acc[k] = acc[k + width] > acc[k] ? acc[k + width] : acc[k];
+    }
+    return acc[0];
   }
 
  private:
   Matrix<T, Space> probabilities(const tape_type& tape, std::size_t n) const {
     return Matrix<T, Space>(tape.probs.data(), n * heads_ * positions_, positions_);
+  }
+  /// Rows [first, first + dh) of sample j: a dh x T row-major matrix with leading dimension N*T.
+  auto head(const Activation<T, Space>& a, std::size_t first, std::size_t j) const {
+    return Kokkos::subview(a, Kokkos::make_pair(first, first + features_ / heads_), j, Kokkos::ALL);
   }
 
   std::size_t positions_, features_, heads_;
@@ -340,8 +327,8 @@ struct MultiHeadAttention {
     using output_shape = std::conditional_t<accepted, In, InvalidShape>;
 
     static constexpr std::size_t positions = In::positions, features = In::channels;
-    /// (query, key) pairs that interact: T^2, or T(T+1)/2 under the causal mask (the kernels skip
-    /// masked pairs; the probabilities are kept T x T all the same).
+    /// (query, key) pairs that interact: T^2, or T(T+1)/2 under the causal mask (the work counted;
+    /// the GEMMs also run over masked pairs, whose probabilities are 0).
     static constexpr std::size_t pairs = causal ? positions * (positions + 1) / 2 : positions * positions;
     // In (3D x D) and out (D x D) projections of every position; q.k and p v over all heads.
     static constexpr std::size_t projection_macs = 4 * features * features * positions;
