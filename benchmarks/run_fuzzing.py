@@ -23,6 +23,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SECTION = "fuzzing"
 TARGETS = {
     "idx": "`hpf::data::read_idx`, `read_idx_header` (raw and gzip; whole, strided, header only)",
+    "npy": "`hpf::data::read_npy_header`, `read_npy` (header only, whole as float and int64, strided) and "
+           "`load_npy_regression`",
     "safetensors": "`hpf::io::Safetensors::parse` (what `load` reads) and the checkpoint loader's "
                    "`SafetensorsReader` (must agree); every tensor read; save/load round trip",
     "json": "`hpf::io::detail::JsonParser` (write/parse round trip); objects also as a checkpoint index "
@@ -35,6 +37,8 @@ def main(argv):
     parser.add_argument("--seconds", type=int, default=600, help="fuzzing time per target (default 600)")
     parser.add_argument("--parallel", type=int, default=1, help="targets fuzzed at once (default 1)")
     parser.add_argument("--targets", nargs="+", default=list(TARGETS), choices=list(TARGETS))
+    parser.add_argument("--section", default=SECTION,
+                        help="the section of RESULTS.md to write (default fuzzing; e.g. fuzzing-npy for one new target)")
     h.add_results_options(parser, os.path.join(ROOT, "benchmarks", "RESULTS.md"))
     args = parser.parse_args(argv)
     record = provenance.start("benchmarks/run_fuzzing.py")  # as the run begins: the commit its build most likely came from
@@ -74,7 +78,7 @@ def main(argv):
     options = " ".join(["--seconds", str(args.seconds), "--parallel", str(args.parallel)] +
                        (["--targets"] + args.targets if args.targets != list(TARGETS) else []))
     text = "\n".join([
-        "## Fuzzing",
+        "## Fuzzing" + ("" if args.section == SECTION else ": " + ", ".join(args.targets)),
         "",
         f"Written by `benchmarks/run_fuzzing.py {options}` (when, at which commit and where: its provenance "
         f"line); load average {load_before} before, {load_after} after. "
@@ -92,7 +96,7 @@ def main(argv):
         "Regression inputs of fixed findings in the committed corpus (run by `hpf.fuzz.<target>.corpus`): " +
         (", ".join(regressions) if regressions else "none") + ".",
     ])
-    return provenance.publish(args, SECTION, text, failed, record)
+    return provenance.publish(args, args.section, text, failed, record)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds hpf's libFuzzer targets (tests/fuzz: idx, safetensors, json) with clang and runs each for
+# Builds hpf's libFuzzer targets (tests/fuzz: idx, npy, safetensors, json) with clang and runs each for
 # a given time on a fresh copy of its committed corpus. Not part of CI's default run.
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]     SECONDS per target (default 600), TARGETs default all
@@ -21,7 +21,7 @@ case "${1:-}" in -h|--help) usage; exit 0 ;; esac
 seconds=${1:-600}
 if ! [[ "$seconds" =~ ^[1-9][0-9]*$ ]]; then echo "fuzz.sh: SECONDS must be a positive integer" >&2; exit 2; fi
 shift $(( $# > 0 ? 1 : 0 ))
-all_targets=(idx safetensors json)
+all_targets=(idx npy safetensors json)
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=("${all_targets[@]}")
 for t in "${targets[@]}"; do

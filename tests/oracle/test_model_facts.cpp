@@ -55,17 +55,18 @@ static_assert(relu_last[0].cost == Stage<Tiny, Cuts<2>, 0>::cost);
 
 // Per-rank memory of 2 stages x 2 replicas, 1F1B, micro-batches of 4 samples, SGD with momentum,
 // the ordered reduction (floats). Stage 0 keeps 2 slots: 80 B each of parameters, gradients and
-// momentum; tapes 2 * 4 * ((16 + 40) * 4 + 8 * 4) = 2048; the gradient it receives, 2 * 4 * 8 * 4
-// = 256; gathered buckets 2 * 20 * 4 = 160; two backward buffers of the largest inner output,
-// 2 * 32 * 4 * 4 = 1024. Stage 1 keeps 1 slot with labels: 3 * 108, tape 4 * ((8 + 15) * 4 + 4)
-// = 384, the gradient it sends 8 * 4 * 4 = 128, buckets 216, buffers 2 * 8 * 4 * 4 = 256.
+// momentum; tapes 2 * 4 * ((16 + 40) * 4 + 8 * 4 + 8) = 2112 (8: each sample's global index); the
+// gradient it receives, 2 * 4 * 8 * 4 = 256; gathered buckets 2 * 20 * 4 = 160; two backward buffers
+// of the largest inner output, 2 * 32 * 4 * 4 = 1024. Stage 1 keeps 1 slot with labels: 3 * 108,
+// tape 4 * ((8 + 15) * 4 + 4 + 8) = 416, the gradient it sends 8 * 4 * 4 = 128, buckets 216,
+// buffers 2 * 8 * 4 * 4 = 256.
 constexpr oracle::MemoryInputs stage0_inputs{.slots = slots_needed(Schedule::one_f_one_b, 2, 0, 4), .capacity = 4,
                                              .first = true, .last = false, .replicas = 2};
 constexpr oracle::MemoryInputs stage1_inputs{.slots = slots_needed(Schedule::one_f_one_b, 2, 1, 4), .capacity = 4,
                                              .first = false, .last = true, .replicas = 2};
 static_assert(stage0_inputs.slots == 2 && stage1_inputs.slots == 1);
-static_assert(oracle::stage_memory(two[0], stage0_inputs).total() == 80 + 80 + 80 + 2048 + 256 + 160 + 1024);
-static_assert(oracle::stage_memory(two[1], stage1_inputs).total() == 108 * 3 + 384 + 128 + 216 + 256);
+static_assert(oracle::stage_memory(two[0], stage0_inputs).total() == 80 + 80 + 80 + 2112 + 256 + 160 + 1024);
+static_assert(oracle::stage_memory(two[1], stage1_inputs).total() == 108 * 3 + 416 + 128 + 216 + 256);
 // What calibration measures of the backend (MachineProfile): Kokkos 3.4 counts an empty view as its
 // 128-byte header, and Kokkos::Serial's team scratch (11,264 B) is allocated once per process.
 // Stage 1 has no BatchNorm buffers: one empty view more. A stage of the loss alone holds four
@@ -76,18 +77,18 @@ constexpr oracle::MemoryInputs with_backend = [] {
   in.empty_view_bytes = 128;
   return in;
 }();
-static_assert(oracle::stage_memory(two[1], with_backend).total() == 108 * 3 + 384 + 128 + 216 + 256 + 128 + 11264);
+static_assert(oracle::stage_memory(two[1], with_backend).total() == 108 * 3 + 416 + 128 + 216 + 256 + 128 + 11264);
 constexpr oracle::StageFacts loss_alone = stage_facts_v<Tiny, Cuts<5>>[1];
 constexpr oracle::MemoryBreakdown loss_memory = oracle::stage_memory(loss_alone, with_backend);
 static_assert(loss_alone.cost.parameters == 0 && loss_memory.gradient_buckets == 0);
 static_assert(loss_memory.parameters + loss_memory.gradients + loss_memory.buffers + loss_memory.optimizer_state == 4 * 128);
-// Its tape: 4 samples of (3 inputs + the loss's 3 outputs and 1 loss) floats and a label; it
-// sends 4 * 3 gradient values.
-static_assert(loss_memory.total() == 4 * 128 + 4 * ((3 + 4) * 4 + 4) + 4 * 3 * 4 + 11264);
+// Its tape: 4 samples of (3 inputs + the loss's 3 outputs and 1 loss) floats, a label and a global
+// index; it sends 4 * 3 gradient values.
+static_assert(loss_memory.total() == 4 * 128 + 4 * ((3 + 4) * 4 + 4 + 8) + 4 * 3 * 4 + 11264);
 // GPipe keeps every micro-batch: stage 0 holds 4 slots' tapes and received gradients.
 static_assert(oracle::stage_memory(two[0], {.slots = slots_needed(Schedule::gpipe, 2, 0, 4), .capacity = 4,
                                             .first = true, .last = false, .replicas = 2})
-                  .activations == 4096);
+                  .activations == 4224);
 
 template <class Model, std::size_t S>
 void check_stages_match_partition() {
