@@ -62,7 +62,9 @@ def run(job):
     framework, seed, cmd = job
     env, _ = one_thread_env()
     start = time.monotonic()
-    proc = h.subprocess.run(cmd, env=env, stdout=h.subprocess.PIPE, stderr=h.subprocess.PIPE, text=True)
+    # errors="replace": a sample of a barely trained model may hold bytes that are not UTF-8.
+    proc = h.subprocess.run(cmd, env=env, stdout=h.subprocess.PIPE, stderr=h.subprocess.PIPE, text=True,
+                            errors="replace")
     wall = time.monotonic() - start
     bits, sample = {}, None
     if framework == "hpf":
@@ -96,7 +98,7 @@ def measure(args, out_dir):
 def report(args, data, sample, out_dir):
     seeds = args.seeds
     out = ["## Language model: held-out bits per byte over seeds", ""]
-    out.append("Measured by `benchmarks/language_model_over_seeds.py` with `build/examples/hpf_language_model` "
+    out.append(f"Measured by `benchmarks/language_model_over_seeds.py` with `{h.repo_relative(args.hpf, ROOT)}` "
                "(when, at which commit and where: its provenance line).")
     out.append("")
     out.append(f"The byte-level GPT of `examples/03_language_model` (4 pre-LayerNorm blocks of 4 heads, 64 features, "
