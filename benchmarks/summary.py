@@ -166,13 +166,20 @@ def findings(n):
     return "no findings" if n == 0 else f"{n} finding(s)"
 
 
-def fuzzing():
-    found = rows("fuzzing", "findings")
+def fuzzed(block, what):
+    found = rows(block, "findings")
     seconds = {r["s"] for r in found}
     if len(seconds) != 1:
-        raise Stale(f"block 'fuzzing': the targets ran for different times ({sorted(seconds)})")
-    return (f"fuzzing the file readers, {seconds.pop()} s per target",
-            findings(sum(int(r["findings"]) for r in found)))
+        raise Stale(f"block '{block}': the targets ran for different times ({sorted(seconds)})")
+    return f"fuzzing {what}, {seconds.pop()} s per target", findings(sum(int(r["findings"]) for r in found))
+
+
+def fuzzing():
+    return fuzzed("fuzzing", "the file readers")
+
+
+def fuzzing_npy():
+    return fuzzed("fuzzing-npy", "the NumPy reader")
 
 
 def sanitizers():
@@ -213,7 +220,7 @@ def oracle_fabrics():
 ROWS = [(["single-process"], single_process), (["single-process-models"], single_process_models),
         (["accuracy-seeds"], accuracy_seeds), (["language-model-seeds"], language_model), (["parallel"], parallel),
         (["two-cores"], two_cores), (["threads-breakdown"], threads_breakdown), (["compile-flat"], compile_flat),
-        (["comm"], comm), (["trace-overhead"], trace_overhead), (["fabrics"], fabrics), (["fuzzing"], fuzzing),
+        (["comm"], comm), (["trace-overhead"], trace_overhead), (["fabrics"], fabrics), (["fuzzing"], fuzzing), (["fuzzing-npy"], fuzzing_npy),
         (["sanitizers"], sanitizers), (["reliability"], reliability), (["oracle"], oracle),
         (["oracle"], oracle_memory), (["oracle-1gbit", "oracle-10gbit"], oracle_fabrics)]
 
