@@ -32,6 +32,9 @@ REPRICED = "re-priced from those measurements"
 # names its own record's data, benchmarks/results/NAME (the record is NAME.provenance.json).
 BLOCK_DATA = {
     "single-process": ["benchmarks/results/single-process"],
+    "single-process-models": ["benchmarks/results/single-process-models"],
+    "language-model-seeds": ["benchmarks/results/language-model-seeds"],
+    "fuzzing-npy": ["benchmarks/results/fuzzing-npy"],
     "accuracy-seeds": ["benchmarks/results/accuracy-seeds"],
     "parallel": ["benchmarks/results/parallel"],
     "two-cores": ["benchmarks/results/two-cores"],  # RESULTS.md's table and README's paragraph alike

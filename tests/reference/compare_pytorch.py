@@ -47,6 +47,11 @@ try:
     import torch
     from torch import nn
     import torch.nn.functional as F
+
+    # The GPT as the benchmarks build it (benchmarks/torch_reference.py): one definition of it.
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                                    "benchmarks"))
+    from torch_reference import gpt
 except ImportError as error:
     sys.exit(f"compare_pytorch.py: cannot import torch/numpy with {sys.executable} ({error}).\n"
              "The reference tests need PyTorch: install python3-torch and python3-numpy "
@@ -165,45 +170,6 @@ def preact_bottleneck_projection(in_channels, width, out_channels, stride):
         nn.Conv2d(width, out_channels, 1, bias=False))
     shortcut = nn.Sequential(nn.Conv2d(in_channels, out_channels, 1, stride=stride, bias=False))
     return nn.Sequential(nn.BatchNorm2d(in_channels), nn.ReLU(), Residual(body, shortcut))
-
-
-class PositionEmbedding(nn.Module):
-    """hpf::PositionEmbedding: x + a learned [T, D] table."""
-
-    def __init__(self, positions, features):
-        super().__init__()
-        self.weight = nn.Parameter(torch.randn(positions, features))
-
-    def forward(self, x):
-        return x + self.weight
-
-
-class CausalSelfAttention(nn.MultiheadAttention):
-    """hpf::MultiHeadAttention<Heads, Causal>: nn.MultiheadAttention on (x, x, x), batch first,
-    position t attending to positions up to t."""
-
-    def __init__(self, features, heads):
-        super().__init__(features, heads, batch_first=True)
-
-    def forward(self, x):
-        positions = x.shape[1]
-        mask = torch.triu(torch.ones(positions, positions, dtype=torch.bool), diagonal=1)
-        return super().forward(x, x, x, attn_mask=mask, need_weights=False)[0]
-
-
-def gpt_block(features, heads):
-    """hpf::zoo::GptBlock: x + attention(ln(x)), then x + mlp(ln(x)) with a tanh GELU."""
-    attention = nn.Sequential(nn.LayerNorm(features), CausalSelfAttention(features, heads))
-    mlp = nn.Sequential(nn.LayerNorm(features), nn.Linear(features, 4 * features), nn.GELU(approximate="tanh"),
-                        nn.Linear(4 * features, features))
-    return nn.Sequential(Residual(attention, nn.Sequential()), Residual(mlp, nn.Sequential()))
-
-
-def gpt(blocks, features, heads, context, vocabulary):
-    """hpf::zoo::Gpt: the logits of every position's next token, [B, T, vocabulary]."""
-    return nn.Sequential(nn.Embedding(vocabulary, features), PositionEmbedding(context, features),
-                         nn.Sequential(*[gpt_block(features, heads) for _ in range(blocks)]),
-                         nn.LayerNorm(features), nn.Linear(features, vocabulary))
 
 
 def build_model(name):
