@@ -14,12 +14,13 @@
 #
 # Installs (Debian packages, only those missing): the compilers and build tools, Kokkos and
 # KokkosKernels, OpenBLAS, oneDNN, zlib, Open MPI and its parallel HDF5, doctest, the
-# Fashion-MNIST data and the fortune cookies (the language model's English text); `test` also PyTorch and NumPy (the numerical reference), GNU time and MPICH
-# with its HDF5 (the second MPI).
-# First run on a fresh 2-core machine (CI's cold run of 2026-12-02, each command in its own fresh
-# root beside the other, downloads included): `train` 195 s (the CNN trains in about 20 s); `test`
-# 1714 s: 940 installing and compiling, 774 running the tests, of which the compile-fail,
-# compile-budget, consumer and README tests compile as well. Later runs rebuild only what changed.
+# Fashion-MNIST data and the fortune cookies (the language model's English text); `test` also
+# PyTorch and NumPy (the numerical reference), GNU time and MPICH with its HDF5 (the second MPI).
+# First run on a fresh 2-core machine (CI's cold run of 2026-12-02 at 8eab0ab, each command in its
+# own fresh root beside the other, downloads included): `train` 200 s (the CNN trains in about
+# 20 s); `test` 2091 s: 1202 installing and compiling, 889 running the tests, of which the
+# compile-fail, compile-budget, consumer and README tests compile as well. Later runs rebuild only
+# what changed.
 #
 # The build follows the selected MPI: mpiexec on PATH (Debian: update-alternatives --config mpirun),
 # or srun inside a Slurm allocation; the launch command is printed before it runs.
