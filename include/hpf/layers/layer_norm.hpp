@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -135,7 +136,8 @@ class LayerNormImpl {
   static team_policy position_policy(const Context<T, Space>& ctx, std::size_t n, std::size_t positions) {
     return team_policy(ctx.space, n, Kokkos::AUTO).set_scratch_size(0, Kokkos::PerTeam(2 * scratch_sums::shmem_size(positions)));
   }
-  /// first(p) = sum_c f(c, p), second(p) = sum_c g(c, p) for every position p, in feature order.
+  /// first(p) = sum_c f(c, p), second(p) = sum_c g(c, p) for every position p, in feature order;
+  /// with g = nullptr only the first sum (forward's mean, then its squares).
   template <class F, class G>
   KOKKOS_INLINE_FUNCTION static void position_sums(const member& team, std::size_t features, std::size_t positions,
                                                    scratch_sums first, scratch_sums second, const F& f, const G& g) {
@@ -144,7 +146,7 @@ class LayerNormImpl {
       for (std::size_t c = 0; c < features; ++c) {
         for (std::size_t p = 0; p < positions; ++p) {
           first(p) += accumulator(f(c, p));
-          second(p) += accumulator(g(c, p));
+          if constexpr (!std::is_null_pointer_v<G>) second(p) += accumulator(g(c, p));
         }
       }
     } else {
@@ -152,7 +154,7 @@ class LayerNormImpl {
         accumulator a = 0, b = 0;
         for (std::size_t c = 0; c < features; ++c) {
           a += accumulator(f(c, p));
-          b += accumulator(g(c, p));
+          if constexpr (!std::is_null_pointer_v<G>) b += accumulator(g(c, p));
         }
         first(p) = a;
         second(p) = b;
@@ -170,8 +172,8 @@ class LayerNormImpl {
         "hpf::LayerNorm::forward", position_policy(ctx, x.extent(1), positions), KOKKOS_LAMBDA(const member& team) {
           const std::size_t j = team.league_rank();
           const scratch_sums sums(team.team_scratch(0), positions), squares(team.team_scratch(0), positions);
-          const auto none = [](std::size_t, std::size_t) { return T(0); };
-          position_sums(team, features, positions, sums, squares, [&](std::size_t c, std::size_t p) { return x(c, j, p); }, none);
+          position_sums(team, features, positions, sums, squares, [&](std::size_t c, std::size_t p) { return x(c, j, p); },
+                        nullptr);
           Kokkos::parallel_for(Kokkos::TeamThreadRange(team, positions), [&](const std::size_t p) {
             mean_out(j * positions + p) = static_cast<T>(sums(p) / accumulator(features));
           });
@@ -182,7 +184,7 @@ class LayerNormImpl {
                 const accumulator d = accumulator(x(c, j, p)) - accumulator(mean_out(j * positions + p));
                 return d * d;
               },
-              none);
+              nullptr);
           Kokkos::parallel_for(Kokkos::TeamThreadRange(team, positions), [&](const std::size_t p) {
             inv_std_out(j * positions + p) = T(1) / math::sqrt(static_cast<T>(sums(p) / accumulator(features)) + T(epsilon));
           });
