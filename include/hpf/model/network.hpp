@@ -119,6 +119,7 @@ class Network {
     Buffer<T, Space> targets;  ///< real targets, target_size per sample (regression)
     /// Global dataset index of each sample (what Dropout's masks follow); 0, 1, ... until set.
     Kokkos::View<std::uint64_t*, memory_space> samples;
+    typename Kokkos::View<std::uint64_t*, memory_space>::HostMirror host_samples;  // what set_samples fills
     typename layers_type::tape_type layers;
   };
 
@@ -172,6 +173,7 @@ class Network {
     if constexpr (classifier) tape.labels = label_buffer("hpf::Network::labels", label_size * capacity);
     if constexpr (target_size > 0) tape.targets = Buffer<T, Space>("hpf::Network::targets", target_size * capacity);
     tape.samples = Kokkos::View<std::uint64_t*, memory_space>("hpf::Network::samples", capacity);
+    tape.host_samples = Kokkos::create_mirror_view(tape.samples);  // the same view on host spaces
     const auto samples = tape.samples;
     Kokkos::parallel_for("hpf::Network::samples", Kokkos::RangePolicy<Space>(space_, 0, capacity),
                          KOKKOS_LAMBDA(const std::size_t j) { samples(j) = j; });
@@ -210,9 +212,8 @@ class Network {
   /// Sets the global dataset indices of the tape's next samples (Dropout's masks follow them).
   void set_samples(Tape& tape, std::span<const std::size_t> indices) const {
     check_batch(tape, indices.size());
-    const auto host = Kokkos::create_mirror_view(tape.samples);
-    for (std::size_t j = 0; j < indices.size(); ++j) host(j) = indices[j];
-    Kokkos::deep_copy(space_, tape.samples, host);
+    for (std::size_t j = 0; j < indices.size(); ++j) tape.host_samples(j) = indices[j];
+    Kokkos::deep_copy(space_, tape.samples, tape.host_samples);
   }
   /// Sets the key of the optimizer step the next passes belong to (Dropout's masks follow it).
   void set_step(std::uint64_t key) { step_ = key; }
