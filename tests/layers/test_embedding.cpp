@@ -1,12 +1,14 @@
 #include <hpf/data/dataset.hpp>
 #include <hpf/layers/dense.hpp>
 #include <hpf/layers/embedding.hpp>
+#include <hpf/layers/flatten.hpp>
 #include <hpf/layers/gelu.hpp>
 #include <hpf/layers/layer_norm.hpp>
 #include <hpf/layers/position_embedding.hpp>
 #include <hpf/layers/softmax_cross_entropy.hpp>
 #include <hpf/model/network.hpp>
 #include <hpf/model/sequential.hpp>
+#include <hpf/parallel/stage_engine.hpp>
 
 #include <support/fill.hpp>
 #include <support/gradient_check.hpp>
@@ -104,5 +106,36 @@ TEST_CASE("Token sequences: labels per position, and tokens outside the vocabula
                        std::invalid_argument);
   CHECK_THROWS_WITH_AS(hpf::data::Dataset::token_sequences(2, 3, V, all, tokens, {2, 3, -1, 5, 6, 0}),
                        "hpf::data::Dataset: label -1 of sample 0 at position 2 is out of range [0, 7)",
+                       std::invalid_argument);
+}
+
+TEST_CASE("A model that starts with an Embedding refuses input values that are not token ids, naming the first") {
+  // A sequence classifier (one label per sample), so that any dataset kind can feed it.
+  using M = hpf::Sequential<hpf::Input<3>, hpf::Embedding<V, 4>, hpf::Flatten, hpf::Dense<V>, hpf::SoftmaxCrossEntropy>;
+  static_assert(hpf::model_input_vocabulary_v<M> == V);
+  static_assert(hpf::model_input_vocabulary_v<hpf::Sequential<hpf::Input<3>, hpf::Dense<V>, hpf::SoftmaxCrossEntropy>> == 0);
+  const auto facts = hpf::network_facts<M>();
+  const auto check = [&](const hpf::data::Dataset& d) {
+    hpf::check_stage_dataset(d, "training", facts, hpf::StagePosition{.classifies = true, .labels_per_sample = 1, .model = "test"});
+  };
+  const hpf::data::SampleDims dims{3, 1, 1};
+  const auto values = [&](std::vector<float> v, hpf::data::Shard shard = {}) {
+    return hpf::data::Dataset::from_values(2, dims, V, shard, std::move(v), std::vector<std::int32_t>(shard.size_of(2), 1));
+  };
+  CHECK_NOTHROW(check(values({0, 1, 2, 3, 4, 6})));
+  CHECK_THROWS_WITH_AS(check(values({0, 1, 2, 3, 2.5f, 6})),
+                       "hpf: the training set's input value 2.5 of sample 1 at position 1 is not a token id in [0, 7): "
+                       "the model starts with an Embedding of 7 tokens",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(check(values({0, -1, 2, 3, 4, 6})),
+                       doctest::Contains("input value -1 of sample 0 at position 1 is not a token id in [0, 7)"),
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(check(values({0, 1, 2, 3, 4, 7})), doctest::Contains("input value 7 of sample 1 at position 2"),
+                       std::invalid_argument);
+  // A shard names the global sample; images scaled to [0, 1] are not tokens either.
+  CHECK_THROWS_WITH_AS(check(values({5, 8, 0}, hpf::data::Shard{.index = 1, .count = 2})),
+                       doctest::Contains("input value 8 of sample 1 at position 1"), std::invalid_argument);
+  const auto image = hpf::data::Dataset::from_pixels(2, dims, V, {}, {0, 1, 2, 3, 4, 5}, {1, 1});
+  CHECK_THROWS_WITH_AS(check(image), doctest::Contains("input value 0.00392157 of sample 0 at position 1"),
                        std::invalid_argument);
 }

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -184,6 +185,23 @@ class Dataset {
     } else {
       copy_samples(indices, values_.data(), out, [](float v) { return static_cast<T>(v); });
     }
+  }
+
+  /// Empty if every input value of this shard is a token id in [0, vocabulary) (what a model that
+  /// starts with an Embedding reads); else what is wrong, naming the first value that is not.
+  std::string token_problem(std::size_t vocabulary) const {
+    if (!shard_.images) return {};
+    const std::size_t per_sample = sample_size(), values = local_size() * per_sample;
+    for (std::size_t k = 0; k < values; ++k) {
+      const double v = bytes_ ? pixels_[k] / divisor_ : static_cast<double>(values_[k]);
+      if (v >= 0 && v < static_cast<double>(vocabulary) && v == static_cast<double>(static_cast<std::size_t>(v))) continue;
+      std::ostringstream value;
+      value << v;
+      return "input value " + value.str() + " of sample " + std::to_string(shard_.index + k / per_sample * shard_.count) +
+             " at position " + std::to_string(k % per_sample) + " is not a token id in [0, " +
+             std::to_string(vocabulary) + ")";
+    }
+    return {};
   }
 
   /// Writes the labels of samples `indices` (global) to out: sample j's p-th label at

@@ -100,6 +100,8 @@ struct Embedding {
     static_assert(Vocabulary > 0 && D > 0, "hpf::Embedding: the vocabulary and the feature count must be positive");
     static constexpr bool accepted = Vocabulary > 0 && D > 0 && In::rank == 1;
     static_assert(sizeof(std::conditional_t<accepted, char, embedding_input_not_tokens<In>>));
+    /// Token ids it reads: the data's input values must lie in [0, vocabulary) (checked before training).
+    static constexpr std::size_t vocabulary = Vocabulary;
     using input_shape = In;
     using output_shape = std::conditional_t<accepted, Shape<In::size, D>, InvalidShape>;
     static constexpr LayerCost cost{.parameters = Vocabulary * D, .forward_flops = 0,

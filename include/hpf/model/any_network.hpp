@@ -30,6 +30,7 @@ struct NetworkFacts {
   bool classifier = false;      ///< ends with a loss against class labels
   std::size_t target_size = 0;  ///< real targets per sample (regression losses)
   std::size_t label_size = 0;   ///< class labels per sample (classifiers: 1, or one per position)
+  std::size_t input_vocabulary = 0;  ///< token ids its first layer reads (an Embedding's rows), else 0
 
   std::size_t input_size() const { return input_channels * input_spatial; }
   std::size_t output_size() const { return output_channels * output_spatial; }
@@ -41,7 +42,7 @@ NetworkFacts network_facts() {
   using In = typename Model::input_shape;
   using Out = typename Model::output_shape;
   return {shape_string<In>(), In::channels, In::spatial, Out::channels, Out::spatial, model_classifies_v<Model>,
-          model_target_size_v<Model>, model_label_size_v<Model>};
+          model_target_size_v<Model>, model_label_size_v<Model>, model_input_vocabulary_v<Model>};
 }
 
 /// \brief Any hpf::Network<Model, T, Space> behind one interface: what StageEngine, the

@@ -62,6 +62,16 @@ inline constexpr bool model_classifies_v = ClassificationLoss<model_loss_layer_t
 /// of a sequence (a language model's next tokens); 0 for other models.
 template <class Model>
 inline constexpr std::size_t model_label_size_v = loss_label_size_v<model_loss_layer_t<Model>>;
+/// Token ids a model's first layer reads (an Embedding's vocabulary); 0 when its input is not tokens.
+template <class Model>
+inline constexpr std::size_t model_input_vocabulary_v = [] {
+  using First = at_t<typename Model::bound_layers, 0>;
+  if constexpr (requires { First::vocabulary; }) {
+    return std::size_t{First::vocabulary};
+  } else {
+    return std::size_t{0};
+  }
+}();
 /// Real targets per sample of a model ending with a regression loss (0 otherwise).
 template <class Model>
 inline constexpr std::size_t model_target_size_v = [] {

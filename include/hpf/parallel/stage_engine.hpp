@@ -94,13 +94,21 @@ StagePosition stage_position() {
 }
 
 /// Throws std::invalid_argument unless the data this stage reads fits it: images of the
-/// model's input shape on the first stage, labels below its class count on the last.
+/// model's input shape on the first stage (token ids below its vocabulary when it starts with an
+/// Embedding), labels below its class count on the last.
 inline void check_stage_dataset(const data::Dataset& d, const char* which, const NetworkFacts& net,
                                 const StagePosition& position) {
   if (d.size() == 0) return;
   if (position.first && d.has_images() && (d.sample_size() != net.input_size() || d.channels() != net.input_channels)) {
     throw std::invalid_argument(std::string("hpf: the ") + which + " set's samples are " + d.shape_text() +
                                 " but the model's input is " + net.input_shape);
+  }
+  if (position.first && net.input_vocabulary > 0) {
+    if (const auto problem = d.token_problem(net.input_vocabulary); !problem.empty()) {
+      throw std::invalid_argument(std::string("hpf: the ") + which + " set's " + problem +
+                                  ": the model starts with an Embedding of " + std::to_string(net.input_vocabulary) +
+                                  " tokens");
+    }
   }
   if (!position.last || !d.has_labels()) return;
   const std::string set = std::string("hpf: the ") + which + " set";
