@@ -46,13 +46,15 @@ class EmbeddingImpl {
     trace::Region region("hpf::Embedding::forward");
     const std::size_t positions = x.extent(0), n = x.extent(1), d_count = features_, vocabulary = vocabulary_;
     const auto weight = weight_;
-    // One thread per output value: consecutive threads write consecutive positions of a feature.
+    // One work item per (feature, sample) row of positions: no divisions per value.
     Kokkos::parallel_for(
-        "hpf::Embedding::forward", Kokkos::RangePolicy<Space>(ctx.space, 0, d_count * n * positions),
-        KOKKOS_LAMBDA(const std::size_t e) {
-          const std::size_t d = e / (n * positions), j = e / positions % n, t = e % positions;
-          const std::size_t row = row_of(x(t, j, 0), vocabulary);
-          y(d, j, t) = row < vocabulary ? weight(row * d_count + d) : T(0);
+        "hpf::Embedding::forward", Kokkos::RangePolicy<Space>(ctx.space, 0, d_count * n),
+        KOKKOS_LAMBDA(const std::size_t item) {
+          const std::size_t d = item / n, j = item % n;
+          for (std::size_t t = 0; t < positions; ++t) {
+            const std::size_t row = row_of(x(t, j, 0), vocabulary);
+            y(d, j, t) = row < vocabulary ? weight(row * d_count + d) : T(0);
+          }
         });
   }
 

@@ -38,11 +38,12 @@ class PositionEmbeddingImpl {
     trace::Region region("hpf::PositionEmbedding::forward");
     const std::size_t d_count = x.extent(0), n = x.extent(1), positions = x.extent(2);
     const auto weight = weight_;
+    // One work item per (feature, sample) row of positions: no divisions per value.
     Kokkos::parallel_for(
-        "hpf::PositionEmbedding::forward", Kokkos::RangePolicy<Space>(ctx.space, 0, d_count * n * positions),
-        KOKKOS_LAMBDA(const std::size_t e) {
-          const std::size_t d = e / (n * positions), j = e / positions % n, t = e % positions;
-          y(d, j, t) = x(d, j, t) + weight(t * d_count + d);
+        "hpf::PositionEmbedding::forward", Kokkos::RangePolicy<Space>(ctx.space, 0, d_count * n),
+        KOKKOS_LAMBDA(const std::size_t row) {
+          const std::size_t d = row / n, j = row % n;
+          for (std::size_t t = 0; t < positions; ++t) y(d, j, t) = x(d, j, t) + weight(t * d_count + d);
         });
   }
 
