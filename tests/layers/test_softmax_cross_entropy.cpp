@@ -7,7 +7,12 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <vector>
 
 TEST_CASE("SoftmaxCrossEntropy: probabilities, loss, accuracy and gradient") {
   using M = hpf::Sequential<hpf::Input<4>, hpf::SoftmaxCrossEntropy>;
@@ -108,4 +113,55 @@ TEST_CASE("SoftmaxCrossEntropy on sequences: a label per position, a sample's lo
   CHECK(net.correct(tape) == expected_correct);
   auto r = hpf_test::gradient_check<M>(N);
   CHECK(r.worst_input_error < 1e-6);
+}
+
+TEST_CASE_TEMPLATE("SoftmaxCrossEntropy on sequences: a position's bits do not depend on its batch", T, float, double) {
+  // P = 45: a full block of positions and a shorter one on the host (see
+  // loss_positions_per_block). Each sample alone (N = 1) must give the bits it gives in a batch
+  // of 3: data-, pipeline- and hybrid-parallel training split batches differently.
+  constexpr std::size_t P = 45, K = 7, N = 3;
+  using M = hpf::Sequential<hpf::Input<P, K>, hpf::SoftmaxCrossEntropy>;
+  hpf::Network<M, T> net;
+  auto tape = net.make_tape(N);
+  const auto logits = hpf_test::fill_uniform(net.input(tape, N), 11, -30, 30);  // [K][N][P]
+  std::vector<std::int32_t> labels(N * P);
+  for (std::size_t e = 0; e < N * P; ++e) labels[e] = static_cast<std::int32_t>((e * 5 + 2) % K);
+  const auto run = [&](std::size_t n, const std::vector<std::size_t>& samples) {
+    auto x = Kokkos::create_mirror_view(net.input(tape, n));
+    auto l = Kokkos::create_mirror_view(net.labels(tape, n));
+    for (std::size_t j = 0; j < n; ++j) {
+      for (std::size_t p = 0; p < P; ++p) {
+        for (std::size_t k = 0; k < K; ++k) x(k, j, p) = static_cast<T>(logits[(k * N + samples[j]) * P + p]);
+        l(j * P + p) = labels[samples[j] * P + p];
+      }
+    }
+    Kokkos::deep_copy(net.input(tape, n), x);
+    Kokkos::deep_copy(net.labels(tape, n), l);
+    net.forward(tape, n);
+    Kokkos::View<T*, typename decltype(net.input(tape, n))::memory_space> dx_buffer("dx", K * n * P);
+    const auto dx = hpf::activation_view(dx_buffer, K, n, P);
+    net.backward(tape, T(1) / T(N), {}, dx);
+    struct Result {
+      std::vector<double> y, dx;
+      T loss;
+      std::size_t correct;
+    };
+    return Result{hpf_test::to_host(net.output(tape)), hpf_test::to_host(dx), net.loss_sum(tape), net.correct(tape)};
+  };
+  const auto batch = run(N, {0, 1, 2});
+  T loss = 0;  // added in sample order, as loss_sum adds a batch's
+  std::size_t correct = 0;
+  for (std::size_t s = 0; s < N; ++s) {
+    const auto alone = run(1, {s});
+    for (std::size_t k = 0; k < K; ++k) {
+      for (std::size_t p = 0; p < P; ++p) {
+        REQUIRE(alone.y[k * P + p] == batch.y[(k * N + s) * P + p]);
+        REQUIRE(alone.dx[k * P + p] == batch.dx[(k * N + s) * P + p]);
+      }
+    }
+    loss += alone.loss;
+    correct += alone.correct;
+  }
+  CHECK(loss == batch.loss);
+  CHECK(correct == batch.correct);
 }

@@ -10,6 +10,7 @@
 #include <hpf/layers/options.hpp>
 #include <hpf/layers/parameters.hpp>
 #include <hpf/tensor/math.hpp>
+#include <hpf/tensor/vector_math.hpp>
 #include <hpf/trace/region.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -204,9 +205,9 @@ class MultiHeadAttentionImpl {
         KOKKOS_LAMBDA(const member& team) {
           const std::size_t row = team.league_rank(), t = row % len, keys = causal ? t + 1 : len;
           T* p = &probs(row, 0);
-          if (team.team_size() == 1) {  // plain loops, which vectorise (all but exp)
+          if (team.team_size() == 1) {  // plain loops, which vectorise
             const T top = lane_max(keys, p);
-            for (std::size_t u = 0; u < keys; ++u) p[u] = math::exp(p[u] - top);
+            for (std::size_t u = 0; u < keys; ++u) p[u] = math::vector_exp(p[u] - top);
             const T inverse = T(1) / lane_sum<T>(keys, [&](std::size_t u) { return p[u]; });
             for (std::size_t u = 0; u < keys; ++u) p[u] = p[u] * inverse;
             for (std::size_t u = keys; u < len; ++u) p[u] = T(0);
@@ -215,7 +216,7 @@ class MultiHeadAttentionImpl {
           T top;
           Kokkos::single(Kokkos::PerTeam(team), [&](T& m) { m = lane_max(keys, p); }, top);
           Kokkos::parallel_for(Kokkos::TeamThreadRange(team, keys),
-                               [&](const std::size_t u) { p[u] = math::exp(p[u] - top); });
+                               [&](const std::size_t u) { p[u] = math::vector_exp(p[u] - top); });
           team.team_barrier();
           T total;
           Kokkos::single(
