@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -105,34 +106,57 @@ double max_difference(const std::vector<double>& a, const std::vector<double>& b
   return scale > 0 ? worst / scale : worst;
 }
 
+template <class V>
+std::vector<double> as_double(const V& v) {
+  return std::vector<double>(v.begin(), v.end());
+}
+
+// y, dx, dW and db of Model (one Conv3D) on n samples: hpf's in T (`algorithm`: how float runs on
+// the host), and the direct loops' in double from the same inputs and parameters (T's values).
+struct Results {
+  std::vector<std::vector<double>> hpf, direct;
+};
+template <class Model, class T = double>
+Results run_against_direct_loops(std::size_t n, hpf::ConvolutionAlgorithm algorithm = hpf::ConvolutionAlgorithm::automatic) {
+  const Geometry g = geometry_of<Model>();
+  hpf::Network<Model, T> net(hpf::NetworkOptions{.seed = 7, .convolution = algorithm});
+  CHECK(net.tensor("0.weight").dims == std::vector<std::size_t>{g.o, g.c, g.k, g.k, g.k});
+  const bool bias = net.tensors().size() > 1;
+  if (bias) CHECK(net.tensor("0.bias").dims == std::vector<std::size_t>{g.o});
+  if (bias) net.write(net.tensor("0.bias"), std::vector<T>(g.o, T(0.25)));  // non-zero, so that it matters
+  auto tape = net.make_tape(n);
+  hpf_test::fill_uniform(net.input(tape, n), 3);
+  const auto x = hpf_test::to_host(net.input(tape, n));
+  net.forward(tape, n);
+  const auto w = as_double(net.read(net.tensor("0.weight")));
+  const auto b = bias ? as_double(net.read(net.tensor("0.bias"))) : std::vector<double>{};
+  Results r;
+  r.hpf.push_back(hpf_test::to_host(net.output(tape)));
+  r.direct.push_back(direct_forward(g, n, x, w, b));
+
+  using In = typename Model::input_shape;
+  using Out = typename Model::output_shape;
+  hpf::Buffer<T, Kokkos::DefaultExecutionSpace> dy("dy", Out::size * n), dx("dx", In::size * n);
+  hpf_test::fill_uniform(dy, 4);
+  net.zero_grad();
+  net.backward(tape, T(1), hpf::activation_view(dy, Out::channels, n, Out::spatial),
+               hpf::activation_view(dx, In::channels, n, In::spatial));
+  Gradients expected = direct_backward(g, n, x, w, hpf_test::to_host(dy));
+  if (!bias) expected.db.clear();
+  r.hpf.push_back(hpf_test::to_host(dx));
+  r.hpf.push_back(as_double(net.read(net.tensor("0.weight"), /*gradient=*/true)));
+  r.hpf.push_back(bias ? as_double(net.read(net.tensor("0.bias"), /*gradient=*/true)) : std::vector<double>{});
+  r.direct.insert(r.direct.end(), {expected.dx, expected.dw, expected.db});
+  return r;
+}
+
 // Forward and backward of Model (one Conv3D) on n samples in double against the direct loops:
 // the largest differences of y, dx, dW and db, relative to the largest value of each.
 template <class Model>
 std::vector<double> compare_with_direct_loops(std::size_t n) {
-  const Geometry g = geometry_of<Model>();
-  hpf::Network<Model, double> net(hpf::NetworkOptions{.seed = 7});
-  CHECK(net.tensor("0.weight").dims == std::vector<std::size_t>{g.o, g.c, g.k, g.k, g.k});
-  const bool bias = net.tensors().size() > 1;
-  if (bias) CHECK(net.tensor("0.bias").dims == std::vector<std::size_t>{g.o});
-  if (bias) net.write(net.tensor("0.bias"), std::vector<double>(g.o, 0.25));  // non-zero, so that it matters
-  auto tape = net.make_tape(n);
-  const auto x = hpf_test::fill_uniform(net.input(tape, n), 3);
-  net.forward(tape, n);
-  const auto w = net.read(net.tensor("0.weight"));
-  const auto b = bias ? net.read(net.tensor("0.bias")) : std::vector<double>{};
-  std::vector<double> result{max_difference(hpf_test::to_host(net.output(tape)), direct_forward(g, n, x, w, b))};
-
-  using In = typename Model::input_shape;
-  using Out = typename Model::output_shape;
-  hpf::Buffer<double, Kokkos::DefaultExecutionSpace> dy("dy", Out::size * n), dx("dx", In::size * n);
-  const auto dy_host = hpf_test::fill_uniform(dy, 4);
-  net.zero_grad();
-  net.backward(tape, 1.0, hpf::activation_view(dy, Out::channels, n, Out::spatial),
-               hpf::activation_view(dx, In::channels, n, In::spatial));
-  const Gradients expected = direct_backward(g, n, x, w, dy_host);
-  result.push_back(max_difference(hpf_test::to_host(dx), expected.dx));
-  result.push_back(max_difference(net.read(net.tensor("0.weight"), /*gradient=*/true), expected.dw));
-  result.push_back(bias ? max_difference(net.read(net.tensor("0.bias"), /*gradient=*/true), expected.db) : 0.0);
+  const Results r = run_against_direct_loops<Model>(n);
+  std::vector<double> result;
+  for (std::size_t i = 0; i < r.hpf.size(); ++i) result.push_back(max_difference(r.hpf[i], r.direct[i]));
   return result;
 }
 
@@ -232,3 +256,131 @@ TEST_CASE("CosmoFlow: the zoo model's shapes and costs") {
   CHECK(text.find("Conv3D(2 -> 16, 3x3x3, pad 1)") != std::string::npos);
   CHECK(text.find("MaxPool3D(2x2x2)") != std::string::npos);
 }
+
+TEST_CASE("Conv3D: float on the host runs oneDNN where built; double and ConvolutionAlgorithm::gemm vol2col + GEMM") {
+  using M = hpf::Sequential<hpf::Input<2, 4, 4, 4>, hpf::Conv3D<3, 3, hpf::Pad<1>>>;
+  static std::vector<std::string> regions;
+  const auto gemm_ran = [](auto&& net) {
+    regions.clear();
+    Kokkos::Tools::Experimental::set_push_region_callback([](const char* name) { regions.emplace_back(name); });
+    auto tape = net.make_tape(2);
+    net.forward(tape, 2);
+    Kokkos::Tools::Experimental::set_push_region_callback(nullptr);
+    return std::any_of(regions.begin(), regions.end(),
+                       [](const std::string& r) { return r.find("KokkosBlas::gemm") != std::string::npos; });
+  };
+  CHECK(gemm_ran(hpf::Network<M, double>()));
+  CHECK(gemm_ran(hpf::Network<M, float>(hpf::NetworkOptions{.convolution = hpf::ConvolutionAlgorithm::gemm})));
+  CHECK(gemm_ran(hpf::Network<M, float>()) == !HPF_ENABLE_ONEDNN);
+}
+
+TEST_CASE("Conv3D: float (oneDNN where built) within float rounding of double's direct loops and of vol2col") {
+  // Padded volumes reach oneDNN's weight gradient padded in depth by hpf (ConvolutionShape::
+  // depth_padded), also where the windows leave slices behind.
+  const auto check = [](const Results& vendor, const Results& gemm) {
+    for (std::size_t r = 0; r < vendor.hpf.size(); ++r) {
+      INFO("result ", r, " (y, dx, dW, db)");
+      CHECK(max_difference(vendor.hpf[r], vendor.direct[r]) < 4e-6);
+      CHECK(max_difference(gemm.hpf[r], gemm.direct[r]) < 4e-6);
+      CHECK(max_difference(vendor.hpf[r], gemm.hpf[r]) < 6e-6);
+    }
+  };
+  constexpr auto gemm = hpf::ConvolutionAlgorithm::gemm;
+  SUBCASE("3x3x3, pad 1") {
+    check(run_against_direct_loops<Padded, float>(3), run_against_direct_loops<Padded, float>(3, gemm));
+  }
+  SUBCASE("3x3x3, stride 2, pad 1, no bias") {
+    check(run_against_direct_loops<Strided, float>(2), run_against_direct_loops<Strided, float>(2, gemm));
+  }
+  SUBCASE("1x1x1") {
+    check(run_against_direct_loops<Pointwise, float>(4), run_against_direct_loops<Pointwise, float>(4, gemm));
+  }
+  SUBCASE("4x4x4, stride 3, unpadded") {
+    check(run_against_direct_loops<Kernel4, float>(2), run_against_direct_loops<Kernel4, float>(2, gemm));
+  }
+  SUBCASE("16^3, 4 -> 4 channels, a batch of 3") {
+    check(run_against_direct_loops<Chunked, float>(3), run_against_direct_loops<Chunked, float>(3, gemm));
+  }
+  SUBCASE("3x3x3, stride 3, pad 1: the windows leave the last slices behind") {
+    using Cropped = hpf::Sequential<hpf::Input<2, 9, 7, 4>, hpf::Conv3D<3, 3, hpf::Stride<3>, hpf::Pad<1>>>;
+    check(run_against_direct_loops<Cropped, float>(2), run_against_direct_loops<Cropped, float>(2, gemm));
+  }
+  SUBCASE("CosmoFlow's second convolution: 16 -> 32 channels on 8^3, blocked layouts") {
+    using Wide = hpf::Sequential<hpf::Input<16, 8, 8, 8>, hpf::Conv3D<32, 3, hpf::Pad<1>>>;
+    check(run_against_direct_loops<Wide, float>(3), run_against_direct_loops<Wide, float>(3, gemm));
+  }
+}
+
+#if HPF_ENABLE_ONEDNN
+namespace {
+// y, dx and the weight and bias gradients (added to 0.25's: micro-batches accumulate) of a
+// OneDnnConvolution over volumes, for n samples [C][n][DHW] with `lanes` weight-gradient lanes.
+struct VendorResults {
+  std::vector<float> y, dx, grads;
+};
+VendorResults vendor_results(const hpf::detail::VolumeGeometry& g, std::size_t out, std::size_t n,
+                             const std::vector<float>& x, const std::vector<float>& dy, std::size_t lanes = 1) {
+  hpf::detail::OneDnnConvolution conv(g, out, /*bias=*/true, std::make_shared<hpf::detail::OneDnnDevice>(), lanes);
+  std::vector<float> weight(out * g.patch()), bias(out, 0.5f);
+  for (std::size_t i = 0; i < weight.size(); ++i) weight[i] = static_cast<float>((i * 37) % 101) / 50.0f - 1.0f;
+  VendorResults r{std::vector<float>(out * n * g.out_spatial()), std::vector<float>(x.size()),
+                  std::vector<float>(out * g.patch() + out, 0.25f)};
+  std::vector<float> scratch(conv.workspace(n));
+  conv.forward(x.data(), weight.data(), bias.data(), r.y.data(), n, scratch.data());
+  conv.backward(Kokkos::DefaultHostExecutionSpace(), x.data(), weight.data(), dy.data(), r.dx.data(), r.grads.data(),
+                r.grads.data() + out * g.patch(), n, scratch.data());
+  return r;
+}
+std::vector<float> pattern(std::size_t size, std::size_t step) {
+  std::vector<float> v(size);
+  for (std::size_t i = 0; i < size; ++i) v[i] = static_cast<float>((i * step) % 1000) / 500.0f - 1.0f;
+  return v;
+}
+// Sample j of a [C][n][S] batch, as a batch of one.
+std::vector<float> sample(const std::vector<float>& batch, std::size_t channels, std::size_t n, std::size_t j) {
+  const std::size_t s = batch.size() / (channels * n);
+  std::vector<float> one;
+  for (std::size_t c = 0; c < channels; ++c)
+    one.insert(one.end(), batch.begin() + static_cast<long>((c * n + j) * s), batch.begin() + static_cast<long>((c * n + j + 1) * s));
+  return one;
+}
+}  // namespace
+
+TEST_CASE("Conv3D: oneDNN's bits do not depend on the batch, the threads or the lanes") {
+  // What bitwise equivalence across layouts needs: a sample's y and dx are the same bits alone as
+  // in a batch and on any number of oneDNN's threads, and a batch's weight gradient the same bits
+  // for any number of lanes (each runs oneDNN on one thread: with several, oneDNN may split a
+  // sub-batch's sum over them, as it does for 3 -> 5 channels on images). CosmoFlow's first and
+  // second convolutions (plain and blocked input layouts) and a strided one; 19 samples: 19
+  // sub-batches of one volume in 3 groups.
+  hpf::detail::VolumeGeometry g(4, 8, 8, 8, 3, 1, 1);
+  std::size_t out = 16;
+  SUBCASE("4 -> 16") {}
+  SUBCASE("16 -> 32") {
+    g = hpf::detail::VolumeGeometry(16, 4, 4, 4, 3, 1, 1);
+    out = 32;
+  }
+  SUBCASE("2 -> 5, stride 2") {
+    g = hpf::detail::VolumeGeometry(2, 7, 6, 5, 3, 2, 1);
+    out = 5;
+  }
+  constexpr std::size_t n = 3, many = 19;
+  const auto x = pattern(g.channels() * many * g.in_spatial(), 7919);
+  const auto dy = pattern(out * many * g.out_spatial(), 104729);
+  const auto x3 = pattern(g.channels() * n * g.in_spatial(), 7919), dy3 = pattern(out * n * g.out_spatial(), 104729);
+  const VendorResults batch = vendor_results(g, out, n, x3, dy3);
+  for (std::size_t j = 0; j < n; ++j) {
+    INFO("sample ", j);
+    const VendorResults alone = vendor_results(g, out, 1, sample(x3, g.channels(), n, j), sample(dy3, out, n, j));
+    CHECK(alone.y == sample(batch.y, out, n, j));
+    CHECK(alone.dx == sample(batch.dx, g.channels(), n, j));
+  }
+  const VendorResults all_threads = vendor_results(g, out, many, x, dy);
+  hpf::detail::OneDnnOnOneThread one_thread;
+  const VendorResults one = vendor_results(g, out, many, x, dy);
+  CHECK(one.y == all_threads.y);
+  CHECK(one.dx == all_threads.dx);
+  CHECK(vendor_results(g, out, many, x, dy, 2).grads == one.grads);
+  CHECK(vendor_results(g, out, many, x, dy, 3).grads == one.grads);
+}
+#endif

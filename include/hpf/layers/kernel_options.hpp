@@ -23,7 +23,7 @@ enum class ConvolutionAlgorithm {
   /// The vendor's direct convolution only (PyTorch's choice on the CPU): as `automatic`, without
   /// Winograd's algorithm.
   direct,
-  /// Always im2col + GEMM (the path of devices and of double precision).
+  /// Always im2col (vol2col for Conv3D) + GEMM (the path of devices and of double precision).
   gemm,
 };
 

@@ -6,6 +6,7 @@
 
 #if HPF_ENABLE_ONEDNN
 
+#include <hpf/layers/detail/volume_window.hpp>
 #include <hpf/layers/detail/window.hpp>
 #include <hpf/layers/kernel_options.hpp>
 
@@ -18,8 +19,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <map>
 #include <memory>
+#include <numeric>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -51,20 +54,97 @@ class OneDnnOnOneThread {
   int saved_ = get_ ? get_() : 1;
 };
 
+/// A convolution's sizes as oneDNN's descriptors take them: over images (Conv2D's
+/// WindowGeometry) or volumes (Conv3D's VolumeGeometry), the kernel and stride the same along
+/// every spatial axis. The one place the number of spatial axes enters OneDnnConvolution.
+struct ConvolutionShape {
+  using dims = dnnl::memory::dims;
+  std::size_t channels, kernel, stride;
+  dims in, out;  // spatial extents, outermost first: {H, W} or {D, H, W}, and the output's
+  dims left;     // padding before each axis (hpf's pad, but see depth_padded)
+
+  // Implicit: the layers (and tests) hand OneDnnConvolution their own geometry.
+  ConvolutionShape(const WindowGeometry& g)  // NOLINT(google-explicit-constructor)
+      : channels(g.channels), kernel(g.kernel), stride(g.stride), in{dim(g.height), dim(g.width)},
+        out{dim(g.out_height), dim(g.out_width)}, left(2, dim(g.pad)) {}
+  ConvolutionShape(const VolumeGeometry& g)  // NOLINT(google-explicit-constructor)
+      : channels(g.channels()), kernel(g.kernel()), stride(g.stride()),
+        in{dim(g.depth), dim(g.plane.height), dim(g.plane.width)},
+        out{dim(g.out_depth), dim(g.plane.out_height), dim(g.plane.out_width)}, left(3, dim(g.pad())) {}
+
+  std::size_t rank() const { return in.size(); }
+  std::size_t in_spatial() const { return volume(in); }
+  std::size_t out_spatial() const { return volume(out); }
+
+  /// Right padding that makes oneDNN's output extents floor((in + 2P - K) / S) + 1, as hpf's
+  /// (negative where the window leaves input behind).
+  dims right() const {
+    dims r(rank());
+    for (std::size_t a = 0; a < rank(); ++a) r[a] = (out[a] - 1) * dim(stride) + dim(kernel) - in[a] - left[a];
+    return r;
+  }
+  /// Whether volumes are padded in depth. oneDNN's direct weight-gradient kernel for AVX2 takes no
+  /// such padding, and oneDNN 2.6 falls back to its own im2col + GEMM, 1.4-1.8x slower on
+  /// CosmoFlow's convolutions: the weight gradient sees volumes with the padding made part of them,
+  /// as zeros (depth_padded), on every CPU (the zeros cost a pass over the copy it makes anyway).
+  bool pads_depth() const { return rank() == 3 && (left[0] > 0 || right()[0] > 0); }
+  ConvolutionShape depth_padded() const {
+    ConvolutionShape padded = *this;
+    padded.in[0] = (out[0] - 1) * dim(stride) + dim(kernel);
+    padded.left[0] = 0;
+    return padded;
+  }
+
+  /// {n, c, spatial...}: an activation's dims in oneDNN's order; those of n inputs and outputs.
+  static dims tensor(std::size_t n, std::size_t c, const dims& spatial) {
+    dims d{dim(n), dim(c)};
+    d.insert(d.end(), spatial.begin(), spatial.end());
+    return d;
+  }
+  dims src(std::size_t n) const { return tensor(n, channels, in); }
+  dims dst(std::size_t n, std::size_t out_channels) const { return tensor(n, out_channels, out); }
+  /// The strides of hpf's `[C][batch][spatial]` as an N, C, spatial... tensor: (S, batch*S, then
+  /// the spatial axes row-major).
+  static dims hpf_strides(std::size_t batch, const dims& spatial) {
+    dims s(spatial.size() + 2, 1);
+    for (std::size_t a = spatial.size(); a-- > 1;) s[a + 1] = s[a + 2] * spatial[a];
+    s[0] = dim(volume(spatial));
+    s[1] = dim(batch) * s[0];
+    return s;
+  }
+  /// Weights {O, C, K, ...} and their plain layout, PyTorch's (oihw or oidhw).
+  dims weights(std::size_t out_channels) const { return tensor(out_channels, channels, dims(rank(), dim(kernel))); }
+  dnnl::memory::format_tag weights_tag() const {
+    return rank() == 2 ? dnnl::memory::format_tag::oihw : dnnl::memory::format_tag::oidhw;
+  }
+  /// The layouts that keep each image (volume) in one piece, images outermost.
+  std::vector<dnnl::memory::format_tag> whole_image_tags() const {
+    using tag = dnnl::memory::format_tag;
+    if (rank() == 2) return {tag::nChw16c, tag::nChw8c, tag::nChw4c, tag::nhwc, tag::nchw};
+    return {tag::nCdhw16c, tag::nCdhw8c, tag::nCdhw4c, tag::ndhwc, tag::ncdhw};
+  }
+
+  static dnnl::memory::dim dim(std::size_t v) { return static_cast<dnnl::memory::dim>(v); }
+  static std::size_t volume(const dims& d) {
+    return static_cast<std::size_t>(std::accumulate(d.begin(), d.end(), dnnl::memory::dim{1}, std::multiplies<>()));
+  }
+};
+
 /// \brief A float convolution on the host through oneDNN, the vendor convolution library
 /// (PyTorch's CPU convolutions run on it), as GEMMs go to the vendor BLAS.
 ///
-/// hpf's activations `[C][N][H*W]` are handed over as strided NCHW tensors; oneDNN's fast kernels
-/// want blocked layouts, so inputs are reordered into the format each primitive chose and results
-/// back. Those blocked copies live in the layer's share of the network workspace (no per-layer
-/// memory); primitives are built once per batch size. Weight and bias gradients are added to
-/// hpf's (reorders with a sum post-op), since micro-batches accumulate.
+/// hpf's activations `[C][N][H*W]` (volumes: `[C][N][D*H*W]`) are handed over as strided NCHW
+/// (NCDHW) tensors; oneDNN's fast kernels want blocked layouts, so inputs are reordered into the
+/// format each primitive chose and results back. Those blocked copies live in the layer's share
+/// of the network workspace (no per-layer memory); primitives are built once per batch size.
+/// Weight and bias gradients are added to hpf's (reorders with a sum post-op), since
+/// micro-batches accumulate.
 class OneDnnConvolution {
  public:
   /// `lanes`: weight-gradient sub-batches computed side by side, one per thread of the layer's
   /// host execution space (1: one after another, each on all of oneDNN's threads). `winograd`:
   /// Winograd's algorithm for all three convolutions where it pays (winograd_available).
-  OneDnnConvolution(const WindowGeometry& g, std::size_t out_channels, bool bias, std::shared_ptr<OneDnnDevice> device,
+  OneDnnConvolution(const ConvolutionShape& g, std::size_t out_channels, bool bias, std::shared_ptr<OneDnnDevice> device,
                     std::size_t lanes = 1, bool winograd = false)
       : g_(g), out_(out_channels), bias_(bias), device_(std::move(device)), lanes_(std::max<std::size_t>(lanes, 1)),
         winograd_(winograd && winograd_available(g, out_channels, bias, engine())) {
@@ -134,6 +214,7 @@ class OneDnnConvolution {
     dnnl::memory::desc from, to;
     dnnl::reorder run;             // made only when needed()
     dnnl::memory::desc scratchpad;  // its scratch memory (see own_scratchpad)
+    dnnl::memory::desc inner;       // where in `to` the values go, zeros around them (padded_conversion)
     bool needed() const { return !(from == to); }
   };
   struct Plan {
@@ -198,7 +279,7 @@ class OneDnnConvolution {
   struct BatchCopy {
     bool usable = false;
     dnnl::memory::format_tag tag{};
-    dnnl::memory::dims image_dims;  // {channels, height, width}
+    dnnl::memory::dims image_dims;  // {channels, spatial...}
     Conversion convert;             // hpf's layout of the whole batch -> the copy
     std::size_t image_floats = 0;   // between consecutive images of the copy
     std::size_t chunk = 0;          // images of a whole sub-batch, whose layout is chunk_desc
@@ -206,8 +287,9 @@ class OneDnnConvolution {
 
     /// The copy's layout for `images` images.
     dnnl::memory::desc desc(std::size_t images) const {
-      return dnnl::memory::desc({static_cast<dnnl::memory::dim>(images), image_dims[0], image_dims[1], image_dims[2]},
-                                dnnl::memory::data_type::f32, tag);
+      dnnl::memory::dims d{static_cast<dnnl::memory::dim>(images)};
+      d.insert(d.end(), image_dims.begin(), image_dims.end());
+      return dnnl::memory::desc(d, dnnl::memory::data_type::f32, tag);
     }
     /// Whether a sub-batch of `images` wanting `wanted` can read its images from the copy.
     bool serves(const dnnl::memory::desc& wanted, std::size_t images) const {
@@ -239,7 +321,7 @@ class OneDnnConvolution {
   /// A copy from one layout to another, or with `add` a sum into `to` (a sum post-op: micro-batches
   /// accumulate gradients).
   Conversion conversion(const dnnl::memory::desc& from, const dnnl::memory::desc& to, bool add = false) const {
-    Conversion c{from, to, {}, {}};
+    Conversion c{from, to, {}, {}, {}};
     if (!c.needed() && !add) return c;
     dnnl::primitive_attr attr;
     if (add) {
@@ -266,8 +348,27 @@ class OneDnnConvolution {
     dnnl::memory user(c.from, engine(), data);
     if (!c.needed()) return user;
     dnnl::memory copy(c.to, engine(), slots.take(c.to));
-    convert(c, user, copy, slots, on);
+    if (c.inner.is_zero()) {
+      convert(c, user, copy, slots, on);
+    } else {
+      on.wait();  // the workspace is free: what last read it has run
+      std::fill_n(static_cast<float*>(copy.get_data_handle()), c.to.get_size() / sizeof(float), 0.0f);
+      dnnl::memory inner(c.inner, engine(), copy.get_data_handle());
+      convert(c, user, inner, slots, on);
+    }
     return copy;
+  }
+  /// hpf's volumes `from` into `to`, which has their depth padding too (ConvolutionShape::
+  /// depth_padded): the input slices that windows reach, at depth left[0].
+  Conversion padded_conversion(const dnnl::memory::desc& from, const dnnl::memory::desc& to) const {
+    dnnl::memory::dims part = from.dims(), at(part.size(), 0);
+    part[2] = std::min(part[2], to.dims()[2] - g_.left[0]);
+    at[2] = g_.left[0];
+    const dnnl::memory::desc inner = to.submemory_desc(part, at);
+    Conversion c = conversion(from.submemory_desc(part, dnnl::memory::dims(part.size(), 0)), inner);
+    c.to = to;
+    c.inner = inner;
+    return c;
   }
   /// Where a primitive writes a result that `c` converts to hpf's `user` memory: user itself, or
   /// workspace.
@@ -400,7 +501,8 @@ class OneDnnConvolution {
   template <class HostSpace, class Work>
   void run_lanes(const HostSpace& space, std::size_t count, const Work& work) const {
     std::vector<std::exception_ptr> failed(count);
-    Kokkos::parallel_for("hpf::Conv2D::weight_gradient_lanes", Kokkos::RangePolicy<HostSpace>(space, 0, count),
+    Kokkos::parallel_for(g_.rank() == 2 ? "hpf::Conv2D::weight_gradient_lanes" : "hpf::Conv3D::weight_gradient_lanes",
+                         Kokkos::RangePolicy<HostSpace>(space, 0, count),
                          [&](const std::size_t lane) {
                            OneDnnOnOneThread one_thread;
                            try {
@@ -435,22 +537,22 @@ class OneDnnConvolution {
     const WeightSplit split = weight_split(n);
     const Plan& sub = weight_plan(split.chunk, n);
     const Plan& whole = plan(n, n);
-    const auto C = static_cast<dnnl::memory::dim>(g_.channels), O = static_cast<dnnl::memory::dim>(out_);
-    BatchCopies copies{batch_copy(whole.src, sub.weights_src.to, {C, static_cast<dnnl::memory::dim>(g_.height),
-                                                                  static_cast<dnnl::memory::dim>(g_.width)}, split.chunk, n),
-                       batch_copy(whole.dst, sub.weights_diff_dst.to, {O, static_cast<dnnl::memory::dim>(g_.out_height),
-                                                                       static_cast<dnnl::memory::dim>(g_.out_width)}, split.chunk, n)};
+    // An image's dims: the activation's without the batch.
+    const auto image = [](dnnl::memory::dims d) { return dnnl::memory::dims(d.begin() + 1, d.end()); };
+    BatchCopies copies{batch_copy(whole.src, sub.weights_src, image(whole.src.dims()), split.chunk, n),
+                       batch_copy(whole.dst, sub.weights_diff_dst, image(whole.dst.dims()), split.chunk, n)};
     return batch_copies_.emplace(n, std::move(copies)).first->second;
   }
-  /// A copy of a batch of n in hpf's layout `user`, for sub-batches of `chunk` images wanting
-  /// `wanted`: usable when `wanted` is one of the layouts that keep images whole.
-  BatchCopy batch_copy(const dnnl::memory::desc& user, const dnnl::memory::desc& wanted, dnnl::memory::dims image_dims,
+  /// A copy of a batch of n in hpf's layout `user`, for sub-batches of `chunk` images converted
+  /// by `sub_batch`: usable when they want one of the layouts that keep images whole, and no
+  /// padding (volumes the weight gradient sees padded in depth are each sub-batch's own copies).
+  BatchCopy batch_copy(const dnnl::memory::desc& user, const Conversion& sub_batch, dnnl::memory::dims image_dims,
                        std::size_t chunk, std::size_t n) const {
-    using tag = dnnl::memory::format_tag;
     BatchCopy copy;
     copy.image_dims = std::move(image_dims);
-    if (n == 0) return copy;
-    for (const tag t : {tag::nChw16c, tag::nChw8c, tag::nChw4c, tag::nhwc, tag::nchw}) {
+    if (n == 0 || !sub_batch.inner.is_zero()) return copy;
+    const dnnl::memory::desc& wanted = sub_batch.to;
+    for (const dnnl::memory::format_tag t : g_.whole_image_tags()) {
       copy.tag = t;
       if (copy.desc(chunk) != wanted) continue;
       const dnnl::memory::desc whole = copy.desc(n);
@@ -492,9 +594,10 @@ class OneDnnConvolution {
   /// runs the same kernels. Their bits depend neither on the batch size (forward, input gradient:
   /// 1 to 64 images) nor on the threads (1 and 2; the weight gradient's sub-batches too), and
   /// their rounding errors are 1.5-7x the direct convolution's (all checked with oneDNN 2.6).
-  static bool winograd_available(const WindowGeometry& g, std::size_t out, bool bias, const dnnl::engine& engine) {
+  /// Images only: oneDNN has no Winograd kernel for volumes.
+  static bool winograd_available(const ConvolutionShape& g, std::size_t out, bool bias, const dnnl::engine& engine) {
     constexpr std::size_t min_channels = 32;
-    if (g.kernel != 3 || g.stride != 1 || g.channels < min_channels || out < min_channels) return false;
+    if (g.rank() != 2 || g.kernel != 3 || g.stride != 1 || g.channels < min_channels || out < min_channels) return false;
     try {
       primitive_descriptors(g, out, bias, 1, dnnl::algorithm::convolution_winograd, engine);
       return true;
@@ -509,32 +612,31 @@ class OneDnnConvolution {
     dnnl::convolution_backward_data::primitive_desc backward_data;
     dnnl::convolution_backward_weights::primitive_desc backward_weights;
   };
-  static PrimitiveDescriptors primitive_descriptors(const WindowGeometry& g, std::size_t out, bool bias, std::size_t n,
+  static PrimitiveDescriptors primitive_descriptors(const ConvolutionShape& g, std::size_t out, bool bias, std::size_t n,
                                                     dnnl::algorithm algorithm, const dnnl::engine& engine) {
     using dims = dnnl::memory::dims;
+    using forward_pd = dnnl::convolution_forward::primitive_desc;
     const auto any = [](dims d) { return dnnl::memory::desc(d, dnnl::memory::data_type::f32, dnnl::memory::format_tag::any); };
-    const auto N = static_cast<dnnl::memory::dim>(n), C = static_cast<dnnl::memory::dim>(g.channels);
-    const auto H = static_cast<dnnl::memory::dim>(g.height), W = static_cast<dnnl::memory::dim>(g.width);
-    const auto O = static_cast<dnnl::memory::dim>(out), K = static_cast<dnnl::memory::dim>(g.kernel);
-    const auto OH = static_cast<dnnl::memory::dim>(g.out_height), OW = static_cast<dnnl::memory::dim>(g.out_width);
-    const auto S = static_cast<dnnl::memory::dim>(g.stride), P = static_cast<dnnl::memory::dim>(g.pad);
-    const dims strides{S, S}, left{P, P};
-    // Right padding that makes oneDNN's output size floor((H + 2P - K) / S) + 1, as hpf's.
-    const dims right{(OH - 1) * S + K - H - P, (OW - 1) * S + K - W - P};
-    const auto src = any({N, C, H, W}), dst = any({N, O, OH, OW}), wei = any({O, C, K, K});
-    const auto bias_desc = bias ? any({O}) : dnnl::memory::desc();
-    // The backward descriptors take the forward one as their hint.
-    const dnnl::convolution_forward::primitive_desc forward(
-        dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, algorithm, src, wei, bias_desc, dst, strides,
-                                        left, right),
-        own_scratchpad(), engine);
-    return {forward,
+    const dims strides(g.rank(), ConvolutionShape::dim(g.stride));
+    const auto dst = any(g.dst(n, out)), wei = any(g.weights(out));
+    const auto bias_desc = bias ? any({ConvolutionShape::dim(out)}) : dnnl::memory::desc();
+    const auto forward = [&](const ConvolutionShape& s) {
+      return forward_pd(dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, algorithm, any(s.src(n)), wei,
+                                                        bias_desc, dst, strides, s.left, s.right()),
+                        own_scratchpad(), engine);
+    };
+    // The backward descriptors take the forward one (of their shape) as their hint.
+    const auto backward_weights = [&](const ConvolutionShape& s, const forward_pd& hint) {
+      return dnnl::convolution_backward_weights::primitive_desc(
+          dnnl::convolution_backward_weights::desc(algorithm, any(s.src(n)), wei, bias_desc, dst, strides, s.left, s.right()),
+          own_scratchpad(), engine, hint);
+    };
+    const forward_pd fwd = forward(g);
+    return {fwd,
             dnnl::convolution_backward_data::primitive_desc(
-                dnnl::convolution_backward_data::desc(algorithm, src, wei, dst, strides, left, right), own_scratchpad(),
-                engine, forward),
-            dnnl::convolution_backward_weights::primitive_desc(
-                dnnl::convolution_backward_weights::desc(algorithm, src, wei, bias_desc, dst, strides, left, right),
-                own_scratchpad(), engine, forward)};
+                dnnl::convolution_backward_data::desc(algorithm, any(g.src(n)), wei, dst, strides, g.left, g.right()),
+                own_scratchpad(), engine, fwd),
+            g.pads_depth() ? backward_weights(g.depth_padded(), forward(g.depth_padded())) : backward_weights(g, fwd)};
   }
 
   /// Primitives for `n` images of a batch of `batch` (hpf's layout strides by the whole batch).
@@ -544,20 +646,13 @@ class OneDnnConvolution {
     return plans_.emplace(std::pair{n, batch}, make_plan(n, batch)).first->second;
   }
   Plan make_plan(std::size_t n, std::size_t batch) const {
-    using dims = dnnl::memory::dims;
-    using tag = dnnl::memory::format_tag;
     const auto f32 = dnnl::memory::data_type::f32;
-    const auto N = static_cast<dnnl::memory::dim>(n), B = static_cast<dnnl::memory::dim>(batch);
-    const auto C = static_cast<dnnl::memory::dim>(g_.channels);
-    const auto H = static_cast<dnnl::memory::dim>(g_.height), W = static_cast<dnnl::memory::dim>(g_.width);
-    const auto O = static_cast<dnnl::memory::dim>(out_), K = static_cast<dnnl::memory::dim>(g_.kernel);
-    const auto OH = static_cast<dnnl::memory::dim>(g_.out_height), OW = static_cast<dnnl::memory::dim>(g_.out_width);
     Plan p;
-    // [C][B][H*W] is NCHW with strides (H*W, B*H*W, W, 1).
-    p.src = dnnl::memory::desc({N, C, H, W}, f32, dims{H * W, B * H * W, W, 1});
-    p.dst = dnnl::memory::desc({N, O, OH, OW}, f32, dims{OH * OW, B * OH * OW, OW, 1});
-    p.weights = dnnl::memory::desc({O, C, K, K}, f32, tag::oihw);
-    p.bias = bias_ ? dnnl::memory::desc({O}, f32, tag::x) : dnnl::memory::desc();
+    // [C][B][H*W] is NCHW with strides (H*W, B*H*W, W, 1); [C][B][D*H*W] likewise NCDHW.
+    p.src = dnnl::memory::desc(g_.src(n), f32, ConvolutionShape::hpf_strides(batch, g_.in));
+    p.dst = dnnl::memory::desc(g_.dst(n, out_), f32, ConvolutionShape::hpf_strides(batch, g_.out));
+    p.weights = dnnl::memory::desc(g_.weights(out_), f32, g_.weights_tag());
+    p.bias = bias_ ? dnnl::memory::desc({ConvolutionShape::dim(out_)}, f32, dnnl::memory::format_tag::x) : dnnl::memory::desc();
     PrimitiveDescriptors d = primitive_descriptors(
         g_, out_, bias_, n, winograd_ ? dnnl::algorithm::convolution_winograd : dnnl::algorithm::convolution_direct, engine());
     p.forward = std::move(d.forward);
@@ -572,7 +667,8 @@ class OneDnnConvolution {
     p.data_diff_dst = conversion(p.dst, p.backward_data.diff_dst_desc());
     p.data_weights = conversion(p.weights, p.backward_data.weights_desc());
     p.data_diff_src = conversion(p.backward_data.diff_src_desc(), p.src);
-    p.weights_src = conversion(p.src, p.backward_weights.src_desc());
+    p.weights_src = g_.pads_depth() ? padded_conversion(p.src, p.backward_weights.src_desc())
+                                    : conversion(p.src, p.backward_weights.src_desc());
     p.weights_diff_dst = conversion(p.dst, p.backward_weights.diff_dst_desc());
     p.add_weight_grad = conversion(p.backward_weights.diff_weights_desc(), p.weights, /*add=*/true);
     if (bias_) p.add_bias_grad = conversion(p.backward_weights.diff_bias_desc(), p.bias, /*add=*/true);
@@ -593,7 +689,7 @@ class OneDnnConvolution {
     return p;
   }
 
-  WindowGeometry g_;
+  ConvolutionShape g_;
   std::size_t out_;
   bool bias_;
   std::shared_ptr<OneDnnDevice> device_;  // the network's engine and stream
