@@ -259,7 +259,8 @@ def report(args, data):
                    "inputs and runs each block's forward again in backward, PyTorch's wraps each block in "
                    "`torch.utils.checkpoint` (non-reentrant). FLOPs count the causal attention's query-key pairs "
                    "only, as hpf's LayerCost does. CosmoFlow trains on one fixed batch of N(0, 1) volumes and "
-                   "targets; hpf's 3-D convolutions are im2col + GEMM (no oneDNN path), PyTorch's oneDNN's.")
+                   "targets; both run oneDNN's direct 3-D convolutions (hpf's float path on the host, PyTorch's "
+                   "mkldnn_convolution).")
     out.append("- MLP/CNN cycle through real, pre-shuffled Fashion-MNIST batches in RAM (hpf gathers each batch "
                "from its byte array inside the step, PyTorch slices ready float tensors); the ResNets train on "
                "one fixed synthetic batch (SGD lr 0.1, momentum 0.9, weight decay 5e-4).")

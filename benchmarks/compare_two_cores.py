@@ -7,13 +7,16 @@ threads, or 2 data shards side by side, one per thread) and as 2 ranks x 1 threa
 with 2 threads in its stock setting and in the two settings docs/reference.md found best
 (OMP_WAIT_POLICY=PASSIVE for the MLP, one OpenBLAS thread for the CNN), and both frameworks on
 1 thread as the baseline of the speed-ups. Prints the tables and writes the `two-cores` section of
-benchmarks/RESULTS.md.
+benchmarks/RESULTS.md (MLP, CNN, ResNets), or with `--section two-cores-models` the
+`two-cores-models` section (the GPT and CosmoFlow of compare_single_process.py's
+`single-process-models`, with its batches, optimizers and step counts).
 
   cmake -S . -B build-openmp -G Ninja -DKokkos_ROOT=$(scripts/kokkos/build.sh openmp --print-prefix)
   cmake --build build-openmp --target hpf_bench_train_throughput
   cmake --build build --target hpf_bench_train_throughput hpf_bench_parallel_throughput
   /usr/bin/python3 benchmarks/compare_two_cores.py                    # everything (~25 min)
   /usr/bin/python3 benchmarks/compare_two_cores.py --models mlp --rounds 2 --no-write
+  /usr/bin/python3 benchmarks/compare_two_cores.py --section two-cores-models  # gpt, cosmoflow (~10 min)
 
 Every configuration runs in its own process(es), alternately with the others, at least --rounds
 times; each figure is the configuration's best run (noise only slows a run down). Before each run
@@ -38,7 +41,15 @@ MODELS = {
     "cnn": ("CNN conv32-pool-conv64-pool-fc128-fc10, batch 64, Fashion-MNIST", 64, 20, 5, 5),
     "resnet20": ("ResNet-20 (option A), batch 64, synthetic 3x32x32", 64, 5, 2, 3),
     "resnet56": ("ResNet-56 (option A), batch 64, synthetic 3x32x32", 64, 3, 1, 3),
+    # compare_single_process.py's settings, so that the 1-thread figures compare with its section.
+    "gpt": ("GPT of examples/03_language_model (4 blocks, D 64, 4 heads, 64 bytes), batch 32, Adam", 32, 10, 2, 3),
+    "cosmoflow": ("CosmoFlow<32>: 3-D CNN on 4 x 32^3 volumes, 4 targets, batch 8, SGD", 8, 3, 1, 3),
 }
+# The classic section (MLP, CNN, ResNets) and the one of the transformer and volume models: (title, models).
+SECTIONS = {"two-cores": ("Two cores: hpf (1 rank x 2 threads, 2 ranks x 1 thread) vs PyTorch (2 threads)",
+                          ["mlp", "cnn", "resnet20", "resnet56"]),
+            "two-cores-models": ("Two cores: hpf (1 rank x 2 threads, 2 ranks x 1 thread) vs PyTorch (2 threads) on "
+                                 "a GPT and a 3-D CNN", ["gpt", "cosmoflow"])}
 SECTION = "two-cores"
 # hpf's settings of one rank with 2 threads, and how the ratios name them: the fastest is compared
 # with 2 ranks and with PyTorch.
@@ -57,7 +68,11 @@ def parse_args():
     p.add_argument("--mpiexec", default="mpiexec", help="MPI launcher of the hpf build (default: mpiexec on PATH)")
     p.add_argument("--mpiexec-flags", default="--allow-run-as-root --oversubscribe --bind-to core --map-by core",
                    help="launcher flags (default: Open MPI, one rank per core)")
-    p.add_argument("--models", default=",".join(MODELS), help="comma-separated subset of " + ",".join(MODELS))
+    p.add_argument("--models", default="",
+                   help="comma-separated subset of " + ",".join(MODELS) + " (default: the --section's models)")
+    p.add_argument("--section", default=SECTION, choices=sorted(SECTIONS),
+                   help="the section of RESULTS.md to write: " + "; ".join(
+                       f"{k}: {','.join(v[1])}" for k, v in SECTIONS.items()))
     p.add_argument("--setting", default="haswell", choices=sorted(h.BLAS_SETTINGS),
                    help="OPENBLAS_CORETYPE setting (default haswell, the machines' default)")
     p.add_argument("--rounds", type=int, default=3, help="alternating runs per configuration and model (best is kept)")
@@ -71,10 +86,15 @@ def parse_args():
     p.add_argument("--max-wait", type=float, default=60.0, help="give up waiting after this many seconds (then run)")
     h.add_results_options(p, os.path.join(HERE, "RESULTS.md"))
     args = p.parse_args()
-    args.models = [m for m in args.models.split(",") if m]
+    args.models = [m for m in args.models.split(",") if m] or SECTIONS[args.section][1]
     for m in args.models:
         if m not in MODELS:
             p.error(f"unknown model '{m}' (known: {', '.join(MODELS)})")
+    # A section holds its own models only: gpt in `two-cores` would replace the classic table.
+    others = [m for m in args.models if m not in SECTIONS[args.section][1]]
+    if others and not args.no_write:
+        p.error(f"--models {','.join(others)} do not belong in section '{args.section}' "
+                f"(choose the --section that lists them, or --no-write)")
     for option in ("hpf_openmp", "hpf_serial", "hpf_parallel"):
         path = getattr(args, option)
         if not os.access(path, os.X_OK):
@@ -133,7 +153,7 @@ def rate(runs):
 
 
 def report(args, data):
-    out = ["## Two cores: hpf (1 rank x 2 threads, 2 ranks x 1 thread) vs PyTorch (2 threads)", ""]
+    out = ["## " + SECTIONS[args.section][0], ""]
     out.append(f"Measured by `benchmarks/compare_two_cores.py` (when, at which commit and where: its provenance line), "
                f"{h.BLAS_SETTINGS[args.setting][1]}.")
     out.append("")
@@ -182,6 +202,15 @@ def report(args, data):
     out.append("")
     out.append(h.markdown_table(headers, rows, "l" + "r" * (len(headers) - 1)))
     out.append("")
+    if args.section == "two-cores-models":
+        out.append("The models, batches, optimizers and step counts of `single-process-models` "
+                   "(`compare_single_process.py`); images/s counts samples: windows of 64 bytes for the GPT, "
+                   "volumes for CosmoFlow. The GPT trains on one fixed batch of 32 windows of a repeated phrase, "
+                   "Adam lr 3e-3; CosmoFlow on one fixed batch of N(0, 1) volumes and targets, SGD lr 0.01 "
+                   "momentum 0.9; neither has BatchNorm, so 2 shards or 2 ranks compute the same step as one "
+                   "process. Both run oneDNN's direct 3-D convolutions (hpf's float path on the host, PyTorch's "
+                   "mkldnn_convolution).")
+        out.append("")
     out.append("Peak resident memory (MiB) of the fastest run of each: one process with 2 threads holds one copy "
                "of the model and the whole batch's activations; 2 ranks hold a copy each (parameters, gradients, "
                "optimizer state, buffers) and half the activations each.")
@@ -272,7 +301,9 @@ def main():
     # something else: the run fails rather than publish it.
     failed += [f"{m}/hpf 1x2 shards (shard_threads={r.results[0].get('shard_threads')}, not 2)" for m in data
                for r in data[m].get("hpf 1x2 shards", []) if r.ok and r.results[0].get("shard_threads") != 2]
-    status = provenance.publish(args, SECTION, text, failed, args.provenance)
+    status = provenance.publish(args, args.section, text, failed, args.provenance)
+    if args.section != SECTION:
+        return status  # docs/process-setup.md's paragraph is on the classic models only
     # docs/process-setup.md's paragraph states the same run's provenance.
     summary = provenance.with_lines(readme_summary(args, data), [provenance.block_record(SECTION)], [args.provenance])
     print(summary)

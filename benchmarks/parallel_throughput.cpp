@@ -32,6 +32,7 @@
 #include <hpf/comm/environment.hpp>
 #include <hpf/data/fashion_mnist.hpp>
 #include <hpf/data/synthetic.hpp>
+#include <hpf/data/text.hpp>
 #include <hpf/parallel/grid.hpp>
 #include <hpf/parallel/partition.hpp>
 #include <hpf/parallel/schedule.hpp>
@@ -40,6 +41,8 @@
 #include <hpf/parallel/timeline.hpp>
 #include <hpf/system/blas.hpp>
 #include <hpf/train/fit.hpp>
+#include <hpf/zoo/cosmoflow.hpp>
+#include <hpf/zoo/gpt.hpp>
 #include <hpf/zoo/models.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -168,17 +171,22 @@ struct Settings {
 };
 
 const char* const usage_text =
-    "usage: mpiexec -n P hpf_bench_parallel_throughput [--model mlp|cnn|resnet20|resnet56] [--stages 1|2|4]\n"
+    "usage: mpiexec -n P hpf_bench_parallel_throughput [--model mlp|cnn|resnet20|resnet56|gpt|cosmoflow] [--stages 1|2|4]\n"
     "         [--batch B] [--micro-batches M] [--schedule gpipe|1f1b] [--reduction automatic|ordered|allreduce]\n"
     "         [--bucket-bytes N] [--piece-bytes N] [--cut LEAF] [--steps N] [--warmup W] [--repeats R] [--stage-times] [--seed S]\n"
     "         [--shards C] [--side-by-side]\n"
     "  P processes form P / stages replicas; --batch is the global mini-batch (default: mlp 128, cnn and\n"
-    "  resnets 64 per replica), split into M micro-batches per replica (pipelined over the stages, accumulated on one).\n"
+    "  resnets 64, gpt 32, cosmoflow 8 per replica), split into M micro-batches per replica (pipelined over the\n"
+    "  stages, accumulated on one).\n"
     "  --stages 2 places the cut with hpf::Balanced<2>, or with --cut at a compiled leaf (hpf::Cuts<LEAF>):\n"
-    "  resnet20 21 28 (after 3 or 4 blocks), resnet56 64 70 76 82 (after 10 to 13 blocks).\n"
+    "  resnet20 21 28 (after 3 or 4 blocks), resnet56 64 70 76 82 (after 10 to 13 blocks), gpt 8 14 20\n"
+    "  (after 1 to 3 transformer blocks), cosmoflow 6 (after 2 convolution blocks).\n"
     "  --stages 4 places three cuts with hpf::Balanced<4>.\n"
     "  Defaults: 1f1b, hpf's gradient reduction and buckets; steps/warm-up per block mlp 100/20,\n"
-    "  cnn 20/5, resnet20 5/2, resnet56 3/1; 3 blocks.\n"
+    "  cnn 20/5, resnet20 5/2, resnet56 3/1, gpt 10/2, cosmoflow 3/1; 3 blocks.\n"
+    "  gpt: examples/03_language_model's byte-level GPT (4 blocks, D 64, 4 heads, context 64), Adam lr 3e-3,\n"
+    "  one fixed batch of text windows; cosmoflow: CosmoFlow<32> (4 x 32^3 volumes, 4 targets), SGD lr 0.01\n"
+    "  momentum 0.9, one fixed batch (as hpf_bench_train_throughput).\n"
     "  --stage-times  one more block with region callbacks: per-rank busy time per step\n"
     "  --shards C     data shards per replica (TrainOptions::shards_per_replica; default 1): each replica's\n"
     "                 batch in C pieces; --side-by-side trains them at once, one per thread (Kokkos OpenMP)\n"
@@ -213,8 +221,9 @@ Settings parse(int argc, char** argv) {
     if (i + 1 >= argc) fail(flag + " needs a value");
     const std::string value = argv[++i];
     if (flag == "--model") {
-      if (value != "mlp" && value != "cnn" && value != "resnet20" && value != "resnet56")
-        fail("--model must be mlp, cnn, resnet20 or resnet56");
+      if (value != "mlp" && value != "cnn" && value != "resnet20" && value != "resnet56" && value != "gpt" &&
+          value != "cosmoflow")
+        fail("--model must be mlp, cnn, resnet20, resnet56, gpt or cosmoflow");
       s.model = value;
     } else if (flag == "--schedule") {
       if (value != "gpipe" && value != "1f1b") fail("--schedule must be gpipe or 1f1b");
@@ -266,13 +275,28 @@ std::string gather(const hpf::comm::Communicator& world, double value, int digit
   return out.str();
 }
 
+/// Batch per replica, steps per block and warm-up steps of each model: hpf_bench_train_throughput's
+/// (and pytorch_train.py's), so that one replica trains as one process does there.
+struct ModelDefaults {
+  std::size_t batch, steps, warmup;
+};
+ModelDefaults defaults_for(const std::string& model) {
+  if (model == "mlp") return {128, 100, 20};
+  if (model == "cnn") return {64, 20, 5};
+  if (model == "resnet20") return {64, 5, 2};
+  if (model == "gpt") return {32, 10, 2};
+  if (model == "cosmoflow") return {8, 3, 1};
+  return {64, 3, 1};  // resnet56
+}
+
 /// The reference's settings (docs/reference.md): SGD lr 0.05 momentum 0.9 for the MLP and the CNN
 /// on Fashion-MNIST; ResNets lr 0.1, momentum 0.9, weight decay 5e-4, kaiming_normal(fan_out), one
-/// fixed synthetic batch.
+/// fixed synthetic batch. The GPT and CosmoFlow as hpf_bench_train_throughput trains them: Adam lr
+/// 3e-3 (the language-model example's), SGD lr 0.01 momentum 0.9, default initialization.
 hpf::TrainOptions options_for(const Settings& s, std::size_t replicas) {
   hpf::TrainOptions o;
   const bool mlp = s.model == "mlp", fashion = mlp || s.model == "cnn";
-  o.batch = s.batch ? s.batch : (mlp ? 128 : 64) * replicas;
+  o.batch = s.batch ? s.batch : defaults_for(s.model).batch * replicas;
   o.micro_batches = s.micro_batches;
   o.schedule = s.schedule;
   o.reduction = s.reduction;
@@ -287,6 +311,10 @@ hpf::TrainOptions options_for(const Settings& s, std::size_t replicas) {
   o.data_seed = s.seed;
   if (fashion) {
     o.optimizer = hpf::SgdOptions{.learning_rate = 0.05, .momentum = 0.9};
+  } else if (s.model == "gpt") {
+    o.optimizer = hpf::AdamOptions{.learning_rate = 3e-3};
+  } else if (s.model == "cosmoflow") {
+    o.optimizer = hpf::SgdOptions{.learning_rate = 0.01, .momentum = 0.9};
   } else {
     o.optimizer = hpf::SgdOptions{.learning_rate = 0.1, .momentum = 0.9, .weight_decay = 5e-4};
     o.network.init = hpf::InitScheme::kaiming_normal_fan_out;
@@ -300,18 +328,32 @@ void run_stage(const hpf::comm::Communicator& world, const hpf::ProcessGrid& gri
   using StageModel = hpf::detail::fit_stage_t<Model, Partition, StageIndex>;
   using Links = hpf::MpiLinks<float, Kokkos::DefaultExecutionSpace>;
   constexpr std::size_t stages = hpf::stage_count_v<Model, Partition>;
-  const bool mlp = s.model == "mlp", fashion = mlp || s.model == "cnn";
-  const std::size_t steps = s.steps ? s.steps : (mlp ? 100 : fashion ? 20 : s.model == "resnet20" ? 5 : 3);
-  const std::size_t warmup = s.warmup ? s.warmup : (mlp ? 20 : fashion ? 5 : s.model == "resnet20" ? 2 : 1);
+  const bool fashion = s.model == "mlp" || s.model == "cnn";
+  const std::size_t steps = s.steps ? s.steps : defaults_for(s.model).steps;
+  const std::size_t warmup = s.warmup ? s.warmup : defaults_for(s.model).warmup;
   const std::size_t repeats = s.repeats ? s.repeats : 3;
 
-  // This rank's shard, as fit() loads it. The ResNets' dataset is exactly one global batch: every
-  // step trains on the same samples (reshuffled per epoch, which changes only who gets which).
+  // This rank's shard, as fit() loads it. The ResNets', the GPT's and CosmoFlow's datasets are
+  // exactly one global batch (hpf_bench_train_throughput's): every step trains on the same samples
+  // (reshuffled per epoch, which changes only who gets which).
   const auto shard = hpf::data::pipeline_shard(grid.replica(), grid.replicas(), grid.stage(), grid.stages());
-  const hpf::data::TrainTest data =
-      fashion ? hpf::data::load_fashion_mnist(shard)
-          : hpf::data::TrainTest{hpf::data::synthetic_dataset(o.batch, 3, 32, 32, 10, s.seed, shard),
-                                 hpf::data::synthetic_dataset(0, 3, 32, 32, 10, s.seed + 1, shard)};
+  const hpf::data::TrainTest data = [&]() -> hpf::data::TrainTest {
+    if (fashion) return hpf::data::load_fashion_mnist(shard);
+    if constexpr (Model::input_shape::rank == 1) {  // token windows of a repeated phrase (the GPT)
+      constexpr std::size_t context = Model::input_shape::size;
+      std::vector<std::uint8_t> text(o.batch * context + 1);
+      for (std::size_t i = 0; i < text.size(); ++i) text[i] = static_cast<std::uint8_t>("the quick brown fox jumps "[i % 26]);
+      return {hpf::data::text_windows(text, context, shard), hpf::data::text_windows({}, context, shard)};
+    } else if constexpr (Model::input_shape::rank == 4) {  // volumes (CosmoFlow): real-valued targets
+      using In = typename Model::input_shape;
+      const hpf::data::SampleDims dims{In::channels, In::height, In::width, In::depth};
+      return {hpf::data::synthetic_regression(o.batch, dims, Model::output_shape::size, s.seed, shard),
+              hpf::data::synthetic_regression(0, dims, Model::output_shape::size, s.seed + 1, shard)};
+    } else {
+      return {hpf::data::synthetic_dataset(o.batch, 3, 32, 32, 10, s.seed, shard),
+              hpf::data::synthetic_dataset(0, 3, 32, 32, 10, s.seed + 1, shard)};
+    }
+  }();
   world.barrier();
   const MemoryMarks memory;
   const bool count_views = !o.shards_side_by_side;
@@ -465,6 +507,11 @@ int main(int argc, char** argv) {
       run_model<hpf::zoo::Cnn>(world, s);
     } else if (s.model == "resnet20") {
       run_model<hpf::zoo::ResNet20, 21, 28>(world, s);
+    } else if (s.model == "gpt") {
+      // Leaves 2-25 are the 4 blocks (6 leaves each); Balanced<2> cuts at 14.
+      run_model<hpf::zoo::Gpt<4, 64, 4, 64, hpf::data::byte_vocabulary>, 8, 14, 20>(world, s);
+    } else if (s.model == "cosmoflow") {
+      run_model<hpf::zoo::CosmoFlow<32>, 6>(world, s);  // Balanced<2> cuts at 3, after the first block
     } else {
       run_model<hpf::zoo::ResNet56, 64, 70, 76, 82>(world, s);
     }

@@ -38,6 +38,7 @@ BLOCK_DATA = {
     "accuracy-seeds": ["benchmarks/results/accuracy-seeds"],
     "parallel": ["benchmarks/results/parallel"],
     "two-cores": ["benchmarks/results/two-cores"],  # RESULTS.md's table and README's paragraph alike
+    "two-cores-models": ["benchmarks/results/two-cores-models"],
     "threads-breakdown": ["benchmarks/results/threads-breakdown"],
     "compile-flat": ["benchmarks/results/compile-flat"],
     "comm": ["benchmarks/comm/results/comm_local.csv"],

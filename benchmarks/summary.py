@@ -128,6 +128,13 @@ def two_cores():
             ", ".join(f"{model(r['model'])} {r[column].split()[0]}" for r in rows("two-cores", column)))
 
 
+def two_cores_models():
+    column = "best hpf / best PyTorch (2 cores)"
+    return ("hpf / PyTorch on 2 cores (best setting of each), GPT and 3-D CNN",
+            ", ".join(f"{model(r['model'])} {r[column].strip('*').split()[0]}"
+                      for r in rows("two-cores-models", column)))
+
+
 def threads_breakdown():
     found = re.findall(r"^\*\*(\w+)\*\*, batch .*?\*\*\+[\d.]+ ms \((\+[\d.]+ %)\)\*\* per step more",
                        body("threads-breakdown"), re.M)
@@ -219,7 +226,8 @@ def oracle_fabrics():
 
 ROWS = [(["single-process"], single_process), (["single-process-models"], single_process_models),
         (["accuracy-seeds"], accuracy_seeds), (["language-model-seeds"], language_model), (["parallel"], parallel),
-        (["two-cores"], two_cores), (["threads-breakdown"], threads_breakdown), (["compile-flat"], compile_flat),
+        (["two-cores"], two_cores), (["two-cores-models"], two_cores_models), (["threads-breakdown"], threads_breakdown),
+        (["compile-flat"], compile_flat),
         (["comm"], comm), (["trace-overhead"], trace_overhead), (["fabrics"], fabrics), (["fuzzing"], fuzzing), (["fuzzing-npy"], fuzzing_npy),
         (["sanitizers"], sanitizers), (["reliability"], reliability), (["oracle"], oracle),
         (["oracle"], oracle_memory), (["oracle-1gbit", "oracle-10gbit"], oracle_fabrics)]
