@@ -4,7 +4,8 @@
 PyTorch trained with the same settings (benchmarks/pytorch_language_model.py: the same model from
 torch.nn layers, Adam lr 3e-3, batch 32, 300 steps, the same text and held-out tail), one process
 and one thread each, and the text hpf's seed 0 generates. Prints the table and writes the
-`language-model-seeds` section of benchmarks/RESULTS.md.
+`language-model-seeds` section of benchmarks/RESULTS.md, and the means and the sample in
+docs/launching.md's.
 
   cmake --build build --target hpf_language_model
   /usr/bin/python3 benchmarks/language_model_over_seeds.py                 # seeds 0-4 (~10 min)
@@ -148,6 +149,20 @@ def report(args, data, sample, out_dir):
     return "\n".join(out) + "\n"
 
 
+def guide_summary(data, sample, seeds, steps):
+    """docs/launching.md's paragraph: the means over the seeds and hpf's generated sample."""
+    out = []
+    hpf_bits, torch_bits = list(data["hpf"].values()), list(data["pytorch"].values())
+    if hpf_bits and torch_bits:
+        out.append(f"After {steps} steps the held-out bits per byte over seeds {', '.join(map(str, seeds))} were "
+                   f"{statistics.mean(hpf_bits):.3f} (hpf) and {statistics.mean(torch_bits):.3f} (PyTorch, the same "
+                   "model and settings). hpf's first seed, prompted with \"The \":")
+        out.append("")
+    if sample:
+        out += ["```text", sample[1], "```"]
+    return "\n".join(out) + "\n"
+
+
 def main():
     args = parse_args()
     if not os.path.exists(args.hpf):
@@ -161,7 +176,14 @@ def main():
         text = report(args, data, sample, out_dir)
     h.log(f"measured in {time.monotonic() - start:.0f} s")
     failed = [f"{f}/seed {s}" for f in data for s in args.seeds if s not in data[f]]
-    return provenance.publish(args, SECTION, text, failed, args.provenance)
+    status = provenance.publish(args, SECTION, text, failed, args.provenance)
+    # The guide's page on the example shows the same run's sample, with its provenance.
+    summary = provenance.with_lines(guide_summary(data, sample, args.seeds, args.steps), [provenance.block_record(SECTION)],
+                                    [args.provenance])
+    if not args.no_write and not failed:
+        h.replace_section(os.path.join(ROOT, "docs", "launching.md"), SECTION, summary)
+        h.log(f"wrote the '{SECTION}' section of docs/launching.md")
+    return status
 
 
 if __name__ == "__main__":
