@@ -184,6 +184,7 @@ void print_table(const std::vector<Prediction>& ranked, const Args& a, const Mac
     const std::size_t per_node = profile.cluster->ranks_per_node;
     std::printf(" (cluster: %zu nodes x %zu ranks)", (a.ranks + per_node - 1) / per_node, per_node);
   }
+  if (a.recompute) std::printf(", Repeat blocks re-materialized");
   std::printf("\n%-4s %-30s %10s %9s %9s %9s %9s %9s %11s  %s\n", "#", "strategy", "step ms", "compute", "bubble",
               "transfer", "reduce", "other", "peak MiB", "why");
   const std::size_t shown = a.top ? std::min(a.top, ranked.size()) : ranked.size();
