@@ -231,14 +231,16 @@ class PositionEmbedding(nn.Module):
         return x + self.weight
 
 
-class CausalSelfAttention(nn.MultiheadAttention):
-    """hpf::MultiHeadAttention<Heads, Causal>: attention of x to itself, up to each position."""
+class SelfAttention(nn.MultiheadAttention):
+    """hpf::MultiHeadAttention<Heads, Causal?, NoBias?>: attention of x to itself, with `causal` up
+    to each position."""
 
-    def __init__(self, features, heads):
-        super().__init__(features, heads, batch_first=True)
+    def __init__(self, features, heads, causal=True, bias=True):
+        super().__init__(features, heads, bias=bias, batch_first=True)
+        self.causal = causal
 
     def forward(self, x):
-        mask = torch.triu(torch.ones(x.shape[1], x.shape[1], dtype=torch.bool), diagonal=1)
+        mask = torch.triu(torch.ones(x.shape[1], x.shape[1], dtype=torch.bool), diagonal=1) if self.causal else None
         return super().forward(x, x, x, attn_mask=mask, need_weights=False)[0]
 
 
@@ -254,7 +256,7 @@ class Residual(nn.Module):
 def gpt(blocks, features, heads, context, vocabulary):
     """hpf::zoo::Gpt<blocks, features, heads, context, vocabulary>: next-token logits [B, T, V]."""
     def block():
-        attention = nn.Sequential(nn.LayerNorm(features), CausalSelfAttention(features, heads))
+        attention = nn.Sequential(nn.LayerNorm(features), SelfAttention(features, heads))
         mlp_ = nn.Sequential(nn.LayerNorm(features), nn.Linear(features, 4 * features), nn.GELU(approximate="tanh"),
                              nn.Linear(4 * features, features))
         return nn.Sequential(Residual(attention), Residual(mlp_))

@@ -29,6 +29,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from compare_pytorch import read_safetensors  # noqa: E402  (exits with a message without torch)
+from torch_reference import PositionEmbedding, SelfAttention  # noqa: E402  (compare_pytorch put it on the path)
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
@@ -92,17 +93,6 @@ class DropoutWithMask(nn.Module):
         return x * self.noise.transpose(1, 2)
 
 
-class PositionEmbedding(nn.Module):
-    """GPT-2's wpe as hpf::PositionEmbedding documents it: x + weight, weight [T, D]."""
-
-    def __init__(self, positions, features):
-        super().__init__()
-        self.weight = nn.Parameter(torch.zeros(positions, features, dtype=torch.float64))
-
-    def forward(self, x):
-        return x + self.weight
-
-
 class Lambda(nn.Module):
     def __init__(self, function):
         super().__init__()
@@ -113,13 +103,8 @@ class Lambda(nn.Module):
 
 
 def attention(heads, causal, bias=True):
-    """nn.MultiheadAttention as self-attention on [N, T, D], with a causal mask if asked."""
-    class SelfAttention(nn.MultiheadAttention):
-        def forward(self, x):
-            t = x.shape[1]
-            mask = torch.triu(torch.ones(t, t, dtype=torch.bool), diagonal=1) if causal else None
-            return super().forward(x, x, x, need_weights=False, attn_mask=mask)[0]
-    return lambda x: SelfAttention(x.shape[2], heads, bias=bias, batch_first=True)
+    """nn.MultiheadAttention as self-attention on [N, T, D] (the benchmarks' and GPT's module)."""
+    return lambda x: SelfAttention(x.shape[2], heads, causal=causal, bias=bias)
 
 
 # case: a function of the input (PyTorch layout) giving the module (PyTorch's default
