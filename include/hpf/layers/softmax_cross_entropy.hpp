@@ -48,6 +48,23 @@ KOKKOS_INLINE_FUNCTION T block_exp(T x) {
 template <class T>
 using class_index_t = std::conditional_t<sizeof(T) == 4, std::int32_t, std::int64_t>;
 
+/// The first largest value (as torch.argmax) at each of `count` positions of a block (b: its
+/// first class's values; the classes `stride` apart), and its class.
+template <std::size_t Block, class T>
+KOKKOS_FORCEINLINE_FUNCTION void block_argmax(const T* b, std::size_t stride, std::size_t classes, std::size_t count,
+                                              T (&largest)[Block], class_index_t<T> (&top)[Block]) {
+  using Index = class_index_t<T>;
+  for (std::size_t i = 0; i < count; ++i) largest[i] = b[i];
+  for (std::size_t k = 1; k < classes; ++k) {
+    const T* const bk = b + k * stride;
+    for (std::size_t i = 0; i < count; ++i) {
+      const bool above = bk[i] > largest[i];
+      top[i] = above ? static_cast<Index>(k) : top[i];
+      largest[i] = above ? bk[i] : largest[i];
+    }
+  }
+}
+
 /// The softmax of a block of positions (xb and yb: its first class's values; the classes
 /// `stride` apart), and each position's largest logit and sum of the others' exps. Lanes: a full
 /// block's positions, or 0 for a sample's last `lanes` when fewer; a constant count vectorises
@@ -61,15 +78,7 @@ KOKKOS_FORCEINLINE_FUNCTION void softmax_block(const T* xb, T* yb, std::size_t s
   // sample's loss is log1p(others), which 1 + others would round to float's ulp of 1 (and
   // max + log(sum) - logit to the logit's ulp): up to 5 % of a loss of 3e-5.
   Index top[Block] = {};
-  for (std::size_t i = 0; i < count; ++i) max_logit[i] = xb[i];
-  for (std::size_t k = 1; k < classes; ++k) {  // the first maximum, as torch.argmax
-    const T* const xk = xb + k * stride;
-    for (std::size_t i = 0; i < count; ++i) {
-      const bool above = xk[i] > max_logit[i];
-      top[i] = above ? static_cast<Index>(k) : top[i];
-      max_logit[i] = above ? xk[i] : max_logit[i];
-    }
-  }
+  block_argmax(xb, stride, classes, count, max_logit, top);
   for (std::size_t k = 0; k < classes; ++k) {
     const T* const xk = xb + k * stride;
     T* const yk = yb + k * stride;
@@ -156,15 +165,7 @@ std::size_t softmax_cross_entropy_correct(const Space& space, ConstActivation<T,
         const T* const yb = ys + first;
         T best_value[Block] = {};  // = {}: at -O1 GCC warned of lanes it could not see were set
         Index best[Block] = {};
-        for (std::size_t i = 0; i < lanes; ++i) best_value[i] = yb[i];
-        for (std::size_t k = 1; k < classes; ++k) {
-          const T* const yk = yb + k * stride;
-          for (std::size_t i = 0; i < lanes; ++i) {
-            const bool above = yk[i] > best_value[i];
-            best[i] = above ? static_cast<Index>(k) : best[i];
-            best_value[i] = above ? yk[i] : best_value[i];
-          }
-        }
+        block_argmax(yb, stride, classes, lanes, best_value, best);
         for (std::size_t i = 0; i < lanes; ++i) acc += best[i] == static_cast<Index>(labels(first + i)) ? 1 : 0;
       },
       hits);
