@@ -164,6 +164,7 @@ struct Settings {
   std::size_t stages = 1, micro_batches = 1, batch = 0, steps = 0, warmup = 0, repeats = 0, bucket_bytes = 0, cut = 0,
               shards = 1;
   std::optional<std::size_t> piece_bytes;
+  std::string profile;
   hpf::Schedule schedule = hpf::Schedule::one_f_one_b;
   hpf::GradientReduction reduction = hpf::GradientReduction::automatic;
   bool stage_times = false, side_by_side = false, help = false;
@@ -174,7 +175,7 @@ const char* const usage_text =
     "usage: mpiexec -n P hpf_bench_parallel_throughput [--model mlp|cnn|resnet20|resnet56|gpt|cosmoflow] [--stages 1|2|4]\n"
     "         [--batch B] [--micro-batches M] [--schedule gpipe|1f1b] [--reduction automatic|ordered|allreduce]\n"
     "         [--bucket-bytes N] [--piece-bytes N] [--cut LEAF] [--steps N] [--warmup W] [--repeats R] [--stage-times] [--seed S]\n"
-    "         [--shards C] [--side-by-side]\n"
+    "         [--shards C] [--side-by-side] [--profile FILE]\n"
     "  P processes form P / stages replicas; --batch is the global mini-batch (default: mlp 128, cnn and\n"
     "  resnets 64, gpt 32, cosmoflow 8 per replica), split into M micro-batches per replica (pipelined over the\n"
     "  stages, accumulated on one).\n"
@@ -190,6 +191,8 @@ const char* const usage_text =
     "  --stage-times  one more block with region callbacks: per-rank busy time per step\n"
     "  --shards C     data shards per replica (TrainOptions::shards_per_replica; default 1): each replica's\n"
     "                 batch in C pieces; --side-by-side trains them at once, one per thread (Kokkos OpenMP)\n"
+    "  --profile FILE the machine profile the automatic bucket size weighs (TrainOptions::oracle_profile;\n"
+    "                 without it and without --bucket-bytes, buckets of an eighth of a stage's gradient)\n"
     "  --piece-bytes N  messages between ranks on different hosts (gradient buckets, between stages)\n"
     "                 of at most N bytes (StepOptions::exchange_piece_bytes; 0: whole messages)\n";
 
@@ -245,6 +248,8 @@ Settings parse(int argc, char** argv) {
       s.cut = to_size(flag, value);
     } else if (flag == "--bucket-bytes") {
       s.bucket_bytes = to_size(flag, value);
+    } else if (flag == "--profile") {
+      s.profile = value;
     } else if (flag == "--piece-bytes") {
       s.piece_bytes = to_size(flag, value);
     } else if (flag == "--steps") {
@@ -304,6 +309,7 @@ hpf::TrainOptions options_for(const Settings& s, std::size_t replicas) {
   o.shards_side_by_side = s.side_by_side;
   if (s.bucket_bytes) o.bucket_bytes = s.bucket_bytes;
   if (s.piece_bytes) o.exchange_piece_bytes = *s.piece_bytes;
+  o.oracle_profile = s.profile;
   o.evaluate = false;
   o.log = nullptr;
   o.progress = hpf::ProgressMode::none;
@@ -442,7 +448,7 @@ void run_stage(const hpf::comm::Communicator& world, const hpf::ProcessGrid& gri
       "exchange_piece_bytes=%zu exchange_messages=%zu\n",
       s.model.c_str(), world.size(), stages, grid.replicas(), o.batch, local, o.micro_batches,
       (local + o.micro_batches - 1) / o.micro_batches, hpf::to_string(o.schedule),
-      hpf::to_string(hpf::resolve(o.reduction, grid.replicas() * o.shards_per_replica)), o.bucket_bytes, steps, warmup, repeats, best_rate,
+      hpf::to_string(hpf::resolve(o.reduction, grid.replicas() * o.shards_per_replica)), engine.links().bucket_bytes(), steps, warmup, repeats, best_rate,
       1e3 * static_cast<double>(o.batch) / best_rate, gflop_per_image * static_cast<double>(o.batch),
       best_rate * gflop_per_image, rank_peak.c_str(), rank_base.c_str(), rank_train_peak.c_str(), rank_tape.c_str(),
       rank_state.c_str(), rank_workspace.c_str(), rank_views_peak.c_str(), rank_slots.c_str(), rank_busy.c_str(),
@@ -464,7 +470,8 @@ template <class Model, class Partition>
 void run(const hpf::comm::Communicator& world, const Settings& s) {
   constexpr std::size_t stages = hpf::stage_count_v<Model, Partition>;
   hpf::ProcessGrid grid(world, stages);
-  const hpf::TrainOptions o = options_for(s, grid.replicas());
+  // The exchange cost from --profile, as hpf::fit reads it.
+  const hpf::TrainOptions o = hpf::detail::with_profile_exchange_cost(world, options_for(s, grid.replicas()), stages);
   hpf::detail::check_layout(o, grid);  // the checks hpf::fit makes before it builds an engine
   run_stages<Model, Partition>(world, grid, s, o, std::make_index_sequence<stages>{});
 }

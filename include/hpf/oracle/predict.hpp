@@ -5,6 +5,7 @@
 #include <hpf/oracle/memory.hpp>
 #include <hpf/oracle/model_facts.hpp>
 #include <hpf/oracle/profile.hpp>
+#include <hpf/parallel/bucket_size.hpp>
 #include <hpf/parallel/gradient_reduction.hpp>
 #include <hpf/parallel/schedule.hpp>
 
@@ -40,7 +41,7 @@ struct Plan {
   std::size_t stages = 1, replicas = 1, batch = 1, micro_batches = 1;
   Schedule schedule = Schedule::one_f_one_b;
   std::vector<std::size_t> bounds;
-  std::size_t bucket_bytes = std::size_t{4} << 20;
+  std::size_t bucket_bytes = automatic_bucket_bytes;  ///< hpf::StepOptions::bucket_bytes
   GradientReduction reduction = GradientReduction::automatic;
   bool recompute = false;  ///< re-materialization of Repeat blocks (NetworkOptions::recompute)
 
@@ -296,6 +297,24 @@ inline double bucket_seconds(const MachineProfile& profile, double bytes, std::s
   return used.seconds(bytes, measured) * volume + (shared - 1) * profile.link.compute_s_per_byte * moved;
 }
 
+}  // namespace detail
+
+/// \brief One gradient bucket's exchange among `replicas` replicas of a `stages`-stage plan as the
+/// profile predicts it, as a line alpha + beta x bytes through its predictions for 64 KiB and
+/// 4 MiB buckets: what the automatic bucket size weighs (hpf::choose_bucket_bytes).
+inline ExchangeCost exchange_cost(const MachineProfile& profile, std::size_t replicas, std::size_t stages,
+                                  GradientReduction reduction) {
+  constexpr double small = 64 << 10, large = 4 << 20;
+  const GradientReduction used = resolve(reduction, replicas);
+  const double t_small = detail::bucket_seconds(profile, small, replicas, stages, used);
+  const double t_large = detail::bucket_seconds(profile, large, replicas, stages, used);
+  if (!(t_large > t_small) || !(t_small > 0)) return {};
+  const double beta = (t_large - t_small) / (large - small);
+  return {.alpha_s = std::max(0.0, t_small - beta * small), .beta_s_per_byte = beta};
+}
+
+namespace detail {
+
 /// How late, on average, a rank that waited `waited` seconds sees its message: hpf's wait
 /// (comm::watched_wait) polls without pause for 1 ms, then sleeps an eighth of the time waited
 /// so far between polls, at most 1 ms; the message lands anywhere in a pause.
@@ -506,8 +525,10 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
     out.replica_skew_s = std::max(out.replica_skew_s, skew);
     double end = ends[s] + skew;
     if (R > 1 && facts[s].cost.parameters > 0) {
-      const std::size_t per_bucket = std::max<std::size_t>(1, plan.bucket_bytes / model.scalar_bytes);
       const std::size_t params = facts[s].cost.parameters;
+      const std::size_t bucket_bytes = choose_bucket_bytes(plan.bucket_bytes, params * model.scalar_bytes,
+                                                           exchange_cost(profile, R, S, reduction));
+      const std::size_t per_bucket = std::max<std::size_t>(1, bucket_bytes / model.scalar_bytes);
       const double stretch = times[s].backward > 0 ? (backward_end[s] - backward_start[s]) / times[s].backward : 1;
       const double slowest_start = backward_start[s] + skew;
       double ready_clock = slowest_start, reduced = 0, linked = 0;  // linked: the buckets' link time

@@ -18,7 +18,7 @@ namespace hpf::oracle {
 struct SearchOptions {
   std::vector<std::size_t> micro_batches{1, 2, 4, 8, 16, 32};
   double memory_budget_bytes = 0;  ///< per rank; 0: no limit (a cluster profile's memory if it names one)
-  std::size_t bucket_bytes = std::size_t{4} << 20;
+  std::size_t bucket_bytes = automatic_bucket_bytes;  ///< hpf::StepOptions::bucket_bytes
   GradientReduction reduction = GradientReduction::automatic;
   std::size_t max_stages = 0;  ///< 0: as many as the model has places to cut
   bool recompute = false;      ///< re-materialization of Repeat blocks (NetworkOptions::recompute)

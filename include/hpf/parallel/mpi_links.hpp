@@ -80,7 +80,10 @@ class MpiLinks {
 
   MpiLinks(const Placement& placement, Buffer<T, Space> gradients, Buffer<T, Space> buffers, const StepOptions& options)
       : grid_(*placement.grid), gradients_(gradients), buffers_(buffers),
-        buckets_(grid_.stage_group(), gradients, options.bucket_bytes, options.reduction, static_cast<int>(grid_.stage()),
+        bucket_bytes_(choose_bucket_bytes(options.bucket_bytes, gradients.extent(0) * sizeof(T), options.exchange_cost)),
+        bucket_size_(describe_bucket_bytes(options.bucket_bytes, gradients.extent(0) * sizeof(T), options.exchange_cost,
+                                           bucket_bytes_)),
+        buckets_(grid_.stage_group(), gradients, bucket_bytes_, options.reduction, static_cast<int>(grid_.stage()),
                  placement.shards_per_replica, exchange_piece_bytes(grid_.stage_group(), options)),
         side_by_side_(placement.side_by_side && grid_.stages() == 1 && buckets_.parks()) {
     if (grid_.stages() > 1) {  // activations and their gradients in pieces to a stage on another host
@@ -208,6 +211,16 @@ class MpiLinks {
   /// host, or there is none).
   std::size_t previous_piece_elements() const { return previous_piece_; }
   std::size_t next_piece_elements() const { return next_piece_; }
+  /// This stage's gradient buckets and how their size was chosen, for the log: "stage 0: 9
+  /// buckets of 120 KiB (automatic: ...)"; empty without replicas to exchange with.
+  std::string describe_gradient_exchange() const {
+    if (replicas() <= 1) return {};
+    const std::size_t n = buckets_.bucket_count();
+    return "stage " + std::to_string(grid_.stage()) + ": " + std::to_string(n) + (n == 1 ? " bucket of " : " buckets of ") +
+           bucket_size_;
+  }
+  /// Bytes per gradient bucket of this stage (StepOptions::bucket_bytes, chosen when automatic).
+  std::size_t bucket_bytes() const { return bucket_bytes_; }
   /// Messages each gradient bucket travels in (1 each: whole buckets).
   std::vector<std::size_t> bucket_pieces() const {
     std::vector<std::size_t> pieces;
@@ -244,6 +257,8 @@ class MpiLinks {
 
   const ProcessGrid& grid_;
   Buffer<T, Space> gradients_, buffers_;
+  std::size_t bucket_bytes_;
+  std::string bucket_size_;  // and how it was chosen (describe_bucket_bytes)
   GradientBuckets<T, Space> buckets_;
   bool side_by_side_;
   std::size_t previous_piece_ = 0, next_piece_ = 0;  // elements per message between stages (0: whole)

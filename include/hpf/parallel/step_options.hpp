@@ -4,9 +4,11 @@
 
 #include <hpf/model/network.hpp>
 #include <hpf/optim/optimizer.hpp>
+#include <hpf/parallel/bucket_size.hpp>
 #include <hpf/parallel/gradient_reduction.hpp>
 #include <hpf/parallel/schedule.hpp>
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <stdexcept>
@@ -29,8 +31,13 @@ struct StepOptions {
   std::size_t micro_batches = 1;
   /// Pipeline schedule of the micro-batches (matters with more than one stage).
   Schedule schedule = Schedule::one_f_one_b;
-  /// Size of the gradient buckets reduced among replicas while backward still runs.
-  std::size_t bucket_bytes = std::size_t{4} << 20;
+  /// Size of the gradient buckets reduced among replicas while backward still runs; by default
+  /// chosen per stage from its gradient's size and exchange_cost (hpf::choose_bucket_bytes), and
+  /// said in the training log.
+  std::size_t bucket_bytes = automatic_bucket_bytes;
+  /// What a bucket's exchange costs, for the automatic bucket size; hpf::fit reads it from the
+  /// machine profile when TrainOptions::oracle_profile or HPF_ORACLE_PROFILE names one.
+  ExchangeCost exchange_cost{};
   /// Ranks on different hosts exchange in messages of at most this many bytes (0: whole): the
   /// replicas' gradient buckets and the activations and gradients between pipeline stages. A
   /// message above the transport's eager limit waits for the peer's rendezvous acknowledgement,
@@ -71,7 +78,10 @@ inline void check_step_options(const StepOptions& o, std::size_t replicas, const
     fail(std::to_string(o.micro_batches) + " micro-batches of a " + std::to_string(o.batch / replicas) +
          "-sample replica batch would leave some empty");
   }
-  if (o.bucket_bytes == 0) fail("bucket_bytes must be positive");
+  if (!(o.exchange_cost.alpha_s >= 0) || !(o.exchange_cost.beta_s_per_byte >= 0) || !std::isfinite(o.exchange_cost.alpha_s) ||
+      !std::isfinite(o.exchange_cost.beta_s_per_byte)) {
+    fail("exchange_cost must hold finite seconds >= 0");
+  }
   if (o.pieces_on_one_host && o.exchange_piece_bytes == 0) fail("pieces_on_one_host needs exchange_piece_bytes > 0");
   if (o.eval_batch == 0) fail("eval_batch must be at least 1");
   if (resolve(o.reduction, replicas) == GradientReduction::ordered && replicas > ordered_sum_max_parts) {

@@ -64,6 +64,11 @@ struct ProgramTypes {
 /// stage count and every option that shapes the computation or the communication.
 inline comm::Facts run_facts(const ProgramTypes& types, const TrainOptions& o, std::size_t stages) {
   auto text = [](auto v) { return std::to_string(v); };
+  auto exact = [](double v) {
+    char digits[32];
+    std::snprintf(digits, sizeof digits, "%.17g", v);
+    return std::string(digits);
+  };
   return {{"hpf version", HPF_VERSION_STRING},
           {"model", std::string(types.model)},
           {"strategy", std::string(types.strategy)},
@@ -77,6 +82,7 @@ inline comm::Facts run_facts(const ProgramTypes& types, const TrainOptions& o, s
           {"shards_side_by_side", text(o.shards_side_by_side)},
           {"schedule", to_string(o.schedule)},
           {"bucket_bytes", text(o.bucket_bytes)},
+          {"exchange_cost", exact(o.exchange_cost.alpha_s) + " s + " + exact(o.exchange_cost.beta_s_per_byte) + " s/byte"},
           {"exchange_piece_bytes", text(o.exchange_piece_bytes)},
           {"pieces_on_one_host", text(o.pieces_on_one_host)},
           {"reduction", text(static_cast<int>(o.reduction))},
@@ -118,6 +124,32 @@ inline std::size_t optimizer_values(const OptimizerOptions& o) {
   return 2;
 }
 
+/// The machine profile training names: TrainOptions::oracle_profile, else HPF_ORACLE_PROFILE
+/// (empty: none).
+inline std::string profile_path(const TrainOptions& o) {
+  if (!o.oracle_profile.empty()) return o.oracle_profile;
+  const char* env = std::getenv("HPF_ORACLE_PROFILE");
+  return env ? env : "";
+}
+
+/// `o` with StepOptions::exchange_cost from the named machine profile (oracle::exchange_cost),
+/// read on rank 0 and the same on every rank, for the automatic bucket size. Unchanged when the
+/// bucket size is given, the cost is, or no profile is named.
+inline TrainOptions with_profile_exchange_cost(const comm::Communicator& world, TrainOptions o, std::size_t stages) {
+  if (o.bucket_bytes != automatic_bucket_bytes || o.exchange_cost.known() || profile_path(o).empty()) return o;
+  const std::string text = comm::agree(world, [&]() -> std::string {
+    if (world.rank() != 0) return {};
+    const std::size_t replicas = std::max<std::size_t>(1, static_cast<std::size_t>(world.size()) / stages);
+    const ExchangeCost cost = oracle::exchange_cost(oracle::load_profile(profile_path(o)), replicas, stages, o.reduction);
+    char line[64];
+    std::snprintf(line, sizeof line, "%.17g %.17g", cost.alpha_s, cost.beta_s_per_byte);
+    return line;
+  });
+  std::istringstream in(comm::broadcast_text(world, text, 0));
+  in >> o.exchange_cost.alpha_s >> o.exchange_cost.beta_s_per_byte;
+  return o;
+}
+
 template <class Model, std::size_t... Stages>
 AutoChoice choose_strategy(const comm::Communicator& world, const TrainOptions& o) {
   const std::string text = comm::agree(world, [&]() -> std::string {
@@ -126,11 +158,7 @@ AutoChoice choose_strategy(const comm::Communicator& world, const TrainOptions& 
                                   "or name a strategy");
     }
     if (world.rank() != 0) return {};
-    std::string path = o.oracle_profile;
-    if (path.empty()) {
-      const char* env = std::getenv("HPF_ORACLE_PROFILE");
-      path = env ? env : "";
-    }
+    const std::string path = profile_path(o);
     if (path.empty()) {
       throw std::invalid_argument("hpf::Auto needs a machine profile: TrainOptions::oracle_profile or HPF_ORACLE_PROFILE "
                                   "(hpf-oracle calibrate writes its compute part)");
@@ -239,7 +267,7 @@ TrainReport fit(const comm::Communicator& world, const TrainOptions& given, cons
   static_assert(Strategy::stage_spaces::size == 0 || Strategy::stage_spaces::size == stages,
                 "hpf::Pipeline: name one execution space per stage, or none");
 
-  const TrainOptions options = detail::agreed_options(world, given);
+  const TrainOptions options = detail::with_profile_exchange_cost(world, detail::agreed_options(world, given), stages);
   std::optional<comm::WaitLimit> wait_limit;
   if (options.wait_limit >= 0) wait_limit.emplace(options.wait_limit);
   // Before anything that depends on them (the grid's check of the world size): ranks started

@@ -13,8 +13,22 @@
 #include <cmath>
 #include <cstddef>
 #include <ostream>
+#include <string>
 
 namespace hpf {
+
+/// Writes to `log` (rank 0's; null: nowhere) how each stage's replicas exchange gradients:
+/// "hpf: gradient exchange, stage 0: 9 buckets of 120 KiB (automatic: ...)". Collective over the
+/// links' ranks; nothing where there are no replicas to exchange with.
+template <class Links>
+void say_gradient_exchange(const Links& links, std::ostream* log) {
+  if constexpr (requires { links.describe_gradient_exchange(); }) {
+    const std::string mine = links.grid().replica() == 0 ? links.describe_gradient_exchange() : std::string();
+    for (const std::string& line : links.gather_on_first(mine)) {
+      if (log && !line.empty()) *log << "hpf: gradient exchange, " << line << '\n';
+    }
+  }
+}
 
 /// \brief The epoch loop every training strategy shares. An Engine provides
 ///   std::size_t steps_per_epoch() const;
@@ -26,6 +40,7 @@ namespace hpf {
 /// options.checkpoint, checkpoints are saved as it says and a run resumes where one left off.
 template <class Engine>
 TrainReport run_epochs(Engine& engine, const TrainOptions& options, bool print = true) {
+  say_gradient_exchange(engine.links(), print ? options.log : nullptr);
   Timeline<typename Engine::links_type> timeline(options.trace, options, engine.links());
   Checkpointer<Engine> checkpoints(engine, options.checkpoint, print ? options.log : nullptr);
   const io::TrainingState start = checkpoints.resume();
