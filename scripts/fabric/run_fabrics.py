@@ -30,6 +30,7 @@ critical path and straggler of one step on the slowest fabric.
 """
 import argparse
 import json
+import re
 import os
 import shlex
 import shutil
@@ -54,10 +55,16 @@ COMM_RUNNER = os.path.join(ROOT, "benchmarks", "comm", "run_comm_benchmark.py")
 # (model, strategy, stages, micro-batches, global batch, (steps per block, warm-up, blocks)). The
 # same global batch everywhere: data-parallel is 64 per replica, hybrid 128 per replica in 4
 # micro-batches of 32.
+# An eighth element: more arguments. "one 4 MiB bucket" is the bucket size hpf had before sizing
+# buckets per stage (StepOptions::bucket_bytes): both models' whole gradient in one bucket, which
+# backward cannot overlap.
+ONE_BUCKET = ["--bucket-bytes", str(4 << 20)]
 CONFIGS = [
     ("mlp", "data-parallel 4", 1, 1, 256, (30, 5, 3)),
+    ("mlp", "data-parallel 4, one 4 MiB bucket", 1, 1, 256, (30, 5, 3), ONE_BUCKET),
     ("mlp", "hybrid 2x2", 2, 4, 256, (30, 5, 3)),
     ("resnet20", "data-parallel 4", 1, 1, 256, (3, 1, 3)),
+    ("resnet20", "data-parallel 4, one 4 MiB bucket", 1, 1, 256, (3, 1, 3), ONE_BUCKET),
     ("resnet20", "hybrid 2x2", 2, 4, 256, (3, 1, 3)),
 ]
 
@@ -140,10 +147,10 @@ def config_key(config):
 
 
 def hpf_cmd(args, config, exe):
-    model, _, stages, micro, batch, (steps, warmup, repeats) = config
+    model, _, stages, micro, batch, (steps, warmup, repeats) = config[:6]
     return (["bash", EMULATE, "mpiexec", "-n", str(args.hosts), exe, "--model", model, "--stages", str(stages),
              "--batch", str(batch), "--micro-batches", str(micro), "--steps", str(steps), "--warmup", str(warmup),
-             "--repeats", str(repeats)])
+             "--repeats", str(repeats)] + list(config[6] if len(config) > 6 else []))
 
 
 def slowest(fabrics):
@@ -193,7 +200,7 @@ def traced(args, fabric, env, overrides, launch):
     -x), then `hpf-trace summary --json` of the merged trace. Not timed."""
     os.makedirs(args.trace_dir, exist_ok=True)
     for config in args.configs:
-        path = os.path.abspath(os.path.join(args.trace_dir, f"{fabric}-{config[0]}-{config[1].split()[0]}.json"))
+        path = os.path.abspath(os.path.join(args.trace_dir, f"{fabric}-{config[0]}-{re.sub('[^a-z0-9]+', '-', config[1])}.json"))
         extra = {"HPF_TRACE": path, "HPF_TRACE_STEPS": TRACED_STEPS}
         run = h.launch(f"{fabric} {config_key(config)} traced", hpf_cmd(args, config, args.hpf),
                        {**env, **extra}, {**overrides, **extra}, **launch)
@@ -216,15 +223,16 @@ def trace_tables(args):
         for fabric in args.fabrics:
             s, _ = args.traces.get((fabric, config_key(config)), (None, ""))
             if not s:
-                rows.append([fabric, config[0], config[1]] + ["-"] * 6)
+                rows.append([fabric, config[0], config[1]] + ["-"] * 7)
                 continue
             o = s["overall"]
             ms = lambda key: f"{o[key] / 1e3:,.1f}"
+            hidden = f"{100 * o['hidden'] / o['communication']:.0f} %" if o["communication"] > 0 else "-"
             rows.append([fabric, config[0], config[1], ms("step"), ms("compute"), ms("communication"),
-                         ms("hidden"), ms("exposed"), ms("bubble")])
+                         ms("hidden"), hidden, ms("exposed"), ms("bubble")])
     out = [f"### Where the step goes, per fabric (timeline of steps {TRACED_STEPS}, mean over ranks)", "",
            h.markdown_table(["fabric", "model", "strategy", "step ms", "compute ms", "communication ms", "hidden ms",
-                             "exposed ms", "of it bubble ms"], rows, "lllrrrrrr"), "",
+                             "hidden", "exposed ms", "of it bubble ms"], rows, "lllrrrrrrr"), "",
            "From a separate traced run per configuration and fabric (`HPF_TRACE`, `scripts/hpf-trace summary "
            "--json`), slower by what tracing costs. Communication: each operation from post to completion; "
            "hidden: the part of it while the rank computed; exposed: the rank blocked in a receive, a "

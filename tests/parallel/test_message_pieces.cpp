@@ -159,6 +159,7 @@ TEST_CASE("fit's links: pieces where the replicas span hosts, or everywhere when
   Buffer gradients("gradients", 100000), buffers("buffers", 0);
   hpf::StepOptions options;
   options.batch = 4 * static_cast<std::size_t>(world.size());
+  options.bucket_bytes = 4 << 20;  // the whole gradient in one bucket
   const auto messages = [&](const hpf::StepOptions& o) {
     hpf::MpiLinks<float, Space> links(grid, gradients, buffers, o);
     return links.bucket_pieces().front();
