@@ -200,7 +200,7 @@ def traced(args, fabric, env, overrides, launch):
     -x), then `hpf-trace summary --json` of the merged trace. Not timed."""
     os.makedirs(args.trace_dir, exist_ok=True)
     for config in args.configs:
-        path = os.path.abspath(os.path.join(args.trace_dir, f"{fabric}-{config[0]}-{re.sub('[^a-z0-9]+', '-', config[1])}.json"))
+        path = os.path.abspath(os.path.join(args.trace_dir, f"{fabric}-{config[0]}-{re.sub('[^a-z0-9]+', '-', config[1].lower())}.json"))
         extra = {"HPF_TRACE": path, "HPF_TRACE_STEPS": TRACED_STEPS}
         run = h.launch(f"{fabric} {config_key(config)} traced", hpf_cmd(args, config, args.hpf),
                        {**env, **extra}, {**overrides, **extra}, **launch)

@@ -23,7 +23,7 @@ declare -A allowed=(
   [train]="meta tensor trace layers model optim comm data parallel io oracle config.hpp"
   # the oracle reads the partition and the schedule, never MPI (architecture.md); its calibration
   # loads training samples the way a step does
-  [oracle]="meta tensor trace layers model optim io/detail/json.hpp parallel/partition.hpp parallel/schedule.hpp parallel/gradient_reduction.hpp data/dataset.hpp parallel/batch_loader.hpp"
+  [oracle]="meta tensor trace layers model optim io/detail/json.hpp parallel/partition.hpp parallel/schedule.hpp parallel/gradient_reduction.hpp parallel/bucket_size.hpp data/dataset.hpp parallel/batch_loader.hpp"
 )
 
 # check FOLDER FILE...: prints each include of FILE that FOLDER may not use; fails if any.
