@@ -44,7 +44,7 @@ TEST_CASE("Automatic bucket size: an eighth of the gradient without a cost, sqrt
   CHECK_FALSE(hpf::ExchangeCost{.alpha_s = 0, .beta_s_per_byte = 1e-9}.known());
   CHECK(hpf::describe_bucket_bytes(0, 1 << 20, cost, 323817) ==
         "316 KiB (automatic: 1.0 MiB of gradients, exchange 100 us + 1.05e+03 us/MiB)");
-  CHECK(hpf::describe_bucket_bytes(0, 8 << 20, {}, 1 << 20) == "1.0 MiB (automatic: 8.0 MiB of gradients in 8, no exchange cost known)");
+  CHECK(hpf::describe_bucket_bytes(0, 8 << 20, {}, 1 << 20) == "1.0 MiB (automatic: 8.0 MiB of gradients, no exchange cost known)");
   CHECK(hpf::describe_bucket_bytes(4096, 8 << 20, {}, 4096) == "4 KiB (bucket_bytes as given)");
 }
 

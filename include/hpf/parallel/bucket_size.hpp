@@ -64,7 +64,7 @@ inline std::string describe_bucket_bytes(std::size_t requested, std::size_t grad
   std::string text = readable(static_cast<double>(bucket_bytes));
   if (requested != automatic_bucket_bytes) return text + " (bucket_bytes as given)";
   text += " (automatic: " + readable(static_cast<double>(gradient_bytes)) + " of gradients";
-  if (!cost.known()) return text + " in " + std::to_string(automatic_bucket_count) + ", no exchange cost known)";
+  if (!cost.known()) return text + ", no exchange cost known)";
   char line[112];
   std::snprintf(line, sizeof line, ", exchange %.3g us + %.3g us/MiB)", cost.alpha_s * 1e6,
                 cost.beta_s_per_byte * (1 << 20) * 1e6);
