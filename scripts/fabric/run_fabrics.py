@@ -5,8 +5,9 @@ unshaped links), scripts/fabric/emulate.sh makes 4 hosts as network namespaces o
 hpf_bench_parallel_throughput trains on them, one rank per host, launched by Open MPI over TCP
 exactly as on a cluster: data-parallel (4 replicas) and hybrid (2 pipeline stages x 2 replicas),
 on a model whose step is dominated by the gradient exchange (the MLP: 0.67 M parameters, little
-arithmetic) and on one dominated by arithmetic (ResNet-20). Prints the table and writes the
-`fabrics` section of benchmarks/RESULTS.md. As root (network namespaces):
+arithmetic) and on one dominated by arithmetic (ResNet-20); data-parallel also with one 4 MiB
+gradient bucket, the fixed size before automatic buckets, to show what overlapping backward
+gains. Prints the table and writes the `fabrics` section of benchmarks/RESULTS.md. As root (network namespaces):
 
   /usr/bin/python3 scripts/fabric/run_fabrics.py                        # ~10 min on 2 cores
   /usr/bin/python3 scripts/fabric/run_fabrics.py --fabrics 1gbit,unshaped --rounds 1 --no-write
@@ -55,7 +56,7 @@ COMM_RUNNER = os.path.join(ROOT, "benchmarks", "comm", "run_comm_benchmark.py")
 # (model, strategy, stages, micro-batches, global batch, (steps per block, warm-up, blocks)). The
 # same global batch everywhere: data-parallel is 64 per replica, hybrid 128 per replica in 4
 # micro-batches of 32.
-# An eighth element: more arguments. "one 4 MiB bucket" is the bucket size hpf had before sizing
+# A seventh element: more arguments. "one 4 MiB bucket" is the bucket size hpf had before sizing
 # buckets per stage (StepOptions::bucket_bytes): both models' whole gradient in one bucket, which
 # backward cannot overlap.
 ONE_BUCKET = ["--bucket-bytes", str(4 << 20)]
