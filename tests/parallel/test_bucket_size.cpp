@@ -92,3 +92,12 @@ TEST_CASE("Training says each stage's buckets in its log, and trains bit for bit
   reference.pieces_on_one_host = true;
   hpf_test::check_strategy_all<Model, hpf::DataParallel>(reference, source, 4);
 }
+
+TEST_CASE("A machine profile that cannot be read stops every rank of a named strategy, naming the file") {
+  const hpf::comm::Communicator world;
+  hpf::TrainOptions o = options();
+  o.log = nullptr;
+  o.oracle_profile = "/nonexistent/profile.json";
+  CHECK_THROWS_WITH_AS((hpf::fit<Model, hpf::DataParallel>(world, o, hpf_test::synthetic_source<Model>(24 * 4))),
+                       doctest::Contains("cannot read the machine profile '/nonexistent/profile.json'"), hpf::comm::UsageError);
+}
