@@ -45,6 +45,16 @@ class Communicator {
     return result;
   }
 
+  /// The ranks of this communicator on this rank's host (shared-memory node,
+  /// MPI_COMM_TYPE_SHARED), in this communicator's rank order. Collective.
+  Communicator on_this_host() const {
+    MPI_Comm node = MPI_COMM_NULL;
+    check(MPI_Comm_split_type(get(), MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
+    Communicator result(adopt_tag{});
+    result.adopt(node);
+    return result;
+  }
+
   /// For each of its ranks, whether it runs on this rank's host (shared-memory node,
   /// MPI_COMM_TYPE_SHARED): the same relation seen from both ends. Collective.
   std::vector<bool> ranks_on_this_host() const {

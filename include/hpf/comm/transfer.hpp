@@ -237,10 +237,10 @@ T allreduce_value(const Communicator& comm, T value, MPI_Op op = MPI_SUM, const 
   return result;
 }
 
-/// Copies `root`'s contiguous view into the same view on every rank of `comm`.
+/// Starts copying `root`'s contiguous view into the same view on every rank of `comm`.
 template <class View>
-void broadcast(const Communicator& comm, const View& v, int root, const WaitFor& what = {}) {
-  trace::Region region("hpf::comm::broadcast");
+Request ibroadcast(const Communicator& comm, const View& v, int root, const WaitFor& what = {}) {
+  trace::Region region("hpf::comm::ibroadcast");
   const int count = detail::count_of(v, "broadcast");
   using T = typename View::value_type;
   typename View::execution_space().fence();
@@ -248,14 +248,86 @@ void broadcast(const Communicator& comm, const View& v, int root, const WaitFor&
   MPI_Request request = MPI_REQUEST_NULL;
   if constexpr (detail::direct_v<View>) {
     check(MPI_Ibcast(v.data(), count, datatype<T>(), root, comm.get(), &request), "MPI_Ibcast");
-    watched_wait(request, w);
+    return Request(request, w);
   } else {
-    auto staging = detail::host_staging(v);
+    auto staging = std::make_shared<decltype(detail::host_staging(v))>(detail::host_staging(v));
     const auto target = detail::flat(v);
-    if (comm.rank() == root) Kokkos::deep_copy(staging, target);
-    check(MPI_Ibcast(staging.data(), count, datatype<T>(), root, comm.get(), &request), "MPI_Ibcast");
-    watched_wait(request, w);
-    Kokkos::deep_copy(target, staging);
+    if (comm.rank() == root) Kokkos::deep_copy(*staging, target);
+    check(MPI_Ibcast(staging->data(), count, datatype<T>(), root, comm.get(), &request), "MPI_Ibcast");
+    return Request(request, w, staging, [staging, target] { Kokkos::deep_copy(target, *staging); });
+  }
+}
+
+/// Copies `root`'s contiguous view into the same view on every rank of `comm`.
+template <class View>
+void broadcast(const Communicator& comm, const View& v, int root, const WaitFor& what = {}) {
+  ibroadcast(comm, v, root, what).wait();
+}
+
+/// Starts gathering every rank's contiguous `part` into `all` on `root` (comm.size() times its
+/// size, in rank order; `all` is not used on other ranks).
+template <class PartView, class AllView>
+Request igather(const Communicator& comm, const PartView& part, const AllView& all, int root, const WaitFor& what = {}) {
+  trace::Region region("hpf::comm::igather");
+  const int count = detail::count_of(part, "igather");
+  const bool receives = comm.rank() == root;
+  if (receives && all.size() != part.size() * static_cast<std::size_t>(comm.size())) {
+    throw std::invalid_argument("hpf::comm: igather needs a receive view of size x part size on its root");
+  }
+  using T = typename PartView::value_type;
+  static_assert(std::is_same_v<std::remove_const_t<T>, typename AllView::value_type>,
+                "hpf::comm::igather: part and result must hold the same scalar type");
+  typename PartView::execution_space().fence();
+  MPI_Request request = MPI_REQUEST_NULL;
+  const WaitFor w = detail::collective(what, "MPI_Igather", "gather", comm, detail::bytes_of(part));
+  if constexpr (detail::direct_v<PartView> && detail::direct_v<AllView>) {
+    check(MPI_Igather(part.data(), count, datatype<T>(), receives ? all.data() : nullptr, count, datatype<T>(), root,
+                      comm.get(), &request),
+          "MPI_Igather");
+    return Request(request, w);
+  } else {
+    struct Staging {
+      decltype(detail::host_staging(part)) send;
+      decltype(detail::host_staging(all)) receive;
+    };
+    auto staging = std::make_shared<Staging>(Staging{detail::host_staging(part), {}});
+    if (receives) staging->receive = detail::host_staging(all);
+    Kokkos::deep_copy(staging->send, detail::flat(part));
+    check(MPI_Igather(staging->send.data(), count, datatype<T>(), receives ? staging->receive.data() : nullptr, count,
+                      datatype<T>(), root, comm.get(), &request),
+          "MPI_Igather");
+    if (!receives) return Request(request, w, staging);
+    const auto target = detail::flat(all);
+    return Request(request, w, staging, [staging, target] { Kokkos::deep_copy(target, staging->receive); });
+  }
+}
+
+/// Starts reducing a contiguous view over all ranks of `comm` into the same view on `root` (in
+/// place there; the other ranks' views are only read).
+template <class View>
+Request ireduce(const Communicator& comm, const View& v, int root, MPI_Op op = MPI_SUM, const WaitFor& what = {}) {
+  trace::Region region("hpf::comm::ireduce");
+  const int count = detail::count_of(v, "ireduce");
+  using T = typename View::value_type;
+  typename View::execution_space().fence();
+  const bool receives = comm.rank() == root;
+  MPI_Request request = MPI_REQUEST_NULL;
+  const WaitFor w = detail::collective(what, "MPI_Ireduce", "reduce", comm, detail::bytes_of(v));
+  const auto post = [&](T* data) {
+    check(MPI_Ireduce(receives ? MPI_IN_PLACE : data, receives ? data : nullptr, count, datatype<T>(), op, root,
+                      comm.get(), &request),
+          "MPI_Ireduce");
+  };
+  if constexpr (detail::direct_v<View>) {
+    post(v.data());
+    return Request(request, w);
+  } else {
+    auto staging = std::make_shared<decltype(detail::host_staging(v))>(detail::host_staging(v));
+    const auto target = detail::flat(v);
+    Kokkos::deep_copy(*staging, target);
+    post(staging->data());
+    if (!receives) return Request(request, w, staging);
+    return Request(request, w, staging, [staging, target] { Kokkos::deep_copy(target, *staging); });
   }
 }
 
