@@ -38,6 +38,12 @@ TEST_CASE("MLP: messages in pieces, as between hosts, train bit for bit as one p
   hpf_test::check_every_layout<Model, hpf::Pipeline<hpf::Cuts<3>>, hpf::Pipeline<hpf::Balanced<3>>,
                                hpf::Pipeline<hpf::Balanced<4>>>(o, source, steps);
 }
+TEST_CASE("MLP: gradients summed per host first (here one host of all replicas) train bit for bit as one process") {
+  auto o = options();
+  o.hierarchy = hpf::HostHierarchy::on;
+  hpf_test::check_every_layout<Model, hpf::Pipeline<hpf::Cuts<3>>, hpf::Pipeline<hpf::Balanced<3>>,
+                               hpf::Pipeline<hpf::Balanced<4>>>(o, source, steps);
+}
 TEST_CASE("MLP: data parallel through MPI_Iallreduce (summation order of the MPI library)") {
   auto o = options();
   o.reduction = hpf::GradientReduction::allreduce;

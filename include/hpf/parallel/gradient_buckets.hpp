@@ -3,11 +3,13 @@
 #define HPF_PARALLEL_GRADIENT_BUCKETS_HPP
 
 #include <hpf/comm/communicator.hpp>
+#include <hpf/comm/host_groups.hpp>
 #include <hpf/comm/request.hpp>
 #include <hpf/comm/transfer.hpp>
 #include <hpf/comm/watchdog.hpp>
 #include <hpf/tensor/ordered_sum.hpp>
 #include <hpf/parallel/gradient_reduction.hpp>
+#include <hpf/parallel/hierarchical_exchange.hpp>
 #include <hpf/tensor/views.hpp>
 #include <hpf/trace/region.hpp>
 #include <hpf/trace/span.hpp>
@@ -17,6 +19,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -36,6 +39,10 @@ namespace hpf {
 /// A bucket may travel in pieces (fixed sub-ranges, each its own collective, summed as it
 /// arrives): the same tree per element, so the same bits.
 ///
+/// With HostHierarchy::on (by default when the replicas span hosts and share some) each piece
+/// goes through HierarchicalExchange: summed inside each host first, exchanged among one leader
+/// per host, broadcast back; for the ordered reduction only where that keeps the same tree.
+///
 /// A replica may train several data shards per step (TrainOptions::shards_per_replica, C): under
 /// the ordered reduction each shard's gradient is parked (park()) and every bucket gathers the C
 /// parked parts of every replica, so the tree adds all R x C shards in global shard order
@@ -49,9 +56,10 @@ class GradientBuckets {
   /// `shards_per_replica` (C): data shards each replica trains per step.
   /// `piece_bytes`: each bucket travels in messages of at most this many bytes (0: one message
   /// per bucket; StepOptions::exchange_piece_bytes says why).
+  /// `hierarchy`: whether replicas on one host combine first (collective over `replicas`).
   GradientBuckets(comm::Communicator replicas, Buffer<T, Space> gradients, std::size_t bucket_bytes,
                   GradientReduction reduction, int stage = -1, std::size_t shards_per_replica = 1,
-                  std::size_t piece_bytes = 0)
+                  std::size_t piece_bytes = 0, HostHierarchy hierarchy = HostHierarchy::off)
       : replicas_(std::move(replicas)), gradients_(gradients), parts_(shards_per_replica),
         reduction_(resolve(reduction, static_cast<std::size_t>(replicas_.size()) * parts_)), stage_(stage) {
     if (reduction_ == GradientReduction::ordered && static_cast<std::size_t>(replicas_.size()) * parts_ > ordered_sum_max_parts) {
@@ -74,7 +82,8 @@ class GradientBuckets {
     }
     first_piece_.push_back(piece_begins_.size());
     requests_.resize(piece_begins_.size() * parts_);
-    if (reduction_ == GradientReduction::ordered && shards() > 1) {
+    choose_hierarchy(hierarchy);
+    if (reduction_ == GradientReduction::ordered && shards() > 1 && !hierarchical_) {
       gathered_.resize(begins_.size());
       for (std::size_t b = 0; b < begins_.size(); ++b) {
         gathered_[b] = Buffer<T, Space>("hpf::GradientBuckets::gathered", (ends_[b] - begins_[b]) * shards());
@@ -99,13 +108,20 @@ class GradientBuckets {
   bool parks() const { return parked_.extent(0) > 0; }
 
   /// Call before the backward passes of a step.
-  void begin_step() { started_ = 0; }
+  void begin_step() {
+    started_ = 0;
+    if (hierarchical_) hierarchical_->reset();
+  }
 
   /// Every gradient at flat offset >= `offset` is final for this step: start the buckets that
   /// lie entirely above it, and advance the ones in flight.
   void ready(std::size_t offset) {
     if (shards() == 1) return;
     while (started_ < begins_.size() && begins_[started_] >= offset) start(started_++);
+    if (hierarchical_) {
+      hierarchical_->progress();
+      return;
+    }
     for (std::size_t k = 0; k < first_piece_[started_]; ++k) {
       if (piece_arrived(k)) sum_gathered(k);
     }
@@ -119,6 +135,10 @@ class GradientBuckets {
     {
       const trace::Span posting(trace::Track::wait, "start buckets");  // the thread is inside MPI
       ready(0);
+    }
+    if (hierarchical_) {
+      hierarchical_->finish(piece_begins_.size());
+      return;
     }
     for (std::size_t b = 0; b < begins_.size(); ++b) {
       for (std::size_t k = first_piece_[b]; k < first_piece_[b + 1]; ++k) {
@@ -136,6 +156,12 @@ class GradientBuckets {
   /// Buckets started so far in this step (all of them after finish()).
   std::size_t started() const { return started_; }
   GradientReduction reduction() const { return reduction_; }
+  /// How buckets cross hosts, for the log: "summed per host first (2 hosts x 2 ranks)", "flat:
+  /// ..." where a hierarchy was asked for or would apply but cannot keep the ordered tree, or
+  /// empty (flat, nothing to say).
+  const std::string& hierarchy() const { return hierarchy_note_; }
+  /// Whether buckets are summed per host first (HierarchicalExchange).
+  bool summed_per_host() const { return hierarchical_.has_value(); }
   /// What waiting for bucket b waits for: "allreduce of gradient bucket 4 (1.2 MiB) of stage 1
   /// among 2 replicas" (allgather with the ordered reduction).
   comm::WaitFor waiting_for(std::size_t b) const {
@@ -162,10 +188,35 @@ class GradientBuckets {
     for (std::size_t j = 0; j < parts_; ++j) all = requests_[k * parts_ + j].test() && all;  // tests every part
     return all;
   }
+  /// Decides whether pieces go through a HierarchicalExchange (same answer on every replica).
+  void choose_hierarchy(HostHierarchy asked) {
+    if (asked == HostHierarchy::off || shards() == 1) return;
+    if (parts_ > 1) {
+      if (asked == HostHierarchy::on) hierarchy_note_ = "flat: several data shards per replica";
+      return;
+    }
+    comm::HostGroups hosts = comm::HostGroups::of(replicas_);
+    if (hosts.largest_host == 1 || (asked == HostHierarchy::automatic && hosts.hosts == 1)) return;
+    if (reduction_ == GradientReduction::ordered && !hosts.aligned) {
+      hierarchy_note_ = "flat: the ordered reduction sums per host only where host h holds replicas [h L, h L + L) for a "
+                        "power of two L (" + hosts.describe() + ")";
+      return;
+    }
+    hierarchy_note_ = "summed per host first (" + hosts.describe() + ")";
+    std::vector<std::pair<std::size_t, std::size_t>> pieces;
+    for (std::size_t k = 0; k < piece_begins_.size(); ++k) pieces.emplace_back(piece_begins_[k], piece_end(k));
+    hierarchical_.emplace(std::move(hosts), gradients_, reduction_, std::move(pieces));
+  }
   void start(std::size_t b) {
     // One span per bucket, closed when its last piece's last part is seen complete.
     trace::Pending span = trace::Pending::open(trace::Track::collective, "allreduce", tags(b));
     const std::size_t last = first_piece_[b + 1] - 1;
+    if (hierarchical_) {
+      for (std::size_t k = first_piece_[b]; k <= last; ++k) {
+        hierarchical_->start(k, waiting_for(b), k == last ? std::move(span) : trace::Pending{});
+      }
+      return;
+    }
     if (reduction_ != GradientReduction::ordered) {
       for (std::size_t k = first_piece_[b]; k <= last; ++k) {
         const auto piece = Kokkos::subview(gradients_, Kokkos::make_pair(piece_begins_[k], piece_end(k)));
@@ -214,6 +265,8 @@ class GradientBuckets {
   std::vector<std::size_t> first_piece_;     // bucket b's pieces: [first_piece_[b], first_piece_[b + 1])
   std::vector<comm::Request> requests_;
   std::size_t started_ = 0;
+  std::optional<HierarchicalExchange<T, Space>> hierarchical_;  // HostHierarchy in effect
+  std::string hierarchy_note_;
 };
 
 }  // namespace hpf

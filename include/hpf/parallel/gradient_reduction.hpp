@@ -21,6 +21,32 @@ enum class GradientReduction {
   allreduce,
 };
 
+/// Whether replicas on one host combine their gradients before they cross hosts.
+enum class HostHierarchy {
+  /// `on` when the replicas span hosts and some host holds more than one of them, else `off`.
+  automatic,
+  /// Each bucket is gathered (ordered) or reduced (allreduce) to one leader per host through
+  /// shared memory, exchanged among the leaders only, and broadcast back inside each host: a
+  /// host's link carries one host's share instead of every rank's. The ordered reduction adds
+  /// each host's part as a subtree of the same tree, so the bits do not change; it needs host h
+  /// to hold replicas [h L, h L + L) for a power of two L (as `mpiexec --map-by slot` places
+  /// them) and otherwise stays flat, as the training log says.
+  on,
+  /// Every replica exchanges with every other directly.
+  off,
+};
+
+inline const char* to_string(HostHierarchy h) {
+  switch (h) {
+    case HostHierarchy::on:
+      return "on";
+    case HostHierarchy::off:
+      return "off";
+    default:
+      return "automatic";
+  }
+}
+
 /// The reduction actually used by `replicas` replicas.
 constexpr GradientReduction resolve(GradientReduction r, std::size_t replicas) {
   if (r != GradientReduction::automatic) return r;

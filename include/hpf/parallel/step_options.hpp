@@ -52,6 +52,10 @@ struct StepOptions {
   /// How replicas combine gradients (and in which order single-process training adds the
   /// pieces of data_shards shards, to reproduce it).
   GradientReduction reduction = GradientReduction::automatic;
+  /// Whether replicas sharing a host sum their gradients there before the exchange crosses
+  /// hosts (hpf::HostHierarchy; by default where the replicas span hosts and share one). The
+  /// training log says what each stage does.
+  HostHierarchy hierarchy = HostHierarchy::automatic;
   OptimizerOptions optimizer = SgdOptions{.learning_rate = 0.05, .momentum = 0.9};
   /// Seed and scheme of the initial weights.
   NetworkOptions network{};

@@ -86,6 +86,7 @@ inline comm::Facts run_facts(const ProgramTypes& types, const TrainOptions& o, s
           {"exchange_piece_bytes", text(o.exchange_piece_bytes)},
           {"pieces_on_one_host", text(o.pieces_on_one_host)},
           {"reduction", text(static_cast<int>(o.reduction))},
+          {"hierarchy", to_string(o.hierarchy)},
           {"steps_per_epoch", text(o.steps_per_epoch)},
           {"data_seed", text(o.data_seed)},
           {"network seed", text(o.network.seed)},

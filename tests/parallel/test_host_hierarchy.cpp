@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: MIT
+// Gradients summed per host first (StepOptions::hierarchy): which host layouts keep the ordered
+// reduction's tree, the bits of one process for the ordered reduction and one sum on every rank
+// for MPI's allreduce, in whole buckets and in pieces, and the training log's word for it. Here
+// every rank is on one host, so `on` makes one host of all replicas; scripts/fabric runs the same
+// test on emulated hosts (tests/fabric/test_hierarchy.sh).
+#include <hpf/hpf.hpp>
+
+#include <support/equivalence.hpp>
+#include <support/shard_gradients.hpp>
+
+#include <doctest/doctest.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+using Place = hpf::comm::HostGroups::Place;
+
+/// in_aligned_block on every rank of hosts of the given sizes holding consecutive ranks.
+bool consecutive_hosts_aligned(const std::vector<int>& sizes) {
+  int ranks = 0, largest = 0;
+  for (const int s : sizes) ranks += s, largest = std::max(largest, s);
+  int lowest = 0;
+  for (const int s : sizes) {
+    for (int h = 0; h < s; ++h) {
+      const Place p{.rank = lowest + h, .ranks = ranks, .host_rank = h, .host_size = s, .lowest_on_host = lowest, .largest_host = largest};
+      if (!hpf::comm::HostGroups::in_aligned_block(p)) return false;
+    }
+    lowest += s;
+  }
+  return true;
+}
+}  // namespace
+
+TEST_CASE("Hosts keep the ordered tree when host h holds ranks [h L, h L + L) for a power of two L") {
+  CHECK(consecutive_hosts_aligned({2, 2}));
+  CHECK(consecutive_hosts_aligned({2, 2, 2}));
+  CHECK(consecutive_hosts_aligned({4, 4, 2}));  // the last host may hold fewer
+  CHECK(consecutive_hosts_aligned({1, 1, 1}));
+  CHECK_FALSE(consecutive_hosts_aligned({3, 3}));     // not a power of two
+  CHECK_FALSE(consecutive_hosts_aligned({2, 4}));     // a host before the last holds fewer
+  CHECK_FALSE(consecutive_hosts_aligned({4, 2, 4}));
+  // Round-robin placement: ranks 0 and 2 on one host, 1 and 3 on the other.
+  CHECK_FALSE(hpf::comm::HostGroups::in_aligned_block(
+      {.rank = 2, .ranks = 4, .host_rank = 1, .host_size = 2, .lowest_on_host = 0, .largest_host = 2}));
+}
+
+TEST_CASE("This world's hosts: one leader each, the hosts' count the same on every rank") {
+  const hpf::comm::Communicator world;
+  const hpf::comm::HostGroups hosts = hpf::comm::HostGroups::of(world);
+  const std::vector<bool> near = world.ranks_on_this_host();
+  CHECK(hosts.host.size() == static_cast<int>(std::count(near.begin(), near.end(), true)));
+  CHECK(hosts.largest_host >= hosts.host.size());
+  if (hosts.leader()) CHECK(hosts.leaders.size() == hosts.hosts);
+  if (!world.spans_hosts()) {
+    CHECK(hosts.hosts == 1);
+    CHECK(hosts.aligned);
+    CHECK(hosts.describe() == "1 host x " + std::to_string(world.size()) + (world.size() == 1 ? " rank" : " ranks"));
+  }
+}
+
+TEST_CASE("Summed per host first: one process's bits (ordered), one sum on every rank (allreduce)") {
+  const hpf::comm::Communicator world;
+  const std::size_t n = 10007, replicas = static_cast<std::size_t>(world.size());
+  const std::vector<float> expected = hpf_test::one_process(replicas, n);
+  const auto ordered = hpf::GradientReduction::ordered, allreduce = hpf::GradientReduction::allreduce;
+  for (const auto hierarchy : {hpf::HostHierarchy::on, hpf::HostHierarchy::automatic}) {
+    for (const std::size_t piece_bytes : {std::size_t{0}, std::size_t{1000}, std::size_t{4096}}) {
+      CAPTURE(piece_bytes);
+      CHECK(hpf_test::same_bits(hpf_test::reduce(world, n, 1, ordered, 16384, piece_bytes, hierarchy), expected));
+      // MPI's order: close to one process's sum, and the same bits on every rank.
+      std::vector<float> mine = hpf_test::reduce(world, n, 1, allreduce, 16384, piece_bytes, hierarchy);
+      REQUIRE(mine.size() == n);
+      for (std::size_t i = 0; i < n; i += 97) CHECK(mine[i] == doctest::Approx(expected[i]).epsilon(1e-5));
+      std::vector<float> first = mine;
+      hpf_test::broadcast_vector(world, first);
+      CHECK(hpf_test::same_bits(mine, first));
+    }
+  }
+  // Parked shards (several per replica) stay flat, with the same bits.
+  CHECK(hpf_test::same_bits(hpf_test::reduce(world, n, 2, ordered, 16384, 0, hpf::HostHierarchy::on),
+                            hpf_test::one_process(replicas * 2, n)));
+}
+
+TEST_CASE("The training log says where gradients are summed per host first") {
+  const hpf::comm::Communicator world;
+  using Model = hpf::zoo::Mlp;
+  hpf::TrainOptions o;
+  o.batch = 24;
+  o.evaluate = false;
+  o.progress = hpf::ProgressMode::none;
+  o.steps_per_epoch = 1;
+  o.hierarchy = hpf::HostHierarchy::on;
+  std::ostringstream log;
+  o.log = &log;
+  hpf::fit<Model, hpf::DataParallel>(world, o, hpf_test::synthetic_source<Model>(24));
+  const hpf::comm::HostGroups hosts = hpf::comm::HostGroups::of(world);
+  if (world.rank() == 0 && world.size() > 1) {
+    INFO(log.str());
+    const std::string said = hosts.aligned ? "summed per host first (" + hosts.describe() + ")"
+                                           : "flat: the ordered reduction sums per host only where";
+    CHECK(log.str().find(said) != std::string::npos);
+  }
+  if (world.size() == 1) CHECK(log.str().find("gradient exchange") == std::string::npos);
+  o.hierarchy = hpf::HostHierarchy::off;
+  std::ostringstream flat;
+  o.log = &flat;
+  hpf::fit<Model, hpf::DataParallel>(world, o, hpf_test::synthetic_source<Model>(24));
+  CHECK(flat.str().find("per host") == std::string::npos);
+}
