@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
 # Emulated multi-host fabrics on one machine: N hosts as network namespaces on one switch, each
 # host's link shaped to a rate, and Open MPI launched across them over TCP exactly as on a cluster
-# (a hostfile of the hosts' addresses, one rank per host, a remote-launch agent). As root:
+# (a hostfile of the hosts' addresses, HPF_FABRIC_SLOTS ranks per host, a remote-launch agent).
+# As root:
 #
 #   scripts/fabric/emulate.sh up N RATE          make N hosts on a switch, links shaped to RATE
 #   scripts/fabric/emulate.sh mpiexec ARGS...    mpirun on the fabric that is up, from host 0,
 #                                                e.g. `mpiexec -n 4 build/benchmarks/hpf_bench_...`
+#   scripts/fabric/emulate.sh exec I -- COMMAND...  COMMAND in host I of the fabric that is up (a
+#                                                program that is not launched by MPI, e.g. one
+#                                                PyTorch process per host), bounded in time
 #   scripts/fabric/emulate.sh check [SECONDS]    achieved TCP rate host 0 -> host 1 (default 2 s)
 #   scripts/fabric/emulate.sh status             the fabric's hosts, addresses and qdiscs
 #   scripts/fabric/emulate.sh down               remove the fabric, also what a crashed run left
 #   scripts/fabric/emulate.sh run N RATE [--mpiexec-args "ARGS"] -- PROGRAM [ARGS...]
-#                                                up, PROGRAM as N ranks (one per host), down
+#                                                up, PROGRAM as N x HPF_FABRIC_SLOTS ranks, down
 #   scripts/fabric/emulate.sh with N RATE -- COMMAND...
 #                                                up, COMMAND in this shell's namespace with
 #                                                HPF_FABRIC_MPIEXEC (a launcher taking mpiexec's
@@ -32,10 +36,11 @@
 #   cap the rate below RATE. Queue: HPF_FABRIC_QUEUE_MS (default 10 ms) at RATE before drops.
 #   Latency is the veth's (microseconds): no delay is added (sch_netem is not needed). TCP's
 #   autocorking is off in the hosts (no_autocork says why).
-#   Open MPI: the hostfile lists NET.1..NET.N with slots=1; mpirun runs in host 0 and starts the
-#   other hosts' daemons through scripts/fabric/netns_agent.sh (in place of ssh: address ->
-#   namespace, clean environment, own hostname); pml ob1, btl tcp,self and both TCP interfaces
-#   restricted to NET.0/24, so no rank pair uses shared memory or another interface; IPv6 is off
+#   Open MPI: the hostfile lists NET.1..NET.N with slots=HPF_FABRIC_SLOTS; mpirun runs in host 0
+#   and starts the other hosts' daemons through scripts/fabric/netns_agent.sh (in place of ssh:
+#   address -> namespace, clean environment, own hostname); pml ob1, btl tcp,self (and vader, the
+#   shared memory of ranks on one host, with several slots) and both TCP interfaces restricted to
+#   NET.0/24, so no two hosts' ranks use shared memory or another interface; IPv6 is off
 #   in every namespace. --bind-to none and mpi_yield_when_idle 1: the hosts share this machine's
 #   cores, so a waiting rank should not spin on a core another host's rank computes on
 #   (HPF_FABRIC_YIELD=0 turns this off). Forwarded with -x: OMP_NUM_THREADS, OPENBLAS_NUM_THREADS,
@@ -47,6 +52,7 @@
 #                         `down` removes exactly PREFIXsw and PREFIX<number>, nothing else
 #   HPF_FABRIC_NET        the hosts' /24 (default 10.77.0.0/24)
 #   HPF_FABRIC_TIMEOUT    seconds any launch or `run`/`with` may take (default 900)
+#   HPF_FABRIC_SLOTS      ranks per host (default 1); mpirun fills host 0 first (--map-by slot)
 #   HPF_FABRIC_MPIRUN     Open MPI's launcher (default mpirun.openmpi, else mpirun)
 #   HPF_FABRIC_MPIEXEC_ARGS  extra mpirun arguments for every launch (e.g. "--mca btl_base_verbose 30")
 #   HPF_FABRIC_YIELD      0: ranks poll while they wait, as Open MPI does on a real cluster
@@ -62,6 +68,7 @@ limit_s=${HPF_FABRIC_TIMEOUT:-900}
 burst_ms=${HPF_FABRIC_BURST_MS:-1}
 queue_ms=${HPF_FABRIC_QUEUE_MS:-10}
 mtu=${HPF_FABRIC_MTU:-1500}
+slots=${HPF_FABRIC_SLOTS:-1}
 state_root=${HPF_FABRIC_STATE:-/run/hpf-fabric}
 state=$state_root/$prefix
 switch=${prefix}sw
@@ -75,7 +82,7 @@ fail() { echo "emulate.sh: $*" >&2; exit 2; }
 [[ "$net_cidr" =~ ^([0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3})\.0/24$ ]] ||
   fail "HPF_FABRIC_NET must be a /24 such as 10.77.0.0/24, got '$net_cidr'"
 net=${BASH_REMATCH[1]}
-for setting in HPF_FABRIC_TIMEOUT=$limit_s HPF_FABRIC_BURST_MS=$burst_ms HPF_FABRIC_QUEUE_MS=$queue_ms HPF_FABRIC_MTU=$mtu; do
+for setting in HPF_FABRIC_TIMEOUT=$limit_s HPF_FABRIC_SLOTS=$slots HPF_FABRIC_BURST_MS=$burst_ms HPF_FABRIC_QUEUE_MS=$queue_ms HPF_FABRIC_MTU=$mtu; do
   [[ "${setting#*=}" =~ ^[1-9][0-9]*$ ]] || fail "${setting%%=*} must be a positive whole number, got '${setting#*=}'"
 done
 
@@ -173,9 +180,9 @@ fabric_up() {
       shape "$switch" "port$i" "$rate"
     fi
     echo "$addr $ns" >> "$state/hosts"
-    echo "$addr slots=1" >> "$state/hostfile"
+    echo "$addr slots=$slots" >> "$state/hostfile"
   done
-  echo "$n $rate $net_cidr" > "$state/fabric"
+  echo "$n $rate $net_cidr $slots" > "$state/fabric"
   # A launcher other tools can take as their mpiexec (benchmark runners' --mpiexec).
   cat > "$state/mpiexec" <<EOF
 #!/bin/sh
@@ -222,7 +229,7 @@ fabric_down() {
 
 load_state() {
   [ -f "$state/fabric" ] || fail "no fabric '$prefix' is up ('$0 up N RATE' makes one)"
-  read -r fabric_n fabric_rate _ < "$state/fabric"
+  read -r fabric_n fabric_rate _ fabric_slots < "$state/fabric"
 }
 
 # The mpirun command line of a launch on the fabric that is up, into the array launch.
@@ -233,9 +240,9 @@ launch_command() {
   launch=("$mpirun")
   [ "$(id -u)" -ne 0 ] || launch+=(--allow-run-as-root)
   # shellcheck disable=SC2054  # tcp,self is one argument
-  launch+=(--hostfile "$state/hostfile" --bind-to none
+  launch+=(--hostfile "$state/hostfile" --bind-to none --map-by slot
            --mca plm_rsh_agent "$here/netns_agent.sh" --mca plm_rsh_no_tree_spawn 1
-           --mca pml ob1 --mca btl tcp,self
+           --mca pml ob1 --mca btl "tcp,self$([ "${fabric_slots:-1}" -eq 1 ] || echo ,vader)"
            --mca btl_tcp_if_include "$net_cidr" --mca oob_tcp_if_include "$net_cidr")
   # The emulated hosts share this machine's cores: a rank waiting for the network yields its core
   # to the ranks computing (on separate machines its polling would cost the others nothing).
@@ -255,7 +262,7 @@ fabric_mpiexec() {
   need_root
   load_state
   launch_command
-  say "launching on ${prefix}0 ($fabric_n hosts, $fabric_rate): $(printf '%q ' "${launch[@]}" "$@")"
+  say "launching on ${prefix}0 ($fabric_n hosts x ${fabric_slots:-1} slots, $fabric_rate): $(printf '%q ' "${launch[@]}" "$@")"
   in_host "${prefix}0"
   HPF_FABRIC_HOSTS=$state/hosts timeout --kill-after=15 "$limit_s" "${in_host[@]}" "${launch[@]}" "$@"
 }
@@ -314,6 +321,18 @@ case "$mode" in
   mpiexec)
     fabric_mpiexec "$@"
     ;;
+  exec)
+    [ $# -ge 2 ] || fail "usage: $0 exec I -- COMMAND..."
+    host=$1
+    shift
+    [ "${1:-}" = -- ] && shift
+    [ $# -gt 0 ] || fail "usage: $0 exec I -- COMMAND..."
+    need_root
+    load_state
+    if ! [[ "$host" =~ ^[0-9]+$ ]] || [ "$host" -ge "$fabric_n" ]; then fail "I must be a host from 0 to $((fabric_n - 1)), got '$host'"; fi
+    in_host "$prefix$host"
+    exec timeout --kill-after=15 "$limit_s" "${in_host[@]}" "$@"
+    ;;
   check)
     need_root
     load_state
@@ -349,7 +368,7 @@ case "$mode" in
     fabric_up "$n" "$rate"
     if [ "$mode" = run ]; then
       # shellcheck disable=SC2086  # extra mpirun arguments, split like a command line
-      run_bounded "$state/mpiexec" ${extra} -n "$n" "$@"
+      run_bounded "$state/mpiexec" ${extra} -n "$((n * slots))" "$@"
     else
       export HPF_FABRIC_MPIEXEC=$state/mpiexec HPF_FABRIC_HOSTFILE=$state/hostfile
       run_bounded "$@"
@@ -359,7 +378,7 @@ case "$mode" in
     exec bash "$root/tests/fabric/test_emulate.sh"
     ;;
   *)
-    echo "usage: $0 up N RATE | down | status | check | mpiexec ARGS | run N RATE -- PROGRAM | with N RATE -- COMMAND | selftest  (--help)" >&2
+    echo "usage: $0 up N RATE | down | status | check | mpiexec ARGS | exec I -- COMMAND | run N RATE -- PROGRAM | with N RATE -- COMMAND | selftest  (--help)" >&2
     exit 2
     ;;
 esac
