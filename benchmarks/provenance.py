@@ -44,6 +44,7 @@ BLOCK_DATA = {
     "comm": ["benchmarks/comm/results/comm_local.csv"],
     "trace-overhead": ["benchmarks/results/trace-overhead"],
     "fabrics": ["benchmarks/results/fabrics"],
+    "across-hosts": ["benchmarks/results/across-hosts"],
     "fuzzing": ["benchmarks/results/fuzzing"],
     "sanitizers": ["benchmarks/results/sanitizers"],
     "reliability": ["benchmarks/results/reliability"],

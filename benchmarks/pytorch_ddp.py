@@ -7,6 +7,12 @@ benchmarks/parallel_throughput.cpp measures hpf; prints the same `RESULT key=val
 
   /usr/bin/python3 benchmarks/pytorch_ddp.py --model resnet20 --nprocs 2 --batch 64
   /usr/bin/python3 benchmarks/pytorch_ddp.py --model mlp --nprocs 1          # DDP on one process
+  GLOO_SOCKET_IFNAME=eth0 /usr/bin/python3 benchmarks/pytorch_ddp.py --rank R --nprocs 4 \
+      --master 10.77.0.1:29500                    # one process of 4 on separate hosts
+
+With --rank, this process is rank R of --nprocs processes started separately (one per host, as
+torchrun starts them), rank 0 listening on --master ADDRESS:PORT; without it, --nprocs processes
+spawned here on the loopback device.
 
 --batch is per process (the global batch is nprocs x batch). Each step is zero_grad + forward +
 cross-entropy + backward (DDP's bucketed allreduce overlaps it) + SGD step. The MLP cycles
@@ -30,6 +36,8 @@ def parse_args():
     p.add_argument("--threads", type=int, default=1, help="threads per process (default 1)")
     p.add_argument("--bucket-mb", type=float, default=25.0, help="DDP bucket_cap_mb (default 25, DDP's own)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--rank", type=int, default=-1, help="this process's rank of --nprocs started separately")
+    p.add_argument("--master", default="", help="ADDRESS:PORT rank 0 listens on (with --rank)")
     p.add_argument("--data-dir", default=os.environ.get("HPF_FASHION_MNIST_DIR") or "/usr/share/datasets/fashion-mnist")
     return p.parse_args()
 
@@ -70,8 +78,8 @@ def batches_for(args, rank, world, batch):
     return [ref.synthetic_batch(batch, args.seed + rank)]
 
 
-def worker(rank, args, port):
-    tp.init_group(rank, args.nprocs, port, args.threads)
+def worker(rank, args, port, address="127.0.0.1"):
+    tp.init_group(rank, args.nprocs, port, args.threads, address)
     batch, default_steps, default_warmup = DEFAULTS[args.model]
     batch = args.batch or batch
     steps, warmup = args.steps or default_steps, args.warmup or default_warmup
@@ -121,6 +129,11 @@ def main():
     print(f"# torch {torch.__version__}; OpenBLAS kernels: {core}; OPENBLAS_CORETYPE="
           f"{os.environ.get('OPENBLAS_CORETYPE', '(unset)')}; DDP gloo, {ARGS.nprocs} processes x "
           f"{ARGS.threads} thread", flush=True)
+    if ARGS.rank >= 0:
+        if not 0 <= ARGS.rank < ARGS.nprocs or ":" not in ARGS.master:
+            raise SystemExit("pytorch_ddp.py: --rank needs 0 <= R < --nprocs and --master ADDRESS:PORT")
+        address, port = ARGS.master.rsplit(":", 1)
+        worker(ARGS.rank, ARGS, int(port), address)  # leaves the process itself
     mp.spawn(worker, args=(ARGS, tp.free_port()), nprocs=ARGS.nprocs, join=True)
     return 0
 

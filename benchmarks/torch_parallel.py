@@ -24,11 +24,12 @@ def free_port():
         return s.getsockname()[1]
 
 
-def init_group(rank, world, port, threads):
-    """This spawned process's gloo group on the loopback device, threads pinned first."""
+def init_group(rank, world, port, threads, address="127.0.0.1"):
+    """This process's gloo group (on the loopback device unless GLOO_SOCKET_IFNAME says another),
+    rank 0 listening on address:port; threads pinned first."""
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
     setup_threads(threads)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    dist.init_process_group("gloo", init_method=f"tcp://{address}:{port}", rank=rank, world_size=world)
 
 
 def gather_values(values):
