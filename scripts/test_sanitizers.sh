@@ -82,9 +82,10 @@ if [ "$configuration" = openmp-mpich ]; then
   filters=(-LE "compile|consumer|accuracy|readme|bench" -E '^hpf\.parallel\.test_equivalence_(mlp|resnet)\.np6$')
   if [ "$ci" = 1 ]; then
     # CI's selection (2 cores, 45 minutes for everything): where hpf itself handles bytes, not
-    # Kokkos views: MPI transfers and message pieces, gradient buckets and the step engine in every
-    # strategy (the CNN's equivalence at 1, 2, 4 and 6 ranks), work and data shards side by side
-    # on OpenMP threads (test_thread_groups), the OpenMP-only set-up (BLAS threads, re-execution),
+    # Kokkos views: MPI transfers and message pieces, gradient buckets (also scattered and summed
+    # per host first) and the step engine in every strategy (the CNN's equivalence at 1, 2, 4 and
+    # 6 ranks), work and data shards side by side on OpenMP threads (test_thread_groups), the
+    # OpenMP-only set-up (BLAS threads, re-execution),
     # the watchdog and failing ranks, the timeline's recorder, the IDX, NumPy, text, safetensors and
     # checkpoint readers and writers, checkpointed runs killed and resumed. Left to the full pass:
     # the layer, model, optimizer, oracle and zoo tests (kernels on Kokkos views, gradient-checked
@@ -95,7 +96,7 @@ if [ "$configuration" = openmp-mpich ]; then
     configure=("${hpf_openmp_mpich_args[@]}" -DHPF_ENABLE_REFERENCE_TESTS=OFF -DHPF_ENABLE_EXAMPLES=OFF)
     labels="unit|mpi"
     CI_TESTS='^hpf\.(comm|io|system)\.|^hpf\.trace\.test_recorder$|^hpf\.checkpoint\.resume$|^hpf\.data\.test_(idx|npy|text)$'
-    CI_TESTS+='|^hpf\.parallel\.(test_equivalence_cnn|test_message_pieces)\.np[0-9]+$'
+    CI_TESTS+='|^hpf\.parallel\.(test_equivalence_cnn|test_message_pieces|test_host_hierarchy)\.np[0-9]+$'
     CI_TESTS+='|^hpf\.parallel\.test_thread_groups$'
     filters=(-LE "compile|consumer|accuracy|readme|bench" -R "$CI_TESTS")
   fi

@@ -302,6 +302,94 @@ Request igather(const Communicator& comm, const PartView& part, const AllView& a
   }
 }
 
+/// Where each rank's part of a contiguous view lies: part r is [offsets[r], offsets[r] + counts[r]).
+struct Parts {
+  std::vector<int> counts, offsets;
+};
+
+/// Starts an exchange of parts: `send`'s part r (send_parts) goes to rank r, and rank r's part
+/// for this rank lands in `receive`'s part r (receive_parts). The parts must outlive nothing:
+/// they are kept with the request.
+template <class SendView, class ReceiveView>
+Request ialltoallv(const Communicator& comm, const SendView& send, Parts send_parts, const ReceiveView& receive,
+                   Parts receive_parts, const WaitFor& what = {}) {
+  trace::Region region("hpf::comm::ialltoallv");
+  detail::count_of(send, "ialltoallv");
+  detail::count_of(receive, "ialltoallv");
+  using T = typename SendView::value_type;
+  static_assert(std::is_same_v<std::remove_const_t<T>, typename ReceiveView::value_type>,
+                "hpf::comm::ialltoallv: sent and received views must hold the same scalar type");
+  const auto size = static_cast<std::size_t>(comm.size());
+  if (send_parts.counts.size() != size || send_parts.offsets.size() != size || receive_parts.counts.size() != size ||
+      receive_parts.offsets.size() != size) {
+    throw std::invalid_argument("hpf::comm: ialltoallv needs one part per rank");
+  }
+  typename SendView::execution_space().fence();
+  using SendStaging = decltype(detail::host_staging(send));
+  using ReceiveStaging = decltype(detail::host_staging(receive));
+  struct Keep {
+    Parts sent, received;
+    SendStaging send_staging;
+    ReceiveStaging receive_staging;
+  };
+  auto keep = std::make_shared<Keep>(Keep{std::move(send_parts), std::move(receive_parts), {}, {}});
+  MPI_Request request = MPI_REQUEST_NULL;
+  const WaitFor w = detail::collective(what, "MPI_Ialltoallv", "all-to-all", comm, detail::bytes_of(send));
+  const auto post = [&](const T* from, std::remove_const_t<T>* into) {
+    check(MPI_Ialltoallv(from, keep->sent.counts.data(), keep->sent.offsets.data(), datatype<std::remove_const_t<T>>(), into,
+                         keep->received.counts.data(), keep->received.offsets.data(), datatype<std::remove_const_t<T>>(),
+                         comm.get(), &request),
+          "MPI_Ialltoallv");
+  };
+  if constexpr (detail::direct_v<SendView> && detail::direct_v<ReceiveView>) {
+    post(send.data(), receive.data());
+    return Request(request, w, keep);
+  } else {
+    keep->send_staging = detail::host_staging(send);
+    keep->receive_staging = detail::host_staging(receive);
+    Kokkos::deep_copy(keep->send_staging, detail::flat(send));
+    post(keep->send_staging.data(), keep->receive_staging.data());
+    const auto target = detail::flat(receive);
+    return Request(request, w, keep, [keep, target] { Kokkos::deep_copy(target, keep->receive_staging); });
+  }
+}
+
+/// Starts gathering every rank's part of a contiguous view (`parts`), in place: afterwards
+/// every rank's view holds every rank's part.
+template <class View>
+Request iallgatherv_in_place(const Communicator& comm, const View& v, Parts parts, const WaitFor& what = {}) {
+  trace::Region region("hpf::comm::iallgatherv");
+  detail::count_of(v, "iallgatherv");
+  using T = typename View::value_type;
+  if (parts.counts.size() != static_cast<std::size_t>(comm.size()) || parts.offsets.size() != parts.counts.size()) {
+    throw std::invalid_argument("hpf::comm: iallgatherv needs one part per rank");
+  }
+  typename View::execution_space().fence();
+  using Staging = decltype(detail::host_staging(v));
+  struct Keep {
+    Parts parts;
+    Staging staging;
+  };
+  auto keep = std::make_shared<Keep>(Keep{std::move(parts), {}});
+  MPI_Request request = MPI_REQUEST_NULL;
+  const WaitFor w = detail::collective(what, "MPI_Iallgatherv", "allgather", comm, detail::bytes_of(v));
+  const auto post = [&](T* data) {
+    check(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, keep->parts.counts.data(), keep->parts.offsets.data(),
+                          datatype<T>(), comm.get(), &request),
+          "MPI_Iallgatherv");
+  };
+  if constexpr (detail::direct_v<View>) {
+    post(v.data());
+    return Request(request, w, keep);
+  } else {
+    keep->staging = detail::host_staging(v);
+    const auto target = detail::flat(v);
+    Kokkos::deep_copy(keep->staging, target);
+    post(keep->staging.data());
+    return Request(request, w, keep, [keep, target] { Kokkos::deep_copy(target, keep->staging); });
+  }
+}
+
 /// Starts reducing a contiguous view over all ranks of `comm` into the same view on `root` (in
 /// place there; the other ranks' views are only read).
 template <class View>

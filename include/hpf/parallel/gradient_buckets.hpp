@@ -9,7 +9,7 @@
 #include <hpf/comm/watchdog.hpp>
 #include <hpf/tensor/ordered_sum.hpp>
 #include <hpf/parallel/gradient_reduction.hpp>
-#include <hpf/parallel/hierarchical_exchange.hpp>
+#include <hpf/parallel/phased_exchange.hpp>
 #include <hpf/tensor/views.hpp>
 #include <hpf/trace/region.hpp>
 #include <hpf/trace/span.hpp>
@@ -40,8 +40,10 @@ namespace hpf {
 /// arrives): the same tree per element, so the same bits.
 ///
 /// With HostHierarchy::on (by default when the replicas span hosts and share some) each piece
-/// goes through HierarchicalExchange: summed inside each host first, exchanged among one leader
-/// per host, broadcast back; for the ordered reduction only where that keeps the same tree.
+/// goes through a PhasedExchange: summed inside each host first, exchanged among one leader per
+/// host, broadcast back; for the ordered reduction only where that keeps the same tree. The
+/// ordered reduction among 3 or more replicas (or leaders) also goes through it, scattered and
+/// collected: each replica receives 2 (R - 1) / R of a bucket instead of R - 1 copies.
 ///
 /// A replica may train several data shards per step (TrainOptions::shards_per_replica, C): under
 /// the ordered reduction each shard's gradient is parked (park()) and every bucket gathers the C
@@ -82,8 +84,8 @@ class GradientBuckets {
     }
     first_piece_.push_back(piece_begins_.size());
     requests_.resize(piece_begins_.size() * parts_);
-    choose_hierarchy(hierarchy);
-    if (reduction_ == GradientReduction::ordered && shards() > 1 && !hierarchical_) {
+    choose_exchange(hierarchy);
+    if (reduction_ == GradientReduction::ordered && shards() > 1 && !phased_) {
       gathered_.resize(begins_.size());
       for (std::size_t b = 0; b < begins_.size(); ++b) {
         gathered_[b] = Buffer<T, Space>("hpf::GradientBuckets::gathered", (ends_[b] - begins_[b]) * shards());
@@ -110,7 +112,7 @@ class GradientBuckets {
   /// Call before the backward passes of a step.
   void begin_step() {
     started_ = 0;
-    if (hierarchical_) hierarchical_->reset();
+    if (phased_) phased_->reset();
   }
 
   /// Every gradient at flat offset >= `offset` is final for this step: start the buckets that
@@ -118,8 +120,8 @@ class GradientBuckets {
   void ready(std::size_t offset) {
     if (shards() == 1) return;
     while (started_ < begins_.size() && begins_[started_] >= offset) start(started_++);
-    if (hierarchical_) {
-      hierarchical_->progress();
+    if (phased_) {
+      phased_->progress();
       return;
     }
     for (std::size_t k = 0; k < first_piece_[started_]; ++k) {
@@ -136,8 +138,8 @@ class GradientBuckets {
       const trace::Span posting(trace::Track::wait, "start buckets");  // the thread is inside MPI
       ready(0);
     }
-    if (hierarchical_) {
-      hierarchical_->finish(piece_begins_.size());
+    if (phased_) {
+      phased_->finish();
       return;
     }
     for (std::size_t b = 0; b < begins_.size(); ++b) {
@@ -160,8 +162,8 @@ class GradientBuckets {
   /// ..." where a hierarchy was asked for or would apply but cannot keep the ordered tree, or
   /// empty (flat, nothing to say).
   const std::string& hierarchy() const { return hierarchy_note_; }
-  /// Whether buckets are summed per host first (HierarchicalExchange).
-  bool summed_per_host() const { return hierarchical_.has_value(); }
+  /// Whether buckets are summed per host first.
+  bool summed_per_host() const { return phased_ && phased_->summed_per_host(); }
   /// What waiting for bucket b waits for: "allreduce of gradient bucket 4 (1.2 MiB) of stage 1
   /// among 2 replicas" (allgather with the ordered reduction).
   comm::WaitFor waiting_for(std::size_t b) const {
@@ -188,32 +190,39 @@ class GradientBuckets {
     for (std::size_t j = 0; j < parts_; ++j) all = requests_[k * parts_ + j].test() && all;  // tests every part
     return all;
   }
-  /// Decides whether pieces go through a HierarchicalExchange (same answer on every replica).
-  void choose_hierarchy(HostHierarchy asked) {
-    if (asked == HostHierarchy::off || shards() == 1) return;
-    if (parts_ > 1) {
+  /// Decides whether pieces go through a PhasedExchange, and whether it sums per host first
+  /// (the same answer on every replica).
+  void choose_exchange(HostHierarchy asked) {
+    if (shards() == 1) return;
+    if (parts_ > 1) {  // parked shards: one allgather per part
       if (asked == HostHierarchy::on) hierarchy_note_ = "flat: several data shards per replica";
       return;
     }
-    comm::HostGroups hosts = comm::HostGroups::of(replicas_);
-    if (hosts.largest_host == 1 || (asked == HostHierarchy::automatic && hosts.hosts == 1)) return;
-    if (reduction_ == GradientReduction::ordered && !hosts.aligned) {
-      hierarchy_note_ = "flat: the ordered reduction sums per host only where host h holds replicas [h L, h L + L) for a "
-                        "power of two L (" + hosts.describe() + ")";
-      return;
+    std::optional<comm::HostGroups> hosts;
+    if (asked != HostHierarchy::off) {
+      hosts = comm::HostGroups::of(replicas_);
+      if (hosts->largest_host == 1 || (asked == HostHierarchy::automatic && hosts->hosts == 1)) {
+        hosts.reset();
+      } else if (reduction_ == GradientReduction::ordered && !hosts->aligned) {
+        hierarchy_note_ = "flat: the ordered reduction sums per host only where host h holds replicas [h L, h L + L) for "
+                          "a power of two L (" + hosts->describe() + ")";
+        hosts.reset();
+      } else {
+        hierarchy_note_ = "summed per host first (" + hosts->describe() + ")";
+      }
     }
-    hierarchy_note_ = "summed per host first (" + hosts.describe() + ")";
+    if (!hosts && (reduction_ != GradientReduction::ordered || replicas_.size() < 3)) return;
     std::vector<std::pair<std::size_t, std::size_t>> pieces;
     for (std::size_t k = 0; k < piece_begins_.size(); ++k) pieces.emplace_back(piece_begins_[k], piece_end(k));
-    hierarchical_.emplace(std::move(hosts), gradients_, reduction_, std::move(pieces));
+    phased_.emplace(replicas_, std::move(hosts), gradients_, reduction_, std::move(pieces));
   }
   void start(std::size_t b) {
     // One span per bucket, closed when its last piece's last part is seen complete.
     trace::Pending span = trace::Pending::open(trace::Track::collective, "allreduce", tags(b));
     const std::size_t last = first_piece_[b + 1] - 1;
-    if (hierarchical_) {
+    if (phased_) {
       for (std::size_t k = first_piece_[b]; k <= last; ++k) {
-        hierarchical_->start(k, waiting_for(b), k == last ? std::move(span) : trace::Pending{});
+        phased_->start(k, waiting_for(b), k == last ? std::move(span) : trace::Pending{});
       }
       return;
     }
@@ -265,7 +274,7 @@ class GradientBuckets {
   std::vector<std::size_t> first_piece_;     // bucket b's pieces: [first_piece_[b], first_piece_[b + 1])
   std::vector<comm::Request> requests_;
   std::size_t started_ = 0;
-  std::optional<HierarchicalExchange<T, Space>> hierarchical_;  // HostHierarchy in effect
+  std::optional<PhasedExchange<T, Space>> phased_;  // scattered and collected, or summed per host first
   std::string hierarchy_note_;
 };
 

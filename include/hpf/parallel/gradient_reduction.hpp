@@ -12,9 +12,11 @@ namespace hpf {
 enum class GradientReduction {
   /// `ordered` up to 8 replicas, `allreduce` beyond.
   automatic,
-  /// Gather every replica's bucket and add them in a fixed tree (hpf::ordered_sum): the same
-  /// bits on every rank with any MPI, and the same bits as one process training on the same
-  /// pieces. Moves as much data as an allreduce for 2 replicas, (R-1)/2 times as much for R.
+  /// Add every replica's bucket in a fixed tree (hpf::ordered_sum): the same bits on every rank
+  /// with any MPI, and the same bits as one process training on the same pieces. 2 replicas
+  /// gather each other's bucket; 3 or more scatter and collect it (each adds every replica's copy
+  /// of its 1/R of the bucket, then all collect the sums): each receives 2 (R - 1) / R of a
+  /// bucket, as much as a ring allreduce.
   ordered,
   /// MPI_Iallreduce: bandwidth-optimal at any scale; reproducible run to run for a fixed
   /// configuration, but summed in the MPI library's order.

@@ -1,0 +1,255 @@
+// SPDX-License-Identifier: MIT
+#ifndef HPF_PARALLEL_PHASED_EXCHANGE_HPP
+#define HPF_PARALLEL_PHASED_EXCHANGE_HPP
+
+#include <hpf/comm/communicator.hpp>
+#include <hpf/comm/host_groups.hpp>
+#include <hpf/comm/request.hpp>
+#include <hpf/comm/transfer.hpp>
+#include <hpf/comm/watchdog.hpp>
+#include <hpf/parallel/gradient_reduction.hpp>
+#include <hpf/tensor/ordered_sum.hpp>
+#include <hpf/tensor/views.hpp>
+#include <hpf/trace/span.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <optional>
+#include <utility>
+#include <vector>
+
+namespace hpf {
+
+/// \brief Sums pieces of a flat gradient array over replicas in a chain of collectives per
+/// piece, each posted as soon as the one before it is seen complete:
+/// - summed per host first (HostGroups): in the host to its leader through shared memory, among
+///   the hosts' leaders, back in the host (a broadcast from the leader), so a host's link
+///   carries one copy per other host instead of one per rank;
+/// - among P >= 3 participants (the replicas, or the hosts' leaders) under the ordered
+///   reduction: scattered and collected, as a ring allreduce moves data. Each participant
+///   receives every copy of its 1/P of the piece (MPI_Ialltoallv), adds them in
+///   hpf::ordered_sum's tree, and every participant collects the sums (MPI_Iallgatherv): each
+///   receives 2 (P - 1) / P of the piece instead of the P - 1 copies an allgather brings, and
+///   every element is added in the same tree over the same copies, so the bits do not change.
+///   With 2 participants an allgather moves as much in one collective.
+/// GradientReduction::ordered gathers a host's copies to its leader and adds them in the same
+/// tree: with HostGroups::aligned each host's sum is a subtree of the tree over all replicas, so
+/// the result is the flat ordered reduction's bit for bit. ::allreduce reduces with MPI_Ireduce,
+/// MPI_Iallreduce and MPI_Ibcast (the MPI library's order).
+///
+/// Pieces start in order, and each phase is posted in piece order on its own communicator (MPI
+/// matches collectives by the order they are posted in): progress() advances every piece in
+/// flight and is cheap to call between layers.
+template <class T, class Space>
+class PhasedExchange {
+ public:
+  /// `replicas`: every replica; `hosts`: their host groups when summing per host first.
+  /// `pieces`: [begin, end) ranges of `gradients`, in the order they will be started.
+  /// Collective over `replicas`.
+  PhasedExchange(const comm::Communicator& replicas, std::optional<comm::HostGroups> hosts, Buffer<T, Space> gradients,
+                 GradientReduction reduction, std::vector<std::pair<std::size_t, std::size_t>> pieces)
+      : hosts_(std::move(hosts)), across_(hosts_ ? hosts_->leaders : replicas),
+        across_collect_(across_.get()), gradients_(gradients), ordered_(reduction == GradientReduction::ordered),
+        pieces_(std::move(pieces)), at_(pieces_.size(), 0), flying_(pieces_.size(), false), spans_(pieces_.size()),
+        waits_(pieces_.size()), requests_(pieces_.size()) {
+    const bool shares_host = hosts_ && hosts_->host.size() > 1, leader = !hosts_ || hosts_->leader();
+    const int participants = hosts_ ? hosts_->hosts : replicas.size();
+    if (shares_host) phases_.push_back(Phase::in_host);
+    if (leader && participants > 1) {
+      if (ordered_ && participants >= 3) {
+        phases_.push_back(Phase::scatter);
+        phases_.push_back(Phase::collect);
+      } else {
+        phases_.push_back(Phase::among);
+      }
+    }
+    if (shares_host) phases_.push_back(Phase::back_in_host);
+    next_.assign(phases_.size(), 0);
+    if (!ordered_ || !leader) return;
+    // Room per gradient element for the copies a leader gathers: its host's, and the other
+    // participants' whole pieces (allgather) or their parts of its own 1/P (scatter).
+    // Piece k's block: its length times that, plus one element per participant (the parts of a
+    // scatter are rounded up), blocks one after another in the order pieces start.
+    const auto copies = static_cast<std::size_t>(std::max({shares_host ? hosts_->host.size() : 1, participants >= 3 ? 1 : participants}));
+    std::size_t end = 0;
+    for (std::size_t k = 0; k < pieces_.size(); ++k) {
+      block_begins_.push_back(end);
+      end += length(k) * copies + static_cast<std::size_t>(participants);
+    }
+    gathered_ = Buffer<T, Space>("hpf::PhasedExchange::gathered", end);
+  }
+
+  /// Whether pieces are summed per host first.
+  bool summed_per_host() const { return hosts_.has_value(); }
+
+  /// Starts piece k (the next in order): `wait` describes it for the watchdog, `span` (a trace
+  /// span) ends when it is done.
+  void start(std::size_t k, const comm::WaitFor& wait, trace::Pending span = {}) {
+    KOKKOS_ASSERT(k == started_);
+    ++started_;
+    waits_[k] = wait;
+    spans_[k] = std::move(span);
+    if (phases_.empty()) {
+      finished(k);
+      return;
+    }
+    progress();
+  }
+
+  /// Advances every piece: completes the phases that are done (adding what arrived) and posts
+  /// the next phases in order.
+  void progress() {
+    for (std::size_t k = 0; k < started_; ++k) {
+      if (flying_[k] && requests_[k].test()) complete(k);
+    }
+    post_ready();
+  }
+
+  /// Waits for every started piece, in order (each wait at most hpf::comm::wait_limit()).
+  void finish() {
+    for (std::size_t k = 0; k < started_; ++k) {
+      while (at_[k] < phases_.size()) {
+        if (flying_[k]) {
+          trace::wait(requests_[k], "allreduce", tags(k));
+          complete(k);
+        }
+        post_ready();
+      }
+    }
+  }
+
+  /// Prepares the next step: no piece started.
+  void reset() {
+    std::fill(at_.begin(), at_.end(), 0);
+    std::fill(next_.begin(), next_.end(), 0);
+    started_ = 0;
+  }
+
+ private:
+  enum class Phase { in_host, scatter, collect, among, back_in_host };
+
+  trace::Tags tags(std::size_t k) const {
+    return {.bucket = waits_[k].bucket, .bytes = static_cast<std::int64_t>(length(k) * sizeof(T))};
+  }
+  std::size_t length(std::size_t k) const { return pieces_[k].second - pieces_[k].first; }
+  auto piece(std::size_t k) const { return Kokkos::subview(gradients_, Kokkos::make_pair(pieces_[k].first, pieces_[k].second)); }
+  /// Piece k's block of the leader's gathered copies, `used` elements of it (nothing on a rank
+  /// that only sends: igather's other ranks).
+  auto gathered(std::size_t k, std::size_t used) const {
+    const std::size_t begin = block_begins_.empty() ? 0 : block_begins_[k];
+    return Kokkos::subview(gathered_, Kokkos::make_pair(begin, block_begins_.empty() ? 0 : begin + used));
+  }
+  /// Piece k cut into the participants' parts (scatter, collect): part p is [p n / P, (p + 1) n / P).
+  comm::Parts parts(std::size_t k) const {
+    const std::size_t n = length(k), P = static_cast<std::size_t>(across_.size());
+    comm::Parts out;
+    for (std::size_t p = 0; p < P; ++p) {
+      out.offsets.push_back(static_cast<int>(p * n / P));
+      out.counts.push_back(static_cast<int>((p + 1) * n / P - p * n / P));
+    }
+    return out;
+  }
+
+  /// Posts, phase by phase, every started piece whose previous phase is done, in piece order.
+  void post_ready() {
+    for (std::size_t p = 0; p < phases_.size(); ++p) {
+      while (next_[p] < started_ && at_[next_[p]] == p && !flying_[next_[p]]) post(p, next_[p]++);
+    }
+  }
+
+  /// Posts phase p of piece k, traced as a span of its own (the timeline's row of that phase)
+  /// until it is seen complete.
+  void post(std::size_t p, std::size_t k) {
+    comm::WaitFor w = waits_[k];
+    const auto v = piece(k);
+    const char* name = "broadcast in host";
+    switch (phases_[p]) {
+      case Phase::in_host:
+        w.members = "ranks on this host";
+        w.kind = ordered_ ? "gather" : "reduce";
+        name = ordered_ ? "gather in host" : "reduce in host";
+        requests_[k] = ordered_ ? comm::igather(hosts_->host, v, gathered(k, length(k) * hosts_->host.size()), 0, w)
+                                : comm::ireduce(hosts_->host, v, 0, MPI_SUM, w);
+        break;
+      case Phase::scatter: {
+        w.members = hosts_ ? "hosts' leaders" : "replicas";
+        w.kind = "all-to-all";
+        name = "scatter";
+        const comm::Parts send = parts(k);
+        const int mine = send.counts[static_cast<std::size_t>(across_.rank())];
+        comm::Parts receive{std::vector<int>(send.counts.size(), mine), {}};
+        for (std::size_t q = 0; q < send.counts.size(); ++q) receive.offsets.push_back(static_cast<int>(q) * mine);
+        const std::size_t received = static_cast<std::size_t>(mine) * send.counts.size();
+        requests_[k] = comm::ialltoallv(across_, v, send, gathered(k, received), std::move(receive), w);
+        break;
+      }
+      case Phase::collect:
+        w.members = hosts_ ? "hosts' leaders" : "replicas";
+        w.kind = "allgather";
+        name = "collect";
+        requests_[k] = comm::iallgatherv_in_place(across_collect_, v, parts(k), w);
+        break;
+      case Phase::among:
+        w.members = hosts_ ? "hosts' leaders" : "replicas";
+        w.kind = ordered_ ? "allgather" : "allreduce";
+        name = hosts_ ? "exchange among hosts" : "exchange";
+        requests_[k] = ordered_ ? comm::iallgather(across_, v, gathered(k, length(k) * static_cast<std::size_t>(across_.size())), w)
+                                : comm::iallreduce(across_, v, MPI_SUM, w);
+        break;
+      case Phase::back_in_host:
+        w.members = "ranks on this host";
+        w.kind = "broadcast";
+        requests_[k] = comm::ibroadcast(hosts_->host_fanout, v, 0, w);
+        break;
+    }
+    requests_[k].trace_until_complete(trace::Pending::open(trace::Track::collective, name, tags(k)));
+    flying_[k] = true;
+  }
+
+  /// Piece k's current phase has completed: add what the leader gathered, go to the next phase.
+  void complete(std::size_t k) {
+    flying_[k] = false;
+    const Phase phase = phases_[at_[k]];
+    const bool leader = !hosts_ || hosts_->leader();
+    if (ordered_ && leader && (phase == Phase::in_host || phase == Phase::among || phase == Phase::scatter)) {
+      const std::size_t P = static_cast<std::size_t>(across_.size());
+      std::size_t copies = P, n = length(k), offset = 0;
+      if (phase == Phase::in_host) copies = static_cast<std::size_t>(hosts_->host.size());
+      if (phase == Phase::scatter) {  // this participant's part of the piece
+        const std::size_t me = static_cast<std::size_t>(across_.rank());
+        offset = me * length(k) / P;
+        n = (me + 1) * length(k) / P - offset;
+      }
+      trace::Span span(trace::Track::compute, "reduce bucket", tags(k));
+      ordered_sum(Space{}, gathered(k, copies * n).data(), copies, n, gradients_.data() + pieces_[k].first + offset, n);
+    }
+    if (++at_[k] == phases_.size()) finished(k);
+  }
+  void finished(std::size_t k) {
+    at_[k] = phases_.size();
+    spans_[k].close();
+  }
+
+  std::optional<comm::HostGroups> hosts_;
+  comm::Communicator across_;          // the participants: replicas, or the hosts' leaders
+  comm::Communicator across_collect_;  // the same, for the collect phase's own order
+  Buffer<T, Space> gradients_;
+  bool ordered_;
+  std::vector<std::pair<std::size_t, std::size_t>> pieces_;
+  std::vector<Phase> phases_;        // this rank's phases, in order
+  std::vector<std::size_t> at_;      // by piece: index of its current phase in phases_ (phases_.size(): done)
+  std::vector<bool> flying_;         // by piece: its current phase is posted and not seen complete
+  std::vector<trace::Pending> spans_;
+  std::vector<comm::WaitFor> waits_;
+  std::vector<comm::Request> requests_;
+  std::vector<std::size_t> next_;    // by phase: the next piece to post it for
+  std::size_t started_ = 0;          // pieces started in this step
+  std::vector<std::size_t> block_begins_;  // by piece: where its block of gathered_ begins
+  Buffer<T, Space> gathered_;        // ordered, on leaders: the copies each piece's sums add
+};
+
+}  // namespace hpf
+
+#endif  // HPF_PARALLEL_PHASED_EXCHANGE_HPP
