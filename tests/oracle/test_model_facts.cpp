@@ -61,9 +61,9 @@ static_assert(relu_last[0].cost == Stage<Tiny, Cuts<2>, 0>::cost);
 // tape 4 * ((8 + 15) * 4 + 4 + 8) = 416, the gradient it sends 8 * 4 * 4 = 128, buckets 216,
 // buffers 2 * 8 * 4 * 4 = 256.
 constexpr oracle::MemoryInputs stage0_inputs{.slots = slots_needed(Schedule::one_f_one_b, 2, 0, 4), .capacity = 4,
-                                             .first = true, .last = false, .replicas = 2};
+                                             .first = true, .last = false, .replicas = 2, .gathered_copies = 2};
 constexpr oracle::MemoryInputs stage1_inputs{.slots = slots_needed(Schedule::one_f_one_b, 2, 1, 4), .capacity = 4,
-                                             .first = false, .last = true, .replicas = 2};
+                                             .first = false, .last = true, .replicas = 2, .gathered_copies = 2};
 static_assert(stage0_inputs.slots == 2 && stage1_inputs.slots == 1);
 static_assert(oracle::stage_memory(two[0], stage0_inputs).total() == 80 + 80 + 80 + 2112 + 256 + 160 + 1024);
 static_assert(oracle::stage_memory(two[1], stage1_inputs).total() == 108 * 3 + 416 + 128 + 216 + 256);

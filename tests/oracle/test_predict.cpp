@@ -122,10 +122,10 @@ TEST_CASE("replicas that outnumber the cores reduce as the fit with a core per r
   for (const auto& u : view.units) parameters += u.cost.parameters;
   const double gradient_bytes = static_cast<double>(parameters * sizeof(float));
   auto four = plan(1, 4, 8, 1, Schedule::one_f_one_b);
-  // Each rank gathers 3 peers' gradients instead of 1 and sends its own to 3; the computing part
-  // of moving those bytes runs on half a core.
-  CHECK(oracle::predict(view, four, profile).reduction_s == doctest::Approx(5e-3 * 3 + 1e-6 * 2 * 3 * gradient_bytes));
-  // A ring moves (R - 1) / R of the gradient each way instead of 1 / 2, twice.
+  // Scattered and collected, each rank takes in 2 x 3 / 4 of the gradient instead of the other
+  // copy, and sends as much; the computing part of moving those bytes runs on half a core.
+  CHECK(oracle::predict(view, four, profile).reduction_s == doctest::Approx(5e-3 * 1.5 + 1e-6 * 2 * 1.5 * gradient_bytes));
+  // A ring moves (R - 1) / R of the gradient each way instead of 1 / 2, twice: as much.
   four.reduction = GradientReduction::allreduce;
   CHECK(oracle::predict(view, four, profile).reduction_s == doctest::Approx(5e-3 * 1.5 + 1e-6 * 4 * 0.75 * gradient_bytes));
   // With a core per rank the 4-rank fit holds as measured, and nothing is shared.
@@ -186,9 +186,13 @@ TEST_CASE("replicas on separate hosts reduce at the link's streaming rate, as on
   // A ring moves two messages of half the bucket each way.
   two.reduction = GradientReduction::allreduce;
   CHECK(oracle::predict(view, two, profile).reduction_s == doctest::Approx(2e-3));
-  // Four replicas on the two hosts: each gathers three peers' buckets.
+  // Four replicas on the two hosts, summed per host first: one message between the two leaders
+  // (a copy inside a host costs what moving its bytes costs a core: nothing in this profile).
   auto four = plan(1, 4, 8, 1, Schedule::one_f_one_b);
-  CHECK(oracle::predict(view, four, profile).reduction_s == doctest::Approx(3e-3));
+  CHECK(oracle::predict(view, four, profile).reduction_s == doctest::Approx(1e-3));
+  // Without: scattered and collected among the four, 2 x 3 messages of a quarter of the bucket.
+  four.hierarchy = HostHierarchy::off;
+  CHECK(oracle::predict(view, four, profile).reduction_s == doctest::Approx(6e-3));
   // Two stages of two replicas, the pipeline on one host and its replica on the other.
   CHECK(oracle::predict(view, plan(2, 2, 8, 1, Schedule::one_f_one_b), profile).reduction_s ==
         doctest::Approx(1e-3));
@@ -549,8 +553,13 @@ TEST_CASE("cluster profile: compute scaled by its speed, replicas across nodes r
   CHECK(oracle::predict(view, plan(1, 1, 8, 1, Schedule::gpipe), cluster).compute_s == doctest::Approx(0.144 / 4));
   // 2 replicas on one node: one gather step over the intra-node link (the ordered reduction).
   CHECK(oracle::predict(view, plan(1, 2, 8, 1, Schedule::gpipe), cluster).reduction_s == doctest::Approx(1e-3));
-  // 4 replicas on two nodes: three gather steps over the inter-node link.
-  CHECK(oracle::predict(view, plan(1, 4, 8, 1, Schedule::gpipe), cluster).reduction_s == doctest::Approx(3e-2));
+  // 4 replicas on two nodes, summed per node first: a gather inside the node, one exchange between
+  // the two leaders over the inter-node link, a broadcast inside.
+  auto four = plan(1, 4, 8, 1, Schedule::gpipe);
+  CHECK(oracle::predict(view, four, cluster).reduction_s == doctest::Approx(1e-3 + 1e-2 + 1e-3));
+  // Without: scattered and collected among the four over the inter-node link, 2 x 3 steps.
+  four.hierarchy = HostHierarchy::off;
+  CHECK(oracle::predict(view, four, cluster).reduction_s == doctest::Approx(6e-2));
   std::ofstream(path) << R"({"format": "hpf-cluster-profile", "ranks_per_node": 2})";
   CHECK_THROWS_WITH_AS(oracle::load_cluster(path, linear_profile()), doctest::Contains("needs \"intra_node\" and \"inter_node\""),
                        oracle::ProfileError);

@@ -48,13 +48,41 @@ TEST_CASE("Automatic bucket size: an eighth of the gradient without a cost, sqrt
   CHECK(hpf::describe_bucket_bytes(4096, 8 << 20, {}, 4096) == "4 KiB (bucket_bytes as given)");
 }
 
-TEST_CASE("The oracle's exchange cost of a bucket is the profile's line: (R - 1) messages for the ordered gather") {
+TEST_CASE("The oracle's exchange cost of a bucket is the profile's line: the other copy for 2, 2 (R - 1) parts of 1/R for more") {
   hpf::oracle::MachineProfile profile;
   profile.cluster = hpf::oracle::Cluster{.name = "test", .ranks_per_node = 1, .intra = {}, .inter = {0, 0, 50e-6, 2e-9}};
+  const hpf::ExchangeCost two = hpf::oracle::exchange_cost(profile, 2, 1, hpf::GradientReduction::ordered);
+  CHECK(two.alpha_s == doctest::Approx(50e-6));
+  CHECK(two.beta_s_per_byte == doctest::Approx(2e-9));
+  // 4 replicas: scattered and collected, 2 x 3 messages of a quarter of the bucket.
   const hpf::ExchangeCost ordered = hpf::oracle::exchange_cost(profile, 4, 1, hpf::GradientReduction::ordered);
-  CHECK(ordered.alpha_s == doctest::Approx(3 * 50e-6));
-  CHECK(ordered.beta_s_per_byte == doctest::Approx(3 * 2e-9));
+  CHECK(ordered.alpha_s == doctest::Approx(6 * 50e-6));
+  CHECK(ordered.beta_s_per_byte == doctest::Approx(6 * 2e-9 / 4));
   CHECK_FALSE(hpf::oracle::exchange_cost(profile, 1, 1, hpf::GradientReduction::ordered).known());  // nothing to exchange
+}
+
+TEST_CASE("Summed per host first, the oracle's bucket crosses hosts once per other host") {
+  hpf::oracle::MachineProfile profile;
+  const hpf::oracle::Regime intra{0, 0, 5e-6, 0.1e-9}, inter{0, 0, 50e-6, 2e-9};
+  profile.cluster = hpf::oracle::Cluster{.name = "test", .ranks_per_node = 2, .intra = intra, .inter = inter};
+  const auto ordered = hpf::GradientReduction::ordered;
+  // 4 replicas on 2 nodes: the leader gathers 1 copy inside, exchanges with 1 other leader,
+  // broadcasts 1 level down; without the hierarchy every rank exchanges over the link with 3.
+  const hpf::ExchangeCost summed = hpf::oracle::exchange_cost(profile, 4, 1, ordered);
+  CHECK(summed.alpha_s == doctest::Approx(2 * 5e-6 + 50e-6));
+  CHECK(summed.beta_s_per_byte == doctest::Approx(2 * 0.1e-9 + 2e-9));
+  const hpf::ExchangeCost flat = hpf::oracle::exchange_cost(profile, 4, 1, ordered, hpf::HostHierarchy::off);
+  CHECK(flat.alpha_s == doctest::Approx(6 * 50e-6));
+  // 2 stages on nodes of 2 ranks: a node holds one replica of each stage, nothing to sum there.
+  CHECK(hpf::oracle::exchange_cost(profile, 4, 2, ordered).alpha_s == doctest::Approx(6 * 50e-6));
+  const auto spread = hpf::oracle::detail::host_spread(profile, 4, 1);
+  CHECK(spread.per_host == 2);
+  CHECK(spread.hosts == 2);
+  // 3 replicas per node: the ordered reduction stays flat (not a power of two), MPI's sums per node.
+  profile.cluster->ranks_per_node = 3;
+  CHECK_FALSE(hpf::oracle::detail::summed_per_host(hpf::HostHierarchy::automatic, hpf::oracle::detail::host_spread(profile, 6, 1), ordered));
+  CHECK(hpf::oracle::detail::summed_per_host(hpf::HostHierarchy::automatic, hpf::oracle::detail::host_spread(profile, 6, 1),
+                                             hpf::GradientReduction::allreduce));
 }
 
 TEST_CASE("Training says each stage's buckets in its log, and trains bit for bit as one process with them") {

@@ -43,6 +43,7 @@ struct Plan {
   std::vector<std::size_t> bounds;
   std::size_t bucket_bytes = automatic_bucket_bytes;  ///< hpf::StepOptions::bucket_bytes
   GradientReduction reduction = GradientReduction::automatic;
+  HostHierarchy hierarchy = HostHierarchy::automatic;  ///< hpf::StepOptions::hierarchy
   bool recompute = false;  ///< re-materialization of Repeat blocks (NetworkOptions::recompute)
 
   std::size_t ranks() const { return stages * replicas; }
@@ -232,14 +233,15 @@ struct LinkQueue {
   }
 };
 
-/// Over links (a cluster's, or the hosts' of a multi-host profile): every rank receives R - 1
-/// buckets (the ordered gather) or 2 (R - 1) / R of one (a ring allreduce), each message at the
-/// link's rate while the other direction carries as much.
+/// Over links (a cluster's, or the hosts' of a multi-host profile): every rank receives the other
+/// bucket (the ordered reduction of 2) or 2 (R - 1) / R of one (the ordered reduction of 3 or
+/// more, scattered and collected, and a ring allreduce), each message at the link's rate while
+/// the other direction carries as much.
 template <class MessageSeconds>
 double exchange_seconds(const MessageSeconds& message_seconds, double bytes, std::size_t replicas,
                         GradientReduction reduction) {
   const double r = static_cast<double>(replicas);
-  if (reduction == GradientReduction::ordered) return (r - 1) * message_seconds(bytes);
+  if (reduction == GradientReduction::ordered && replicas <= 2) return (r - 1) * message_seconds(bytes);
   return 2 * (r - 1) * message_seconds(bytes / r);
 }
 
@@ -252,12 +254,76 @@ inline bool exchange_over_links(const MachineProfile& profile, std::size_t repli
          (replicas - 1) * stages >= (ranks + hosts - 1) / hosts;
 }
 
+/// How the replicas of one stage of a `stages`-stage plan fill the hosts, ranks in order (rank =
+/// replica x stages + stage, as hpf::ProcessGrid numbers them and `mpiexec --map-by slot` places
+/// them): replicas per host and the hosts they span.
+struct HostSpread {
+  std::size_t per_host = 1, hosts = 1;
+};
+inline HostSpread host_spread(const MachineProfile& profile, std::size_t replicas, std::size_t stages) {
+  const std::size_t ranks = replicas * stages, network_hosts = std::max<std::size_t>(1, profile.hosts);
+  const std::size_t per_node = profile.cluster ? profile.cluster->ranks_per_node : (ranks + network_hosts - 1) / network_hosts;
+  const std::size_t per_host = per_node % stages == 0 ? std::clamp<std::size_t>(per_node / stages, 1, replicas) : 1;
+  return {per_host, (replicas + per_host - 1) / per_host};
+}
+
+/// Whether the engine sums a stage's buckets per host first (GradientBuckets' rule: the ordered
+/// reduction only with a power of two replicas per host).
+inline bool summed_per_host(HostHierarchy asked, const HostSpread& spread, GradientReduction reduction) {
+  if (asked == HostHierarchy::off || spread.per_host <= 1 || (asked == HostHierarchy::automatic && spread.hosts <= 1)) {
+    return false;
+  }
+  return reduction != GradientReduction::ordered || spread.hosts <= 1 || (spread.per_host & (spread.per_host - 1)) == 0;
+}
+
+/// One bucket summed per host first: in the host to its leader (the ordered reduction's gather
+/// receives L - 1 copies, a reduction climbs a tree), among the H leaders over links as a flat
+/// exchange of H, back down a broadcast's tree. Inside a host a copy is priced by the cluster's
+/// intra-node line, elsewhere by what moving a byte costs a core (LinkFacts::compute_s_per_byte).
+template <class Across>
+double per_host_bucket_seconds(const MachineProfile& profile, double bytes, const HostSpread& spread,
+                               GradientReduction reduction, const Across& across) {
+  const auto inside = [&](double n) {
+    return profile.cluster ? profile.cluster->intra.alpha_s + n * profile.cluster->intra.beta_s_per_byte
+                           : n * profile.link.compute_s_per_byte;
+  };
+  const double per_host = static_cast<double>(spread.per_host), depth = std::ceil(std::log2(per_host));
+  const double gather = reduction == GradientReduction::ordered ? (per_host - 1) * inside(bytes) : depth * inside(bytes);
+  const double among = spread.hosts > 1 ? exchange_seconds(across, bytes, spread.hosts, reduction) : 0;
+  return gather + among + depth * inside(bytes);
+}
+
+/// Copies of a stage's gradient the busiest rank holds to add them in the ordered reduction
+/// (GradientBuckets): every replica's with 2 replicas; its own share of every replica's part
+/// (scattered) with 3 or more; summed per host first, the leader's host's copies.
+inline std::size_t gathered_copies(const MachineProfile& profile, std::size_t replicas, std::size_t stages,
+                                   GradientReduction reduction, HostHierarchy hierarchy) {
+  if (reduction != GradientReduction::ordered || replicas <= 1) return 0;
+  const HostSpread spread = host_spread(profile, replicas, stages);
+  if (summed_per_host(hierarchy, spread, reduction)) {
+    return std::max<std::size_t>(spread.per_host, spread.hosts == 2 ? 2 : 1);
+  }
+  return replicas == 2 ? 2 : 1;
+}
+
 /// One gradient bucket of `bytes` reduced among the `replicas` of one stage of a `stages`-stage
 /// pipeline.
 inline double bucket_seconds(const MachineProfile& profile, double bytes, std::size_t replicas, std::size_t stages,
-                             GradientReduction reduction) {
+                             GradientReduction reduction, HostHierarchy hierarchy = HostHierarchy::automatic) {
   if (replicas <= 1) return 0;
   const std::size_t ranks = replicas * stages;
+  const HostSpread spread = host_spread(profile, replicas, stages);
+  if (summed_per_host(hierarchy, spread, reduction)) {
+    if (profile.cluster) {
+      const Regime& inter = profile.cluster->inter;
+      return per_host_bucket_seconds(profile, bytes, spread, reduction,
+                                     [&](double n) { return inter.alpha_s + n * inter.beta_s_per_byte; });
+    }
+    if (spread.hosts == 1 || !profile.fit("p2p_bandwidth").empty()) {
+      const CommFit& stream = profile.fit("p2p_bandwidth");
+      return per_host_bucket_seconds(profile, bytes, spread, reduction, [&](double n) { return stream.seconds(n, ranks); });
+    }
+  }
   if (profile.cluster) {
     const auto& c = *profile.cluster;
     const bool spans_nodes = (replicas - 1) * stages >= c.ranks_per_node;
@@ -287,12 +353,15 @@ inline double bucket_seconds(const MachineProfile& profile, double bytes, std::s
   }
   const double r = static_cast<double>(replicas), q = static_cast<double>(measured);
   const bool ordered = reduction == GradientReduction::ordered;
-  const double volume = ordered ? (r - 1) / (q - 1) : ((r - 1) / r) / ((q - 1) / q);
+  // What a rank takes in: the other copies of a bucket (ordered among 2), 2 (r - 1) / r of one
+  // (scattered among 3 or more, and a ring).
+  const auto taken_in = [&](double n) { return ordered && n <= 2 ? n - 1 : 2 * (n - 1) / n; };
+  const double volume = taken_in(r) / taken_in(q);
   // More ranks on the host share its cores, which slows what the exchange computes: the profile's
   // compute per byte a rank sends or receives (hpf_bench_comm's steal), on a share of a core. The
   // rest of the fit is time the rank's core is not used, which sharing does not stretch: on an AMD
   // EPYC the 2-rank fit moves 2.7 MB each way in 1.7 ms, of which 0.5 ms computes (docs/oracle.md).
-  const double moved = ordered ? 2 * (r - 1) * bytes : 4 * (r - 1) / r * bytes;  // in and out, per rank
+  const double moved = 2 * taken_in(r) * bytes;  // in and out, per rank
   const double shared = sharing(profile, ranks) / sharing(profile, measured);
   return used.seconds(bytes, measured) * volume + (shared - 1) * profile.link.compute_s_per_byte * moved;
 }
@@ -303,11 +372,11 @@ inline double bucket_seconds(const MachineProfile& profile, double bytes, std::s
 /// profile predicts it, as a line alpha + beta x bytes through its predictions for 64 KiB and
 /// 4 MiB buckets: what the automatic bucket size weighs (hpf::choose_bucket_bytes).
 inline ExchangeCost exchange_cost(const MachineProfile& profile, std::size_t replicas, std::size_t stages,
-                                  GradientReduction reduction) {
+                                  GradientReduction reduction, HostHierarchy hierarchy = HostHierarchy::automatic) {
   constexpr double small = 64 << 10, large = 4 << 20;
   const GradientReduction used = resolve(reduction, replicas);
-  const double t_small = detail::bucket_seconds(profile, small, replicas, stages, used);
-  const double t_large = detail::bucket_seconds(profile, large, replicas, stages, used);
+  const double t_small = detail::bucket_seconds(profile, small, replicas, stages, used, hierarchy);
+  const double t_large = detail::bucket_seconds(profile, large, replicas, stages, used, hierarchy);
   if (!(t_large > t_small) || !(t_small > 0)) return {};
   const double beta = (t_large - t_small) / (large - small);
   return {.alpha_s = std::max(0.0, t_small - beta * small), .beta_s_per_byte = beta};
@@ -527,7 +596,7 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
     if (R > 1 && facts[s].cost.parameters > 0) {
       const std::size_t params = facts[s].cost.parameters;
       const std::size_t bucket_bytes = choose_bucket_bytes(plan.bucket_bytes, params * model.scalar_bytes,
-                                                           exchange_cost(profile, R, S, reduction));
+                                                           exchange_cost(profile, R, S, reduction, plan.hierarchy));
       const std::size_t per_bucket = std::max<std::size_t>(1, bucket_bytes / model.scalar_bytes);
       const double stretch = times[s].backward > 0 ? (backward_end[s] - backward_start[s]) / times[s].backward : 1;
       const double slowest_start = backward_start[s] + skew;
@@ -543,7 +612,7 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
         }
         const std::size_t bucket_end = std::min(params, bucket_begin + per_bucket);
         const double bytes = static_cast<double>((bucket_end - bucket_begin) * model.scalar_bytes);
-        const double seconds = detail::bucket_seconds(profile, bytes, R, S, reduction);
+        const double seconds = detail::bucket_seconds(profile, bytes, R, S, reduction, plan.hierarchy);
         reduced = std::max(reduced, std::max(ready_clock, slowest_start)) + seconds;
         linked += seconds;
         if (bucket_begin == 0) break;
@@ -592,7 +661,7 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
     in.label_size = model.label_size;
     in.optimizer_values = model.optimizer_values;
     in.replicas = R;
-    in.ordered_reduction = reduction == GradientReduction::ordered;
+    in.gathered_copies = detail::gathered_copies(profile, R, S, reduction, plan.hierarchy);
     in.runtime_bytes = profile.runtime_bytes;
     in.empty_view_bytes = profile.empty_view_bytes;
     std::map<std::size_t, std::size_t> copies;  // per top-level layer: its units in this stage

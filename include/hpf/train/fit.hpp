@@ -141,7 +141,8 @@ inline TrainOptions with_profile_exchange_cost(const comm::Communicator& world, 
   const std::string text = comm::agree(world, [&]() -> std::string {
     if (world.rank() != 0) return {};
     const std::size_t replicas = std::max<std::size_t>(1, static_cast<std::size_t>(world.size()) / stages);
-    const ExchangeCost cost = oracle::exchange_cost(oracle::load_profile(profile_path(o)), replicas, stages, o.reduction);
+    const ExchangeCost cost = oracle::exchange_cost(oracle::load_profile(profile_path(o)), replicas, stages, o.reduction,
+                                                      o.hierarchy);
     char line[64];
     std::snprintf(line, sizeof line, "%.17g %.17g", cost.alpha_s, cost.beta_s_per_byte);
     return line;
