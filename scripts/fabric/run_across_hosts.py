@@ -17,7 +17,7 @@ wire is the time the busiest host link needs for the bytes one step's exchange m
 Rounds alternate the order of fabrics and jobs; every figure is its job's best run. Prints the
 tables and writes the `across-hosts` section of benchmarks/RESULTS.md. As root:
 
-  /usr/bin/python3 scripts/fabric/run_across_hosts.py                 # ~15 min on 2 cores
+  /usr/bin/python3 scripts/fabric/run_across_hosts.py                 # ~8 min on 2 cores
   /usr/bin/python3 scripts/fabric/run_across_hosts.py --fabrics 1gbit --rounds 1 --no-write
 
 The hosts share this machine's cores (4 single-threaded ranks on 2 cores), so absolute figures
@@ -43,6 +43,7 @@ sys.path.insert(0, HERE)
 import bench_harness as h  # noqa: E402
 import provenance  # noqa: E402
 from compare_single_process import snapshot  # noqa: E402
+import run_fabrics as fabrics  # noqa: E402
 from run_fabrics import EMULATE, HPF_TRACE, Stopped, load_text  # noqa: E402
 
 SECTION = "across-hosts"
@@ -63,23 +64,11 @@ TRACED_STEPS = "2-3"
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    default_hpf = os.path.join(ROOT, "build-fabric", "benchmarks", "hpf_bench_parallel_throughput")
-    if not os.access(default_hpf, os.X_OK):
-        default_hpf = os.path.join(ROOT, "build", "benchmarks", "hpf_bench_parallel_throughput")
-    p.add_argument("--hpf", default=default_hpf, help="the hpf_bench_parallel_throughput executable "
-                   "(default: build-fabric/benchmarks/..., else build/benchmarks/...)")
+    fabrics.add_run_options(p, "hpfa", "10.77.2.0/24")
     p.add_argument("--fabrics", default="1gbit,10gbit", help="comma-separated tc rates (default %(default)s)")
     p.add_argument("--layouts", default="4x1,2x2", help="subset of 4x1,2x2 (hosts x ranks per host)")
     p.add_argument("--models", default="mlp,resnet20", help="subset of mlp,resnet20")
     p.add_argument("--rounds", type=int, default=2, help="runs of every job (best is kept)")
-    p.add_argument("--setting", default="haswell", choices=list(h.BLAS_SETTINGS),
-                   help="OPENBLAS_CORETYPE setting for every rank (default haswell: the machine's own)")
-    p.add_argument("--prefix", default="hpfa", help="namespace prefix of the runner's fabrics (default hpfa)")
-    p.add_argument("--net", default="10.77.2.0/24", help="the emulated hosts' /24 (default %(default)s)")
-    p.add_argument("--timeout", type=int, default=300, help="seconds one launch may take (default 300)")
-    p.add_argument("--max-busy", type=float, default=0.2,
-                   help="wait before each run until less than this fraction of all CPUs is busy (default 0.2)")
-    p.add_argument("--max-wait", type=float, default=5.0, help="give up waiting after this many seconds (then run)")
     p.add_argument("--no-trace", action="store_true", help="no traced runs")
     h.add_results_options(p, os.path.join(ROOT, "benchmarks", "RESULTS.md"))
     args = p.parse_args()
@@ -105,12 +94,7 @@ def fabric_env(args, layout):
 
 
 def emulate(args, layout, *words, check=True):
-    env = {**os.environ, **fabric_env(args, layout)}
-    proc = subprocess.run(["bash", EMULATE, *words], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          text=True, timeout=120)
-    if check and proc.returncode != 0:
-        raise RuntimeError(f"emulate.sh {' '.join(words)} failed ({proc.returncode}):\n{proc.stdout}")
-    return proc.stdout
+    return fabrics.emulate(args, *words, check=check, env=fabric_env(args, layout))
 
 
 def ranks(layout):
@@ -199,13 +183,18 @@ def rate_bytes(fabric):
 
 
 def link_bytes(layout, gradient, summed_per_host):
-    """Bytes one step's data-parallel exchange moves into the busiest host over its link: every
-    rank of a host receives the other hosts' copies of each bucket (the ordered reduction's
-    allgather), or, summed per host first, the host's leader receives one sum per other host."""
+    """Bytes one step's data-parallel exchange (the ordered reduction) moves into a host over its
+    link. Among P participants each receives the other's copy (P = 2) or, scattered and
+    collected, 2 (P - 1) / P of the gradient, of which the share from the other hosts crosses the
+    link: the P participants are the R replicas, L on each host, or summed per host first the H
+    hosts' leaders."""
     hosts, slots = LAYOUTS[layout]
     if summed_per_host:
-        return (hosts - 1) * gradient
-    return slots * (hosts - 1) * slots * gradient
+        return (hosts - 1) * gradient if hosts <= 2 else 2 * (hosts - 1) / hosts * gradient
+    replicas = hosts * slots
+    if replicas <= 2:
+        return slots * (replicas - slots) * gradient
+    return slots * 2 * (replicas - slots) / replicas * gradient
 
 
 def report(args, data):
@@ -282,9 +271,10 @@ def trace_table(args):
                               "exposed ms", "wire ms", "ideal ms"], rows, "lllrrrrrrr"), "",
             "From a separate traced run per job (`HPF_TRACE`, `scripts/hpf-trace summary --json`). Hidden: the share "
             "of the exchange's time in flight while the rank computed. Wire: the bytes one step's exchange moves "
-            "into the busiest host over its link (every rank of a host receives the other hosts' copies of the "
-            "gradient; summed per host first, the host's leader receives one sum per other host), at the link's "
-            "rate. Ideal: max(compute, wire) + the last bucket's share of the wire time.", ""]
+            "into a host over its link, at the link's rate: among P participants (the replicas, or summed per "
+            "host first the hosts' leaders) each receives the other's copy (P = 2) or 2 (P - 1) / P of the "
+            "gradient (scattered and collected), the part from other hosts over the link. Ideal: max(compute, "
+            "wire) + the last bucket's share of the wire time.", ""]
 
 
 def main():

@@ -74,27 +74,33 @@ class Stopped(Exception):
     pass
 
 
-def parse_args():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_run_options(p, prefix, net):
+    """The options every fabric runner takes: the hpf benchmark, BLAS setting, its fabrics'
+    namespace prefix and subnet, and how launches wait and are bounded."""
     default_hpf = os.path.join(ROOT, "build-fabric", "benchmarks", "hpf_bench_parallel_throughput")
     if not os.access(default_hpf, os.X_OK):
         default_hpf = os.path.join(ROOT, "build", "benchmarks", "hpf_bench_parallel_throughput")
     p.add_argument("--hpf", default=default_hpf, help="the hpf_bench_parallel_throughput executable "
                    "(default: build-fabric/benchmarks/..., else build/benchmarks/...)")
+    p.add_argument("--setting", default="haswell", choices=list(h.BLAS_SETTINGS),
+                   help="OPENBLAS_CORETYPE setting for every rank (default haswell: the machine's own)")
+    p.add_argument("--prefix", default=prefix, help="namespace prefix of the runner's fabrics (default %(default)s)")
+    p.add_argument("--net", default=net, help="the emulated hosts' /24 (default %(default)s)")
+    p.add_argument("--timeout", type=int, default=300, help="seconds one launch may take (default 300)")
+    p.add_argument("--max-busy", type=float, default=0.2,
+                   help="wait before each run until less than this fraction of all CPUs is busy (default 0.2)")
+    p.add_argument("--max-wait", type=float, default=5.0, help="give up waiting after this many seconds (then run)")
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_run_options(p, "hpfr", "10.77.1.0/24")
     p.add_argument("--fabrics", default="1gbit,10gbit,25gbit,unshaped",
                    help="comma-separated link rates (tc rates or 'unshaped'; default %(default)s)")
     p.add_argument("--hosts", type=int, default=4, help="emulated hosts = ranks (default 4; hybrid needs an even count)")
     p.add_argument("--models", default="mlp,resnet20", help="subset of mlp,resnet20")
     p.add_argument("--strategies", default="data-parallel,hybrid", help="subset of data-parallel,hybrid")
     p.add_argument("--rounds", type=int, default=2, help="runs of every job on every fabric (best is kept)")
-    p.add_argument("--setting", default="haswell", choices=list(h.BLAS_SETTINGS),
-                   help="OPENBLAS_CORETYPE setting for every rank (default haswell: the machine's own)")
-    p.add_argument("--prefix", default="hpfr", help="namespace prefix of the runner's fabrics (default hpfr)")
-    p.add_argument("--net", default="10.77.1.0/24", help="the emulated hosts' /24 (default %(default)s)")
-    p.add_argument("--timeout", type=int, default=300, help="seconds one launch may take (default 300)")
-    p.add_argument("--max-busy", type=float, default=0.2,
-                   help="wait before each run until less than this fraction of all CPUs is busy (default 0.2)")
-    p.add_argument("--max-wait", type=float, default=5.0, help="give up waiting after this many seconds (then run)")
     p.add_argument("--trace-dir", default="",
                    help="where the traced runs' files go, DIR/FABRIC-MODEL-STRATEGY.json (default: a temporary "
                         "directory, removed at the end)")
@@ -134,8 +140,9 @@ def fabric_env(args):
     return {"HPF_FABRIC_PREFIX": args.prefix, "HPF_FABRIC_NET": args.net, "HPF_FABRIC_TIMEOUT": str(args.timeout)}
 
 
-def emulate(args, *words, check=True):
-    env = {**os.environ, **fabric_env(args)}
+def emulate(args, *words, check=True, env=None):
+    """scripts/fabric/emulate.sh WORDS with the runner's fabric variables (fabric_env, or `env`)."""
+    env = {**os.environ, **(fabric_env(args) if env is None else env)}
     proc = subprocess.run(["bash", EMULATE, *words], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           text=True, timeout=120)
     if check and proc.returncode != 0:
