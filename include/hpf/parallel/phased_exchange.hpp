@@ -107,7 +107,9 @@ class PhasedExchange {
     post_ready();
   }
 
-  /// Waits for every started piece, in order (each wait at most hpf::comm::wait_limit()).
+  /// Waits for every started piece, in order (each wait at most hpf::comm::wait_limit()). After
+  /// each wait every piece is tested, so the phases that completed meanwhile post their next
+  /// ones at once: pieces keep moving through their chains side by side, not one after another.
   void finish() {
     for (std::size_t k = 0; k < started_; ++k) {
       while (at_[k] < phases_.size()) {
@@ -115,7 +117,7 @@ class PhasedExchange {
           trace::wait(requests_[k], "allreduce", tags(k));
           complete(k);
         }
-        post_ready();
+        progress();
       }
     }
   }
