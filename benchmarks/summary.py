@@ -169,6 +169,13 @@ def fabrics():
     return "MLP data parallel on 4 emulated hosts, 1 Gbit/s against unshaped links", f"{ratio}x images/s"
 
 
+def across_hosts():
+    ratio = lambda model: cell("across-hosts", "hpf / DDP (images/s)", lambda r: (
+        r["hosts x ranks"], r["fabric"], r["model"], r["job"]) == ("4x1", "1gbit", model, "hpf data parallel"))
+    return ("data parallel on 4 emulated hosts at 1 Gbit/s, hpf / PyTorch DDP (images/s)",
+            f"MLP {ratio('mlp')}x, ResNet-20 {ratio('resnet20')}x")
+
+
 def findings(n):
     return "no findings" if n == 0 else f"{n} finding(s)"
 
@@ -228,7 +235,8 @@ ROWS = [(["single-process"], single_process), (["single-process-models"], single
         (["accuracy-seeds"], accuracy_seeds), (["language-model-seeds"], language_model), (["parallel"], parallel),
         (["two-cores"], two_cores), (["two-cores-models"], two_cores_models), (["threads-breakdown"], threads_breakdown),
         (["compile-flat"], compile_flat),
-        (["comm"], comm), (["trace-overhead"], trace_overhead), (["fabrics"], fabrics), (["fuzzing"], fuzzing), (["fuzzing-npy"], fuzzing_npy),
+        (["comm"], comm), (["trace-overhead"], trace_overhead), (["fabrics"], fabrics),
+        (["across-hosts"], across_hosts), (["fuzzing"], fuzzing), (["fuzzing-npy"], fuzzing_npy),
         (["sanitizers"], sanitizers), (["reliability"], reliability), (["oracle"], oracle),
         (["oracle"], oracle_memory), (["oracle-1gbit", "oracle-10gbit"], oracle_fabrics)]
 
