@@ -25,7 +25,8 @@ bool consecutive_hosts_aligned(const std::vector<int>& sizes) {
   int lowest = 0;
   for (const int s : sizes) {
     for (int h = 0; h < s; ++h) {
-      const Place p{.rank = lowest + h, .ranks = ranks, .host_rank = h, .host_size = s, .lowest_on_host = lowest, .largest_host = largest};
+      const Place p{.rank = lowest + h, .ranks = ranks, .host_rank = h, .host_size = s, .lowest_on_host = lowest,
+                    .largest_host = largest};
       if (!hpf::comm::HostGroups::in_aligned_block(p)) return false;
     }
     lowest += s;

@@ -35,14 +35,16 @@ struct HostGroups {
   static HostGroups of(const Communicator& parent) {
     Communicator on_host = parent.on_this_host();
     const bool is_leader = on_host.rank() == 0;
-    HostGroups g{.host = on_host, .host_fanout = Communicator(on_host.get()), .leaders = parent.split(is_leader ? 0 : 1, parent.rank())};
+    HostGroups g{.host = on_host,
+                 .host_fanout = Communicator(on_host.get()),
+                 .leaders = parent.split(is_leader ? 0 : 1, parent.rank())};
     const WaitFor what{.what = "the ranks per host"};
     g.hosts = allreduce_value(parent, is_leader ? 1 : 0, MPI_SUM, what);
     g.largest_host = allreduce_value(parent, on_host.size(), MPI_MAX, what);
     const int lowest = allreduce_value(on_host, parent.rank(), MPI_MIN, what);
-    const bool mine = g.hosts == 1 || in_aligned_block({.rank = parent.rank(), .ranks = parent.size(), .host_rank = on_host.rank(),
-                                                        .host_size = on_host.size(), .lowest_on_host = lowest,
-                                                        .largest_host = g.largest_host});
+    const Place place{.rank = parent.rank(), .ranks = parent.size(), .host_rank = on_host.rank(),
+                      .host_size = on_host.size(), .lowest_on_host = lowest, .largest_host = g.largest_host};
+    const bool mine = g.hosts == 1 || in_aligned_block(place);
     g.aligned = allreduce_value(parent, mine ? 1 : 0, MPI_MIN, what) == 1;
     return g;
   }

@@ -68,11 +68,12 @@ class PhasedExchange {
     if (shares_host) phases_.push_back(Phase::back_in_host);
     next_.assign(phases_.size(), 0);
     if (!ordered_ || !leader) return;
-    // Room per gradient element for the copies a leader gathers: its host's, and the other
-    // participants' whole pieces (allgather) or their parts of its own 1/P (scatter).
-    // Piece k's block: its length times that, plus one element per participant (the parts of a
-    // scatter are rounded up), blocks one after another in the order pieces start.
-    const auto copies = static_cast<std::size_t>(std::max({shares_host ? hosts_->host.size() : 1, participants >= 3 ? 1 : participants}));
+    // A leader's room for what it gathers, a block per piece in the order pieces start: per
+    // element, its host's copies, or the 2 participants' whole pieces, or (scattered) one, since
+    // it receives every participant's part of its own 1/P; plus one element per participant, as
+    // the parts round up.
+    const int host_copies = shares_host ? hosts_->host.size() : 1, exchanged = participants >= 3 ? 1 : participants;
+    const auto copies = static_cast<std::size_t>(std::max(host_copies, exchanged));
     std::size_t end = 0;
     for (std::size_t k = 0; k < pieces_.size(); ++k) {
       block_begins_.push_back(end);
@@ -197,7 +198,7 @@ class PhasedExchange {
         w.members = hosts_ ? "hosts' leaders" : "replicas";
         w.kind = ordered_ ? "allgather" : "allreduce";
         name = hosts_ ? "exchange among hosts" : "exchange";
-        requests_[k] = ordered_ ? comm::iallgather(across_, v, gathered(k, length(k) * static_cast<std::size_t>(across_.size())), w)
+        requests_[k] = ordered_ ? comm::iallgather(across_, v, gathered(k, length(k) * across_.size()), w)
                                 : comm::iallreduce(across_, v, MPI_SUM, w);
         break;
       case Phase::back_in_host:
