@@ -23,9 +23,11 @@ for t in "${tests[@]}"; do [ -x "$build/tests/$t" ] || missing=1; done
 if [ "$missing" = 1 ]; then
   # shellcheck source=../../scripts/lib/ccache.sh
   source "$root/scripts/lib/ccache.sh"
+  configure_log=$(mktemp)
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release "${hpf_compiler_launcher[@]}" \
-    -DMPI_CXX_COMPILER=mpicxx.openmpi -DMPIEXEC_EXECUTABLE=/usr/bin/mpirun.openmpi > "$build.configure.log" 2>&1 ||
-    { cat "$build.configure.log"; echo "FAILED: configuring $build"; exit 1; }
+    -DMPI_CXX_COMPILER=mpicxx.openmpi -DMPIEXEC_EXECUTABLE=/usr/bin/mpirun.openmpi > "$configure_log" 2>&1 ||
+    { cat "$configure_log"; rm -f "$configure_log"; echo "FAILED: configuring $build"; exit 1; }
+  rm -f "$configure_log"
   cmake --build "$build" --target "${tests[@]}"
 fi
 
