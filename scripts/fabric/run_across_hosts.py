@@ -29,7 +29,6 @@ import json
 import os
 import re
 import shlex
-import shutil
 import signal
 import subprocess
 import sys
@@ -44,7 +43,7 @@ import bench_harness as h  # noqa: E402
 import provenance  # noqa: E402
 from compare_single_process import snapshot  # noqa: E402
 import run_fabrics as fabrics  # noqa: E402
-from run_fabrics import EMULATE, HPF_TRACE, Stopped, load_text  # noqa: E402
+from run_fabrics import EMULATE, HPF_TRACE, load_text  # noqa: E402
 
 SECTION = "across-hosts"
 TITLE = "Across emulated hosts: hpf against PyTorch DDP, gradients summed per host first"
@@ -288,22 +287,10 @@ def main():
     args.traces = {}
     args.trace_dir = tempfile.mkdtemp(prefix="hpf_across_hosts_")
     start = time.monotonic()
-
-    def stop(signum, _frame):
-        raise Stopped(f"stopped by signal {signum}")
-
-    signal.signal(signal.SIGTERM, stop)
-    h.log(f"machine: {h.machine_description()}")
-    try:
-        emulate(args, args.layouts[0], "down", check=False)  # what a crashed earlier run left
-        data = measure(args)
-    except (Stopped, KeyboardInterrupt) as e:
-        h.log(f"run_across_hosts.py: {e or 'interrupted'}; the fabric was removed")
-        return 143 if isinstance(e, Stopped) else 130
-    finally:
-        shutil.rmtree(os.path.dirname(args.hpf), ignore_errors=True)
-        shutil.rmtree(args.trace_dir, ignore_errors=True)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    data, stopped = fabrics.guarded(args, "run_across_hosts.py", lambda: emulate(args, args.layouts[0], "down", check=False),
+                                    measure, [args.trace_dir])
+    if stopped is not None:
+        return stopped
     args.minutes = (time.monotonic() - start) / 60
     args.load_end = h.load_average()
     text = report(args, data)

@@ -359,6 +359,28 @@ def load_text(data, args):
             "start through the fabric's launch agent)")
 
 
+def guarded(args, runner, remove_leftovers, measure, temporary=()):
+    """measure(args) after remove_leftovers(), SIGTERM raising Stopped; the benchmark's snapshot
+    and the `temporary` directories go however it ends. (data, None), or (None, exit status)
+    when stopped."""
+    def stop(signum, _frame):
+        raise Stopped(f"stopped by signal {signum}")
+
+    signal.signal(signal.SIGTERM, stop)
+    h.log(f"machine: {h.machine_description()}")
+    try:
+        remove_leftovers()  # what a crashed earlier run of this runner left
+        return measure(args), None
+    except (Stopped, KeyboardInterrupt) as e:
+        h.log(f"{runner}: {e or 'interrupted'}; the fabric was removed")
+        return None, 143 if isinstance(e, Stopped) else 130
+    finally:
+        shutil.rmtree(os.path.dirname(args.hpf), ignore_errors=True)
+        for directory in temporary:
+            shutil.rmtree(directory, ignore_errors=True)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def main():
     args = parse_args()
     args.provenance = provenance.start("scripts/fabric/run_fabrics.py")
@@ -370,23 +392,10 @@ def main():
     if own_trace_dir:
         args.trace_dir = tempfile.mkdtemp(prefix="hpf_fabric_traces_")
     start = time.monotonic()
-
-    def stop(signum, _frame):
-        raise Stopped(f"stopped by signal {signum}")
-
-    signal.signal(signal.SIGTERM, stop)
-    h.log(f"machine: {h.machine_description()}")
-    try:
-        emulate(args, "down", check=False)  # what a crashed earlier run of this runner left
-        data = measure(args)
-    except (Stopped, KeyboardInterrupt) as e:
-        h.log(f"run_fabrics.py: {e or 'interrupted'}; the fabric was removed")
-        return 143 if isinstance(e, Stopped) else 130
-    finally:
-        shutil.rmtree(os.path.dirname(args.hpf), ignore_errors=True)
-        if own_trace_dir:
-            shutil.rmtree(args.trace_dir, ignore_errors=True)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    data, stopped = guarded(args, "run_fabrics.py", lambda: emulate(args, "down", check=False), measure,
+                            [args.trace_dir] if own_trace_dir else [])
+    if stopped is not None:
+        return stopped
     args.minutes = (time.monotonic() - start) / 60
     args.load_end = h.load_average()
     text = report(args, data)
