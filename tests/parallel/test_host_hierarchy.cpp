@@ -11,6 +11,7 @@
 
 #include <doctest/doctest.h>
 
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -83,6 +84,37 @@ TEST_CASE("Summed per host first: one process's bits (ordered), one sum on every
   // Parked shards (several per replica) stay flat, with the same bits.
   CHECK(hpf_test::same_bits(hpf_test::reduce(world, n, 2, ordered, 16384, 0, hpf::HostHierarchy::on),
                             hpf_test::one_process(replicas * 2, n)));
+}
+
+TEST_CASE("The timeline has a row per phase: gather, broadcast in host; scatter and collect among 3 or more") {
+  const hpf::comm::Communicator world;
+  // The collective spans one reduction records on this rank, all of them closed.
+  const auto rows = [&](hpf::GradientReduction reduction, hpf::HostHierarchy hierarchy) {
+    hpf::trace::Recorder recorder(4096);
+    hpf::trace::activate(&recorder, false);
+    hpf_test::reduce(world, 10007, 1, reduction, 16384, 0, hierarchy);
+    hpf::trace::activate(nullptr, false);
+    std::set<std::string> names;
+    for (const hpf::trace::Event& e : recorder.events()) {
+      CHECK(e.end >= e.begin);
+      if (e.track == hpf::trace::Track::collective) names.emplace(e.name);
+    }
+    return names;
+  };
+  const auto ordered = hpf::GradientReduction::ordered, allreduce = hpf::GradientReduction::allreduce;
+  const bool many = world.size() > 1, aligned = hpf::comm::HostGroups::of(world).aligned;
+  // Summed per host: every rank of a host takes part in the gather to its leader and in the
+  // broadcast back (here, unless on emulated hosts, one host of every replica; the ordered
+  // reduction only on aligned hosts).
+  CHECK(rows(ordered, hpf::HostHierarchy::on).count("gather in host") == (many && aligned ? 1U : 0U));
+  CHECK(rows(ordered, hpf::HostHierarchy::on).count("broadcast in host") == (many && aligned ? 1U : 0U));
+  CHECK(rows(allreduce, hpf::HostHierarchy::on).count("reduce in host") == (many ? 1U : 0U));
+  if (!world.spans_hosts()) CHECK(rows(ordered, hpf::HostHierarchy::on).count("scatter") == 0);  // no other host
+  // Flat: scattered and collected among 3 or more, one allgather between 2 (no phase rows).
+  const std::set<std::string> flat = rows(ordered, hpf::HostHierarchy::off);
+  CHECK(flat.count("scatter") == (world.size() >= 3 ? 1U : 0U));
+  CHECK(flat.count("collect") == (world.size() >= 3 ? 1U : 0U));
+  CHECK(flat.count("allreduce") == (many ? 1U : 0U));  // each bucket's own span
 }
 
 TEST_CASE("The training log says where gradients are summed per host first") {

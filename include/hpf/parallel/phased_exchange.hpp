@@ -66,6 +66,7 @@ class PhasedExchange {
       }
     }
     if (shares_host) phases_.push_back(Phase::back_in_host);
+    KOKKOS_ASSERT(!phases_.empty());  // made only among 2 or more replicas
     next_.assign(phases_.size(), 0);
     if (!ordered_ || !leader) return;
     // A leader's room for what it gathers, a block per piece in the order pieces start: per
@@ -92,10 +93,6 @@ class PhasedExchange {
     ++started_;
     waits_[k] = wait;
     spans_[k] = std::move(span);
-    if (phases_.empty()) {
-      finished(k);
-      return;
-    }
     progress();
   }
 
@@ -228,11 +225,7 @@ class PhasedExchange {
       trace::Span span(trace::Track::compute, "reduce bucket", tags(k));
       ordered_sum(Space{}, gathered(k, copies * n).data(), copies, n, gradients_.data() + pieces_[k].first + offset, n);
     }
-    if (++at_[k] == phases_.size()) finished(k);
-  }
-  void finished(std::size_t k) {
-    at_[k] = phases_.size();
-    spans_[k].close();
+    if (++at_[k] == phases_.size()) spans_[k].close();
   }
 
   std::optional<comm::HostGroups> hosts_;
