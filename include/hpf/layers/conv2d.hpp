@@ -61,12 +61,10 @@ class Conv2DImpl {
         transposed_backward_(!pointwise_ && g.stride == 1 && g.pad < g.kernel) {}
 
   void bind(ParameterBinder<T, Space>& binder) {
+    gemm_ = Gemm<T, Space>(binder.kernels());
 #if HPF_ENABLE_ONEDNN
     if constexpr (onednn_possible) {
-      const KernelResources& kernels = binder.kernels();
-      if (kernels.convolution != ConvolutionAlgorithm::gemm)
-        vendor_.emplace(g_, out_, bias_, kernels.onednn(), static_cast<std::size_t>(Space().concurrency()),
-                        /*winograd=*/kernels.convolution == ConvolutionAlgorithm::automatic);
+      vendor_ = vendor_convolution(g_, out_, bias_, binder.kernels(), static_cast<std::size_t>(Space().concurrency()));
     }
 #endif
     const std::size_t k = g_.kernel;
@@ -113,13 +111,13 @@ class Conv2DImpl {
     if (bias_) broadcast_rows(ctx.space, bias_value_, out, "hpf::Conv2D::bias");
     const T beta = bias_ ? T(1) : T(0);
     if (pointwise_) {
-      gemm("N", "N", T(1), weight_, as_matrix(x), beta, out);
+      gemm_("N", "N", T(1), weight_, as_matrix(x), beta, out);
       return;
     }
     for_each_chunk(n, [&](std::size_t first, std::size_t count) {
       auto col = columns(ctx, count);
       im2col(ctx.space, g_, x, first, count, col);
-      gemm("N", "N", T(1), weight_, col, beta, columns_of(out, first, count, ohw));
+      gemm_("N", "N", T(1), weight_, col, beta, columns_of(out, first, count, ohw));
     });
   }
 
@@ -139,8 +137,8 @@ class Conv2DImpl {
     const auto grad_out = as_matrix(dy);  // [O][n*OHW]
     if (bias_) add_row_sums(ctx.space, grad_out, bias_grad_, "hpf::Conv2D::bias_grad");
     if (pointwise_) {
-      gemm("N", "T", T(1), grad_out, as_matrix(x), T(1), weight_grad_);  // dW += dY X^T
-      if (!is_empty(dx)) gemm("T", "N", T(1), weight_, grad_out, T(0), as_matrix(dx));
+      gemm_("N", "T", T(1), grad_out, as_matrix(x), T(1), weight_grad_);  // dW += dY X^T
+      if (!is_empty(dx)) gemm_("T", "N", T(1), weight_, grad_out, T(0), as_matrix(dx));
       return;
     }
     if (transposed_backward_) {
@@ -148,7 +146,7 @@ class Conv2DImpl {
       for_each_chunk(n, [&](std::size_t first, std::size_t count) {
         auto col = columns(ctx, count);
         im2col(ctx.space, g_, x, first, count, col);
-        gemm("N", "T", T(1), columns_of(grad_out, first, count, ohw), col, T(1), weight_grad_);  // dW += dY col^T
+        gemm_("N", "T", T(1), columns_of(grad_out, first, count, ohw), col, T(1), weight_grad_);  // dW += dY col^T
       });
       if (!is_empty(dx)) input_gradient_by_convolution(ctx, dy, dx);
       return;
@@ -157,9 +155,9 @@ class Conv2DImpl {
       auto col = columns(ctx, count);
       const auto dy_chunk = columns_of(grad_out, first, count, ohw);
       im2col(ctx.space, g_, x, first, count, col);                // recomputed: cheaper than keeping
-      gemm("N", "T", T(1), dy_chunk, col, T(1), weight_grad_);   // dW += dY col^T
+      gemm_("N", "T", T(1), dy_chunk, col, T(1), weight_grad_);   // dW += dY col^T
       if (!is_empty(dx)) {
-        gemm("T", "N", T(1), weight_, dy_chunk, T(0), col);       // dcol = W^T dY
+        gemm_("T", "N", T(1), weight_, dy_chunk, T(0), col);       // dcol = W^T dY
         col2im(ctx.space, g_, Matrix<const T, Space>(col), first, count, dx);
       }
     });
@@ -186,7 +184,7 @@ class Conv2DImpl {
       const std::size_t count = first + chunk <= n ? chunk : n - first;
       Matrix<T, Space> col(ctx.workspace.data() + flipped_elements(), gg.patch(), count * hw);
       im2col(ctx.space, gg, dy, first, count, col);
-      gemm("N", "N", T(1), Matrix<const T, Space>(flipped), col, T(0), columns_of(grad_in, first, count, hw));
+      gemm_("N", "N", T(1), Matrix<const T, Space>(flipped), col, T(0), columns_of(grad_in, first, count, hw));
     }
   }
 
@@ -205,6 +203,7 @@ class Conv2DImpl {
     return Kokkos::subview(m, Kokkos::ALL, Kokkos::make_pair(first * ohw, (first + count) * ohw));
   }
   WindowGeometry g_;
+  Gemm<T, Space> gemm_;
   std::size_t out_;
   bool bias_, pointwise_, transposed_backward_;
 #if HPF_ENABLE_ONEDNN

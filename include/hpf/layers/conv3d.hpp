@@ -49,11 +49,10 @@ class Conv3DImpl {
       : g_(g), out_(out_channels), bias_(bias), pointwise_(g.kernel() == 1 && g.stride() == 1 && g.pad() == 0) {}
 
   void bind(ParameterBinder<T, Space>& binder) {
+    gemm_ = Gemm<T, Space>(binder.kernels());
 #if HPF_ENABLE_ONEDNN
     if constexpr (onednn_possible) {
-      const KernelResources& kernels = binder.kernels();
-      if (kernels.convolution != ConvolutionAlgorithm::gemm)
-        vendor_.emplace(g_, out_, bias_, kernels.onednn(), static_cast<std::size_t>(Space().concurrency()));
+      vendor_ = vendor_convolution(g_, out_, bias_, binder.kernels(), static_cast<std::size_t>(Space().concurrency()));
     }
 #endif
     const std::size_t k = g_.kernel();
@@ -92,13 +91,13 @@ class Conv3DImpl {
     if (bias_) broadcast_rows(ctx.space, bias_value_, out, "hpf::Conv3D::bias");
     const T beta = bias_ ? T(1) : T(0);
     if (pointwise_) {
-      gemm("N", "N", T(1), weight_, as_matrix(x), beta, out);
+      gemm_("N", "N", T(1), weight_, as_matrix(x), beta, out);
       return;
     }
     for_each_chunk(x.extent(1), [&](std::size_t first, std::size_t count) {
       auto col = columns(ctx, count);
       vol2col(ctx.space, g_, x, first, count, col);
-      gemm("N", "N", T(1), weight_, col, beta, columns_of(out, first, count));
+      gemm_("N", "N", T(1), weight_, col, beta, columns_of(out, first, count));
     });
   }
 
@@ -117,17 +116,17 @@ class Conv3DImpl {
     const auto grad_out = as_matrix(dy);  // [O][n*ODHW]
     if (bias_) add_row_sums(ctx.space, grad_out, bias_grad_, "hpf::Conv3D::bias_grad");
     if (pointwise_) {
-      gemm("N", "T", T(1), grad_out, as_matrix(x), T(1), weight_grad_);  // dW += dY X^T
-      if (!is_empty(dx)) gemm("T", "N", T(1), weight_, grad_out, T(0), as_matrix(dx));
+      gemm_("N", "T", T(1), grad_out, as_matrix(x), T(1), weight_grad_);  // dW += dY X^T
+      if (!is_empty(dx)) gemm_("T", "N", T(1), weight_, grad_out, T(0), as_matrix(dx));
       return;
     }
     for_each_chunk(x.extent(1), [&](std::size_t first, std::size_t count) {
       auto col = columns(ctx, count);
       const auto dy_chunk = columns_of(grad_out, first, count);
       vol2col(ctx.space, g_, x, first, count, col);              // recomputed: cheaper than keeping
-      gemm("N", "T", T(1), dy_chunk, col, T(1), weight_grad_);   // dW += dY col^T
+      gemm_("N", "T", T(1), dy_chunk, col, T(1), weight_grad_);   // dW += dY col^T
       if (!is_empty(dx)) {
-        gemm("T", "N", T(1), weight_, dy_chunk, T(0), col);      // dcol = W^T dY
+        gemm_("T", "N", T(1), weight_, dy_chunk, T(0), col);      // dcol = W^T dY
         col2vol(ctx.space, g_, Matrix<const T, Space>(col), first, count, dx);
       }
     });
@@ -150,6 +149,7 @@ class Conv3DImpl {
     return Kokkos::subview(m, Kokkos::ALL, Kokkos::make_pair(first * s, (first + count) * s));
   }
   VolumeGeometry g_;
+  Gemm<T, Space> gemm_;
   std::size_t out_;
   bool bias_, pointwise_;
 #if HPF_ENABLE_ONEDNN

@@ -30,6 +30,7 @@ class DenseImpl {
   DenseImpl(std::size_t in, std::size_t out, bool bias) : in_(in), out_(out), bias_(bias) {}
 
   void bind(ParameterBinder<T, Space>& binder) {
+    gemm_ = Gemm<T, Space>(binder.kernels());
     auto w = binder.parameter("weight", {out_, in_}, InitRule::weight(in_, out_));
     weight_ = Matrix<T, Space>(w.value.data(), out_, in_);
     weight_grad_ = Matrix<T, Space>(w.grad.data(), out_, in_);
@@ -47,20 +48,21 @@ class DenseImpl {
     trace::Region region("hpf::Dense::forward");
     const auto out = as_matrix(y);
     if (bias_) broadcast_rows(ctx.space, bias_value_, out, "hpf::Dense::bias");  // then y += W x, as addmm
-    gemm("N", "N", T(1), weight_, as_matrix(x), bias_ ? T(1) : T(0), out);
+    gemm_("N", "N", T(1), weight_, as_matrix(x), bias_ ? T(1) : T(0), out);
   }
 
   void backward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, ConstActivation<T, Space>,
                 ConstActivation<T, Space> dy, Activation<T, Space> dx, tape_type&) const {
     trace::Region region("hpf::Dense::backward");
     const auto grad_out = as_matrix(dy);
-    gemm("N", "T", T(1), grad_out, as_matrix(x), T(1), weight_grad_);  // dW += dY X^T
+    gemm_("N", "T", T(1), grad_out, as_matrix(x), T(1), weight_grad_);  // dW += dY X^T
     if (bias_) add_row_sums(ctx.space, grad_out, bias_grad_, "hpf::Dense::bias_grad");
-    if (!is_empty(dx)) gemm("T", "N", T(1), weight_, grad_out, T(0), as_matrix(dx));  // dX = W^T dY
+    if (!is_empty(dx)) gemm_("T", "N", T(1), weight_, grad_out, T(0), as_matrix(dx));  // dX = W^T dY
   }
 
  private:
   std::size_t in_, out_;
+  Gemm<T, Space> gemm_;
   bool bias_;
   Matrix<T, Space> weight_, weight_grad_;
   Vector<T, Space> bias_value_, bias_grad_;

@@ -5,6 +5,8 @@
 #include <hpf/config.hpp>
 
 #include <memory>
+#include <stdexcept>
+#include <typeinfo>
 
 #if HPF_ENABLE_ONEDNN
 #include <dnnl.hpp>
@@ -27,6 +29,17 @@ enum class ConvolutionAlgorithm {
   gemm,
 };
 
+/// What the products of float layers (Dense, convolutions, attention) take as their inputs
+/// (torch.set_float32_matmul_precision's choice, and what autocast gives these layers).
+enum class MatmulPrecision {
+  /// The layer's own scalar type.
+  full,
+  /// Both inputs of each product rounded to bfloat16, products and sums in float: oneDNN's bf16
+  /// kernels on CPUs that have them (AVX512-BF16, AMX), the same arithmetic emulated in float
+  /// elsewhere. Activations, weights, gradients and every other layer stay in float.
+  bf16,
+};
+
 namespace detail {
 #if HPF_ENABLE_ONEDNN
 /// The oneDNN engine and stream a network's vendor kernels run on (one per network, made when
@@ -46,6 +59,26 @@ struct KernelResources {
   /// Re-materialization (NetworkOptions::recompute): Repeat keeps only its blocks' inputs from
   /// forward to backward and runs each block's forward again inside backward.
   bool recompute_blocks = false;
+  /// The inputs of float layers' products (NetworkOptions::matmul_precision).
+  MatmulPrecision matmul_precision = MatmulPrecision::full;
+
+  /// The network's one `State` (staging memory its layers share, as they run one after another),
+  /// made on first use. A network asks for one type only.
+  template <class State>
+  std::shared_ptr<State> shared_state() const {
+    if (!state_) state_ = std::make_shared<State>(*this);
+    if (typeid(*state_) != typeid(State)) throw std::logic_error("hpf::KernelResources: one shared state type per network");
+    return std::static_pointer_cast<State>(state_);
+  }
+  /// Base of shared states (deleted through it).
+  struct SharedState {
+    virtual ~SharedState() = default;
+  };
+
+ private:
+  mutable std::shared_ptr<SharedState> state_;
+
+ public:
 #if HPF_ENABLE_ONEDNN
   /// The oneDNN device of the network's vendor layers (null until one needs it).
   std::shared_ptr<detail::OneDnnDevice> onednn() const {

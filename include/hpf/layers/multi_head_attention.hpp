@@ -61,6 +61,7 @@ class MultiHeadAttentionImpl {
         root_(static_cast<T>(std::sqrt(static_cast<double>(features / heads)))) {}
 
   void bind(ParameterBinder<T, Space>& binder) {
+    gemm_ = Gemm<T, Space>(binder.kernels());
     const std::size_t d = features_;
     auto w_in = binder.parameter("in_proj_weight", {3 * d, d}, InitRule::xavier_uniform(d, 3 * d));
     in_weight_ = Matrix<T, Space>(w_in.value.data(), 3 * d, d);
@@ -99,11 +100,11 @@ class MultiHeadAttentionImpl {
     const auto qkv = activation_view(tape.qkv, 3 * features_, n, positions_);
     const auto heads = activation_view(tape.heads, features_, n, positions_);
     if (bias_) broadcast_rows(ctx.space, in_bias_, as_matrix(qkv), "hpf::MultiHeadAttention::in_proj_bias");
-    gemm("N", "N", T(1), in_weight_, as_matrix(x), bias_ ? T(1) : T(0), as_matrix(qkv));
+    gemm_("N", "N", T(1), in_weight_, as_matrix(x), bias_ ? T(1) : T(0), as_matrix(qkv));
     attend(ctx, qkv, probabilities(tape, n), heads);
     const auto out = as_matrix(y);
     if (bias_) broadcast_rows(ctx.space, out_bias_, out, "hpf::MultiHeadAttention::out_proj.bias");
-    gemm("N", "N", T(1), out_weight_, as_matrix(heads), bias_ ? T(1) : T(0), out);
+    gemm_("N", "N", T(1), out_weight_, as_matrix(heads), bias_ ? T(1) : T(0), out);
   }
 
   void backward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, ConstActivation<T, Space>,
@@ -118,16 +119,16 @@ class MultiHeadAttentionImpl {
     const auto heads = activation_view(tape.heads, d, n, t);
     const auto grad_out = as_matrix(dy);
 
-    gemm("N", "T", T(1), grad_out, as_matrix(heads), T(1), out_weight_grad_);  // dW_o += dY O^T
+    gemm_("N", "T", T(1), grad_out, as_matrix(heads), T(1), out_weight_grad_);  // dW_o += dY O^T
     if (bias_) add_row_sums(ctx.space, grad_out, out_bias_grad_, "hpf::MultiHeadAttention::out_proj.bias_grad");
-    gemm("T", "N", T(1), out_weight_, grad_out, T(0), as_matrix(dheads));  // dO = W_o^T dY
+    gemm_("T", "N", T(1), out_weight_, grad_out, T(0), as_matrix(dheads));  // dO = W_o^T dY
 
     attend_gradients(ctx, activation_view(tape.qkv, 3 * d, n, t), probabilities(tape, n), dheads, dscores, dqkv);
 
     const Matrix<const T, Space> grad_qkv(as_matrix(dqkv));
-    gemm("N", "T", T(1), grad_qkv, as_matrix(x), T(1), in_weight_grad_);  // dW_in += dQKV X^T
+    gemm_("N", "T", T(1), grad_qkv, as_matrix(x), T(1), in_weight_grad_);  // dW_in += dQKV X^T
     if (bias_) add_row_sums(ctx.space, grad_qkv, in_bias_grad_, "hpf::MultiHeadAttention::in_proj_bias_grad");
-    if (!is_empty(dx)) gemm("T", "N", T(1), in_weight_, grad_qkv, T(0), as_matrix(dx));  // dX = W_in^T dQKV
+    if (!is_empty(dx)) gemm_("T", "N", T(1), in_weight_, grad_qkv, T(0), as_matrix(dx));  // dX = W_in^T dQKV
   }
 
   /// Divides q by sqrt(dh) in place (backward wants it so), then S = q^T k per (sample, head)
@@ -141,7 +142,7 @@ class MultiHeadAttentionImpl {
       for (std::size_t h = 0; h < heads_; ++h) {
         const std::size_t first = (j * heads_ + h) * len;
         const auto p = Kokkos::subview(probs, Kokkos::make_pair(first, first + len), Kokkos::ALL);
-        gemm("T", "N", T(1), head(qkv, h * dh, j), head(qkv, d + h * dh, j), T(0), p);  // S(t, u) = q_t . k_u
+        gemm_("T", "N", T(1), head(qkv, h * dh, j), head(qkv, d + h * dh, j), T(0), p);  // S(t, u) = q_t . k_u
       }
     }
     softmax(ctx, probs);
@@ -149,7 +150,7 @@ class MultiHeadAttentionImpl {
       for (std::size_t h = 0; h < heads_; ++h) {
         const std::size_t first = (j * heads_ + h) * len;
         const auto p = Kokkos::subview(probs, Kokkos::make_pair(first, first + len), Kokkos::ALL);
-        gemm("N", "T", T(1), head(qkv, 2 * d + h * dh, j), p, T(0), head(heads, h * dh, j));  // o_t = sum_u P(t, u) v_u
+        gemm_("N", "T", T(1), head(qkv, 2 * d + h * dh, j), p, T(0), head(heads, h * dh, j));  // o_t = sum_u P(t, u) v_u
       }
     }
   }
@@ -165,7 +166,7 @@ class MultiHeadAttentionImpl {
       for (std::size_t h = 0; h < heads_; ++h) {
         const std::size_t first = (j * heads_ + h) * len, q0 = h * dh, v0 = 2 * d + h * dh;
         const auto g = Kokkos::subview(dscores, Kokkos::make_pair(first, first + len), Kokkos::ALL);
-        gemm("T", "N", T(1), head(dheads, q0, j), head(qkv, v0, j), T(0), g);  // dP
+        gemm_("T", "N", T(1), head(dheads, q0, j), head(qkv, v0, j), T(0), g);  // dP
       }
     }
     softmax_backward(ctx, probs, dscores);
@@ -175,9 +176,9 @@ class MultiHeadAttentionImpl {
         const auto rows = Kokkos::make_pair(first, first + len);
         const auto p = Kokkos::subview(probs, rows, Kokkos::ALL);
         const auto g = Kokkos::subview(dscores, rows, Kokkos::ALL);
-        gemm("N", "T", T(1), head(qkv, k0, j), g, T(0), head(dqkv, q0, j));  // dq * sqrt(dh)
-        gemm("N", "N", T(1), head(qkv, q0, j), g, T(0), head(dqkv, k0, j));  // dk
-        gemm("N", "N", T(1), head(dheads, q0, j), p, T(0), head(dqkv, v0, j));  // dv
+        gemm_("N", "T", T(1), head(qkv, k0, j), g, T(0), head(dqkv, q0, j));  // dq * sqrt(dh)
+        gemm_("N", "N", T(1), head(qkv, q0, j), g, T(0), head(dqkv, k0, j));  // dk
+        gemm_("N", "N", T(1), head(dheads, q0, j), p, T(0), head(dqkv, v0, j));  // dv
       }
     }
     divide(ctx, dqkv.data(), d * n * len, "hpf::MultiHeadAttention::scale_dq");
@@ -281,6 +282,7 @@ class MultiHeadAttentionImpl {
 
   std::size_t positions_, features_, heads_;
   bool causal_, bias_;
+  Gemm<T, Space> gemm_;
   T root_;
   Matrix<T, Space> in_weight_, in_weight_grad_, out_weight_, out_weight_grad_;
   Vector<T, Space> in_bias_, in_bias_grad_, out_bias_, out_bias_grad_;

@@ -7,6 +7,7 @@
 #include <hpf/layers/parameters.hpp>
 #include <hpf/layers/loss.hpp>
 #include <hpf/meta/type_list.hpp>
+#include <hpf/meta/type_name.hpp>
 #include <hpf/tensor/finite.hpp>
 #include <hpf/tensor/random.hpp>
 #include <hpf/tensor/views.hpp>
@@ -47,6 +48,10 @@ struct NetworkOptions {
   /// backward. The same bits; activation memory of N blocks down to N block inputs and one block,
   /// for about one more forward pass of the blocks.
   bool recompute = false;
+  /// The inputs of the products of Dense, convolutions and attention in a float network: float,
+  /// or rounded to bfloat16 with float sums (what hpf::Mixed<hpf::bf16> training sets; see
+  /// docs/precision.md). Other scalar types take `full` only.
+  MatmulPrecision matmul_precision = MatmulPrecision::full;
 };
 
 /// Training (batch statistics, running statistics updated) or evaluation.
@@ -134,8 +139,12 @@ class Network {
   };
 
   explicit Network(const NetworkOptions& options = {}, Space space = Space{}) : space_(space), seed_(options.seed) {
+    if (!std::is_same_v<T, float> && options.matmul_precision != MatmulPrecision::full)
+      throw std::invalid_argument("hpf::Network: MatmulPrecision::bf16 is for float networks; this one is " +
+                                  std::string(type_name<T>()));
     kernels_.convolution = options.convolution;
     kernels_.recompute_blocks = options.recompute;
+    kernels_.matmul_precision = options.matmul_precision;
     bind_layers(nullptr);
     initialize(options);
   }
@@ -150,6 +159,7 @@ class Network {
       : space_(space), seed_(owner.seed_), step_(owner.step_) {
     kernels_.convolution = owner.kernels_.convolution;  // not its oneDNN device: streams are per thread
     kernels_.recompute_blocks = owner.kernels_.recompute_blocks;
+    kernels_.matmul_precision = owner.kernels_.matmul_precision;
     bind_layers(&owner.parameters_);
     Kokkos::deep_copy(space_, buffers_, owner.buffers_);
     zero_grad();

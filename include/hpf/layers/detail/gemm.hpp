@@ -2,9 +2,14 @@
 #ifndef HPF_LAYERS_DETAIL_GEMM_HPP
 #define HPF_LAYERS_DETAIL_GEMM_HPP
 
+#include <hpf/layers/detail/bf16_gemm.hpp>
+#include <hpf/layers/kernel_options.hpp>
 #include <hpf/tensor/views.hpp>
 
 #include <KokkosBlas3_gemm.hpp>
+
+#include <memory>
+#include <type_traits>
 
 namespace hpf::detail {
 
@@ -17,6 +22,33 @@ void gemm(const char* trans_a, const char* trans_b, typename CView::const_value_
   if (c.extent(0) == 0 || c.extent(1) == 0) return;
   KokkosBlas::gemm(trans_a, trans_b, alpha, a, b, beta, c);
 }
+
+/// \brief A layer's matrix products in the network's MatmulPrecision: `gemm` above, or for float
+/// layers under MatmulPrecision::bf16 the network's Bf16Gemm. Set when the layer binds.
+template <class T, class Space>
+class Gemm {
+ public:
+  Gemm() = default;
+  explicit Gemm(const KernelResources& kernels) {
+    if constexpr (std::is_same_v<T, float>)
+      if (kernels.matmul_precision == MatmulPrecision::bf16) bf16_ = kernels.shared_state<Bf16Gemm<Space>>();
+  }
+
+  template <class AView, class BView, class CView>
+  void operator()(const char* trans_a, const char* trans_b, T alpha, const AView& a, const BView& b, T beta,
+                  const CView& c) const {
+    if constexpr (std::is_same_v<T, float>) {
+      if (bf16_) {
+        if (c.extent(0) > 0 && c.extent(1) > 0) (*bf16_)(trans_a, trans_b, alpha, a, b, beta, c);
+        return;
+      }
+    }
+    gemm(trans_a, trans_b, alpha, a, b, beta, c);
+  }
+
+ private:
+  std::shared_ptr<Bf16Gemm<Space>> bf16_;
+};
 
 }  // namespace hpf::detail
 

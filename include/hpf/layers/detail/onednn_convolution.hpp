@@ -6,6 +6,7 @@
 
 #if HPF_ENABLE_ONEDNN
 
+#include <hpf/layers/detail/bf16_gemm.hpp>
 #include <hpf/layers/detail/volume_window.hpp>
 #include <hpf/layers/detail/window.hpp>
 #include <hpf/layers/kernel_options.hpp>
@@ -18,11 +19,13 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <exception>
 #include <functional>
 #include <map>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -130,7 +133,8 @@ struct ConvolutionShape {
   }
 };
 
-/// \brief A float convolution on the host through oneDNN, the vendor convolution library
+/// \brief A float convolution on the host through oneDNN (its inputs in bf16 under
+/// MatmulPrecision::bf16), the vendor convolution library
 /// (PyTorch's CPU convolutions run on it), as GEMMs go to the vendor BLAS.
 ///
 /// hpf's activations `[C][N][H*W]` (volumes: `[C][N][D*H*W]`) are handed over as strided NCHW
@@ -144,15 +148,29 @@ class OneDnnConvolution {
   /// `lanes`: weight-gradient sub-batches computed side by side, one per thread of the layer's
   /// host execution space (1: one after another, each on all of oneDNN's threads). `winograd`:
   /// Winograd's algorithm for all three convolutions where it pays (winograd_available).
+  /// `compute`: the type the convolutions read their inputs in (f32, or bf16 under
+  /// MatmulPrecision::bf16: see available()); results and gradients are float.
   OneDnnConvolution(const ConvolutionShape& g, std::size_t out_channels, bool bias, std::shared_ptr<OneDnnDevice> device,
-                    std::size_t lanes = 1, bool winograd = false)
-      : g_(g), out_(out_channels), bias_(bias), device_(std::move(device)), lanes_(std::max<std::size_t>(lanes, 1)),
-        winograd_(winograd && winograd_available(g, out_channels, bias, engine())) {
+                    std::size_t lanes = 1, bool winograd = false, dnnl::memory::data_type compute = dnnl::memory::data_type::f32)
+      : g_(g), out_(out_channels), bias_(bias), compute_(compute), device_(std::move(device)),
+        lanes_(std::max<std::size_t>(lanes, 1)), winograd_(winograd && winograd_available(g, out_channels, bias, compute, engine())) {
     for (std::size_t lane = 0; lanes_ > 1 && lane < lanes_; ++lane) lane_streams_.emplace_back(engine());
   }
 
   /// Whether the forward pass and both gradients run Winograd's algorithm (see the constructor).
   bool winograd() const { return winograd_; }
+
+  /// Whether oneDNN has this convolution's three kernels with inputs of type `compute` on this CPU
+  /// (f32 always; bf16 where the CPU has AVX512-BF16 or AMX, or AVX-512 for oneDNN's emulation).
+  static bool available(const ConvolutionShape& g, std::size_t out, bool bias, dnnl::memory::data_type compute,
+                        const dnnl::engine& engine) {
+    try {
+      primitive_descriptors(g, out, bias, 1, dnnl::algorithm::convolution_direct, compute, engine);
+      return true;
+    } catch (const dnnl::error&) {  // "could not create a primitive descriptor"
+      return false;
+    }
+  }
 
   /// Floats of workspace a batch of n needs: the forward's, or in the backward, dy's whole-batch
   /// copy (kept throughout) and the larger of the weight-gradient and input-gradient phases.
@@ -279,9 +297,10 @@ class OneDnnConvolution {
   struct BatchCopy {
     bool usable = false;
     dnnl::memory::format_tag tag{};
-    dnnl::memory::dims image_dims;  // {channels, spatial...}
-    Conversion convert;             // hpf's layout of the whole batch -> the copy
-    std::size_t image_floats = 0;   // between consecutive images of the copy
+    dnnl::memory::data_type type{};  // the copy's (the sub-batches' inputs')
+    dnnl::memory::dims image_dims;   // {channels, spatial...}
+    Conversion convert;              // hpf's layout of the whole batch -> the copy
+    std::size_t image_bytes = 0;     // between consecutive images of the copy
     std::size_t chunk = 0;          // images of a whole sub-batch, whose layout is chunk_desc
     dnnl::memory::desc chunk_desc;
 
@@ -289,7 +308,7 @@ class OneDnnConvolution {
     dnnl::memory::desc desc(std::size_t images) const {
       dnnl::memory::dims d{static_cast<dnnl::memory::dim>(images)};
       d.insert(d.end(), image_dims.begin(), image_dims.end());
-      return dnnl::memory::desc(d, dnnl::memory::data_type::f32, tag);
+      return dnnl::memory::desc(d, type, tag);
     }
     /// Whether a sub-batch of `images` wanting `wanted` can read its images from the copy.
     bool serves(const dnnl::memory::desc& wanted, std::size_t images) const {
@@ -352,7 +371,7 @@ class OneDnnConvolution {
       convert(c, user, copy, slots, on);
     } else {
       on.wait();  // the workspace is free: what last read it has run
-      std::fill_n(static_cast<float*>(copy.get_data_handle()), c.to.get_size() / sizeof(float), 0.0f);
+      std::memset(copy.get_data_handle(), 0, c.to.get_size());  // zero in float and in bf16
       dnnl::memory inner(c.inner, engine(), copy.get_data_handle());
       convert(c, user, inner, slots, on);
     }
@@ -432,7 +451,7 @@ class OneDnnConvolution {
   dnnl::memory sub_batch(const BatchCopy& copy, const dnnl::memory& whole, const Conversion& c, const float* data,
                          std::size_t first, std::size_t images, Slots& slots, dnnl::stream& on) const {
     if (copy.serves(c.to, images))
-      return dnnl::memory(c.to, engine(), static_cast<float*>(whole.get_data_handle()) + first * copy.image_floats);
+      return dnnl::memory(c.to, engine(), static_cast<char*>(whole.get_data_handle()) + first * copy.image_bytes);
     return in(c, const_cast<float*>(data), slots, on);
   }
 
@@ -552,6 +571,7 @@ class OneDnnConvolution {
     copy.image_dims = std::move(image_dims);
     if (n == 0 || !sub_batch.inner.is_zero()) return copy;
     const dnnl::memory::desc& wanted = sub_batch.to;
+    copy.type = wanted.data_type();
     for (const dnnl::memory::format_tag t : g_.whole_image_tags()) {
       copy.tag = t;
       if (copy.desc(chunk) != wanted) continue;
@@ -560,7 +580,7 @@ class OneDnnConvolution {
       copy.chunk = chunk;
       copy.chunk_desc = wanted;
       copy.convert = conversion(user, whole);
-      copy.image_floats = whole.get_size() / sizeof(float) / n;
+      copy.image_bytes = whole.get_size() / n;
       break;
     }
     return copy;
@@ -595,46 +615,54 @@ class OneDnnConvolution {
   /// 1 to 64 images) nor on the threads (1 and 2; the weight gradient's sub-batches too), and
   /// their rounding errors are 1.5-7x the direct convolution's (all checked with oneDNN 2.6).
   /// Images only: oneDNN has no Winograd kernel for volumes.
-  static bool winograd_available(const ConvolutionShape& g, std::size_t out, bool bias, const dnnl::engine& engine) {
+  static bool winograd_available(const ConvolutionShape& g, std::size_t out, bool bias, dnnl::memory::data_type compute,
+                                 const dnnl::engine& engine) {
     constexpr std::size_t min_channels = 32;
     if (g.rank() != 2 || g.kernel != 3 || g.stride != 1 || g.channels < min_channels || out < min_channels) return false;
     try {
-      primitive_descriptors(g, out, bias, 1, dnnl::algorithm::convolution_winograd, engine);
+      primitive_descriptors(g, out, bias, 1, dnnl::algorithm::convolution_winograd, compute, engine);
       return true;
     } catch (const dnnl::error&) {  // "could not create a primitive descriptor": no such kernel here
       return false;
     }
   }
 
-  /// The three convolutions' descriptors for `n` images, in the layouts oneDNN chooses.
+  /// The three convolutions' descriptors for `n` images, in the layouts oneDNN chooses: inputs
+  /// (src, weights, diff_dst) of type `compute`, results and bias in float.
   struct PrimitiveDescriptors {
     dnnl::convolution_forward::primitive_desc forward;
     dnnl::convolution_backward_data::primitive_desc backward_data;
     dnnl::convolution_backward_weights::primitive_desc backward_weights;
   };
   static PrimitiveDescriptors primitive_descriptors(const ConvolutionShape& g, std::size_t out, bool bias, std::size_t n,
-                                                    dnnl::algorithm algorithm, const dnnl::engine& engine) {
+                                                    dnnl::algorithm algorithm, dnnl::memory::data_type compute,
+                                                    const dnnl::engine& engine) {
     using dims = dnnl::memory::dims;
     using forward_pd = dnnl::convolution_forward::primitive_desc;
-    const auto any = [](dims d) { return dnnl::memory::desc(d, dnnl::memory::data_type::f32, dnnl::memory::format_tag::any); };
+    const auto f32 = dnnl::memory::data_type::f32;
+    const auto any = [](dims d, dnnl::memory::data_type type) {
+      return dnnl::memory::desc(d, type, dnnl::memory::format_tag::any);
+    };
     const dims strides(g.rank(), ConvolutionShape::dim(g.stride));
-    const auto dst = any(g.dst(n, out)), wei = any(g.weights(out));
-    const auto bias_desc = bias ? any({ConvolutionShape::dim(out)}) : dnnl::memory::desc();
+    const auto dst = any(g.dst(n, out), f32), diff_dst = any(g.dst(n, out), compute);
+    const auto wei = any(g.weights(out), compute), diff_wei = any(g.weights(out), f32);
+    const auto bias_desc = bias ? any({ConvolutionShape::dim(out)}, f32) : dnnl::memory::desc();
     const auto forward = [&](const ConvolutionShape& s) {
-      return forward_pd(dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, algorithm, any(s.src(n)), wei,
-                                                        bias_desc, dst, strides, s.left, s.right()),
+      return forward_pd(dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, algorithm, any(s.src(n), compute),
+                                                        wei, bias_desc, dst, strides, s.left, s.right()),
                         own_scratchpad(), engine);
     };
     // The backward descriptors take the forward one (of their shape) as their hint.
     const auto backward_weights = [&](const ConvolutionShape& s, const forward_pd& hint) {
       return dnnl::convolution_backward_weights::primitive_desc(
-          dnnl::convolution_backward_weights::desc(algorithm, any(s.src(n)), wei, bias_desc, dst, strides, s.left, s.right()),
+          dnnl::convolution_backward_weights::desc(algorithm, any(s.src(n), compute), diff_wei, bias_desc, diff_dst, strides,
+                                                   s.left, s.right()),
           own_scratchpad(), engine, hint);
     };
     const forward_pd fwd = forward(g);
     return {fwd,
             dnnl::convolution_backward_data::primitive_desc(
-                dnnl::convolution_backward_data::desc(algorithm, any(g.src(n)), wei, dst, strides, g.left, g.right()),
+                dnnl::convolution_backward_data::desc(algorithm, any(g.src(n), f32), wei, diff_dst, strides, g.left, g.right()),
                 own_scratchpad(), engine, fwd),
             g.pads_depth() ? backward_weights(g.depth_padded(), forward(g.depth_padded())) : backward_weights(g, fwd)};
   }
@@ -654,7 +682,8 @@ class OneDnnConvolution {
     p.weights = dnnl::memory::desc(g_.weights(out_), f32, g_.weights_tag());
     p.bias = bias_ ? dnnl::memory::desc({ConvolutionShape::dim(out_)}, f32, dnnl::memory::format_tag::x) : dnnl::memory::desc();
     PrimitiveDescriptors d = primitive_descriptors(
-        g_, out_, bias_, n, winograd_ ? dnnl::algorithm::convolution_winograd : dnnl::algorithm::convolution_direct, engine());
+        g_, out_, bias_, n, winograd_ ? dnnl::algorithm::convolution_winograd : dnnl::algorithm::convolution_direct, compute_,
+        engine());
     p.forward = std::move(d.forward);
     p.backward_data = std::move(d.backward_data);
     p.backward_weights = std::move(d.backward_weights);
@@ -692,6 +721,7 @@ class OneDnnConvolution {
   ConvolutionShape g_;
   std::size_t out_;
   bool bias_;
+  dnnl::memory::data_type compute_;
   std::shared_ptr<OneDnnDevice> device_;  // the network's engine and stream
   mutable std::map<std::pair<std::size_t, std::size_t>, Plan> plans_;         // per (images, batch)
   mutable std::map<std::pair<std::size_t, std::size_t>, Plan> weight_plans_;  // for one thread, with lanes
@@ -700,6 +730,22 @@ class OneDnnConvolution {
   bool winograd_;
   mutable std::vector<dnnl::stream> lane_streams_;  // one per lane (a stream is not shared by threads)
 };
+
+/// The vendor convolution of a float layer on the host under the network's kernel choices, or
+/// none: under ConvolutionAlgorithm::gemm, or with bf16 inputs oneDNN has no kernel for on this
+/// CPU (the layer's im2col + Gemm then, emulated as Bf16Gemm says).
+inline std::optional<OneDnnConvolution> vendor_convolution(const ConvolutionShape& g, std::size_t out, bool bias,
+                                                           const KernelResources& kernels, std::size_t lanes) {
+  if (kernels.convolution == ConvolutionAlgorithm::gemm) return std::nullopt;
+  const bool bf16 = kernels.matmul_precision == MatmulPrecision::bf16;
+  const auto compute = bf16 ? dnnl::memory::data_type::bf16 : dnnl::memory::data_type::f32;
+  if (bf16 && !OneDnnConvolution::available(g, out, bias, compute, kernels.onednn()->engine)) {
+    note_bf16_emulated("oneDNN has no bf16 convolution on this CPU");
+    return std::nullopt;
+  }
+  return std::optional<OneDnnConvolution>(std::in_place, g, out, bias, kernels.onednn(), lanes,
+                                          /*winograd=*/kernels.convolution == ConvolutionAlgorithm::automatic, compute);
+}
 
 }  // namespace hpf::detail
 

@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: MIT
+#ifndef HPF_LAYERS_DETAIL_BF16_GEMM_HPP
+#define HPF_LAYERS_DETAIL_BF16_GEMM_HPP
+
+#include <hpf/config.hpp>
+#include <hpf/layers/kernel_options.hpp>
+#include <hpf/tensor/bf16.hpp>
+#include <hpf/tensor/views.hpp>
+
+#include <KokkosBlas3_gemm.hpp>
+#include <Kokkos_Core.hpp>
+
+#include <atomic>
+#include <cstddef>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#if HPF_ENABLE_ONEDNN
+#include <dnnl.hpp>
+#endif
+
+namespace hpf::detail {
+
+/// Says once per process why bf16 products are emulated.
+inline void note_bf16_emulated(const std::string& why) {
+  static std::atomic<bool> said{false};
+  if (!said.exchange(true))
+    std::cerr << "hpf: MatmulPrecision::bf16 is emulated in float (" << why
+              << "): the same results as bf16 products, at float's speed" << std::endl;
+}
+
+/// \brief Float products with bfloat16 inputs, C = alpha op(A) op(B) + beta C: each input rounded
+/// to the nearest bf16, products and sums in float (MatmulPrecision::bf16). One per network,
+/// shared by its layers, which run one after another: it holds the operands' bf16 copies.
+///
+/// On the host with oneDNN, the product is oneDNN's bf16 matmul (AVX512-BF16 or AMX where the CPU
+/// has them). Elsewhere, or where oneDNN has no bf16 kernel for the CPU, the inputs are rounded in
+/// float copies and the float GEMM runs: the product of two bf16 numbers is exact in float, so
+/// this is the same arithmetic, summed in the BLAS's order.
+template <class Space>
+class Bf16Gemm : public KernelResources::SharedState {
+  using memory_space = memory_space_t<Space>;
+  static constexpr bool on_host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, memory_space>::accessible;
+
+ public:
+  explicit Bf16Gemm(const KernelResources& kernels) {
+#if HPF_ENABLE_ONEDNN
+    if constexpr (on_host) device_ = kernels.onednn();
+#endif
+    (void)kernels;
+  }
+
+  /// Whether products run on oneDNN's bf16 kernels (false: emulated in float).
+  bool vendor() const {
+#if HPF_ENABLE_ONEDNN
+    return on_host && !vendor_failed_;
+#else
+    return false;
+#endif
+  }
+
+  template <class AView, class BView, class CView>
+  void operator()(const char* trans_a, const char* trans_b, float alpha, const AView& a, const BView& b, float beta,
+                  const CView& c) {
+    const bool ta = *trans_a == 'T', tb = *trans_b == 'T';
+    const std::size_t k = ta ? a.extent(0) : a.extent(1);
+#if HPF_ENABLE_ONEDNN
+    if constexpr (on_host) {
+      if (!vendor_failed_ && k > 0 && alpha == 1.0f && (beta == 0.0f || beta == 1.0f) &&
+          vendor_product(ta, tb, a, b, beta, c))
+        return;
+    }
+#endif
+    const auto rounded_a = stage(a, rounded_a_);
+    const auto rounded_b = stage(b, rounded_b_);
+    KokkosBlas::gemm(trans_a, trans_b, alpha, rounded_a, rounded_b, beta, c);
+  }
+
+ private:
+  using Rounded = Kokkos::View<const float**, Kokkos::LayoutRight, memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+
+  /// `m` rounded to bf16, in float, as a contiguous row-major copy in `storage`.
+  template <class M>
+  Rounded stage(const M& m, Kokkos::View<float*, memory_space>& storage) const {
+    const std::size_t rows = m.extent(0), cols = m.extent(1);
+    grow(storage, rows * cols);
+    float* out = storage.data();
+    Kokkos::parallel_for("hpf::bf16::round", Kokkos::RangePolicy<Space>(0, rows * cols), KOKKOS_LAMBDA(const std::size_t i) {
+      out[i] = round_to_bf16(m(i / cols, i % cols));
+    });
+    return Rounded(out, rows, cols);
+  }
+  template <class V>
+  static void grow(V& storage, std::size_t size) {
+    if (storage.extent(0) < size) storage = V(Kokkos::view_alloc(Kokkos::WithoutInitializing, "hpf::bf16::staging"), size);
+  }
+
+  Kokkos::View<float*, memory_space> rounded_a_, rounded_b_;
+
+#if HPF_ENABLE_ONEDNN
+  using dims = dnnl::memory::dims;
+  /// (op(A) transposed, op(B) transposed, C added to, A's extents, B's extents, C's strides).
+  using Key = std::tuple<bool, bool, bool, std::size_t, std::size_t, std::size_t, std::size_t, std::size_t, std::size_t>;
+  struct Product {
+    dnnl::matmul run;
+    dnnl::memory::desc a, b, c, scratchpad;
+  };
+
+  /// The product on oneDNN's bf16 matmul; false (and emulated from then on) when it has none here.
+  template <class AView, class BView, class CView>
+  bool vendor_product(bool ta, bool tb, const AView& a, const BView& b, float beta, const CView& c) {
+    const Product* p = product(ta, tb, a, b, beta, c);
+    if (!p) return false;
+    const std::size_t a_size = a.extent(0) * a.extent(1);
+    grow(bits_, a_size + b.extent(0) * b.extent(1));
+    to_bits(a, bits_.data());
+    to_bits(b, bits_.data() + a_size);
+    scratchpad_.resize(p->scratchpad.get_size());
+    const dnnl::engine& engine = device_->engine;
+    dnnl::stream& stream = device_->stream;
+    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, dnnl::memory(p->a, engine, bits_.data())},
+                                               {DNNL_ARG_WEIGHTS, dnnl::memory(p->b, engine, bits_.data() + a_size)},
+                                               {DNNL_ARG_DST, dnnl::memory(p->c, engine, c.data())}};
+    if (!scratchpad_.empty()) args.insert({DNNL_ARG_SCRATCHPAD, dnnl::memory(p->scratchpad, engine, scratchpad_.data())});
+    p->run.execute(stream, args);
+    stream.wait();
+    return true;
+  }
+
+  /// `m`'s bf16 bits, contiguous row-major.
+  template <class M>
+  static void to_bits(const M& m, bf16_bits* out) {
+    const std::size_t cols = m.extent(1);
+    Kokkos::parallel_for("hpf::bf16::convert", Kokkos::RangePolicy<Space>(0, m.extent(0) * cols),
+                         KOKKOS_LAMBDA(const std::size_t i) { out[i] = to_bf16(m(i / cols, i % cols)); });
+    Space().fence();
+  }
+
+  /// op(m) of a contiguous row-major rows x cols bf16 copy, as oneDNN's strided descriptor.
+  static dnnl::memory::desc operand(std::size_t rows, std::size_t cols, bool transposed) {
+    const auto r = static_cast<dnnl::memory::dim>(rows), c = static_cast<dnnl::memory::dim>(cols);
+    return transposed ? dnnl::memory::desc({c, r}, dnnl::memory::data_type::bf16, dims{1, c})
+                      : dnnl::memory::desc({r, c}, dnnl::memory::data_type::bf16, dims{c, 1});
+  }
+
+  template <class AView, class BView, class CView>
+  const Product* product(bool ta, bool tb, const AView& a, const BView& b, float beta, const CView& c) {
+    const Key key{ta,          tb,          beta != 0.0f,
+                  a.extent(0), a.extent(1), b.extent(0),
+                  b.extent(1), static_cast<std::size_t>(c.stride_0()), static_cast<std::size_t>(c.stride_1())};
+    const auto found = products_.find(key);
+    if (found != products_.end()) return &found->second;
+    try {
+      Product p;
+      p.a = operand(a.extent(0), a.extent(1), ta);
+      p.b = operand(b.extent(0), b.extent(1), tb);
+      p.c = dnnl::memory::desc({static_cast<dnnl::memory::dim>(c.extent(0)), static_cast<dnnl::memory::dim>(c.extent(1))},
+                               dnnl::memory::data_type::f32,
+                               dims{static_cast<dnnl::memory::dim>(c.stride_0()), static_cast<dnnl::memory::dim>(c.stride_1())});
+      dnnl::primitive_attr attr;
+      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // the network's, not oneDNN's one global buffer
+      if (beta != 0.0f) {
+        dnnl::post_ops sum;
+        sum.append_sum(1.0f);
+        attr.set_post_ops(sum);
+      }
+      const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(p.a, p.b, p.c), attr, device_->engine);
+      p.scratchpad = pd.scratchpad_desc();
+      p.run = dnnl::matmul(pd);
+      return &products_.emplace(key, std::move(p)).first->second;
+    } catch (const dnnl::error& e) {  // "could not create a primitive descriptor": no bf16 kernel for this CPU
+      vendor_failed_ = true;
+      note_bf16_emulated(std::string("oneDNN has no bf16 matmul on this CPU: ") + e.what());
+      return nullptr;
+    }
+  }
+
+  std::shared_ptr<OneDnnDevice> device_;
+  bool vendor_failed_ = false;
+  Kokkos::View<bf16_bits*, memory_space> bits_;
+  std::vector<std::byte> scratchpad_;
+  std::map<Key, Product> products_;
+#endif
+};
+
+}  // namespace hpf::detail
+
+#endif  // HPF_LAYERS_DETAIL_BF16_GEMM_HPP

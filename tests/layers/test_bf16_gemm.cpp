@@ -1,0 +1,133 @@
+// Bf16Gemm: float products of bf16-rounded inputs, on oneDNN's bf16 matmul or emulated in float.
+// Also run with ONEDNN_MAX_CPU_ISA=AVX2 (CTest), where oneDNN has no bf16 kernel: the emulation.
+#include <hpf/layers/detail/gemm.hpp>
+#include <hpf/tensor/bf16.hpp>
+#include <hpf/tensor/random.hpp>
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+namespace {
+
+using Space = Kokkos::DefaultHostExecutionSpace;
+using HostMatrix = Kokkos::View<float**, Kokkos::LayoutRight, Kokkos::HostSpace>;
+
+HostMatrix random_matrix(std::size_t rows, std::size_t cols, std::uint64_t seed) {
+  HostMatrix m("m", rows, cols);
+  hpf::Rng rng(seed, "bf16_gemm");
+  for (std::size_t i = 0; i < m.size(); ++i) m.data()[i] = static_cast<float>(rng.uniform(-1.0, 1.0));
+  return m;
+}
+
+/// op(m)(i, j).
+float at(const HostMatrix& m, bool transposed, std::size_t i, std::size_t j) { return transposed ? m(j, i) : m(i, j); }
+
+/// The largest error of c against alpha op(A) op(B) + beta c0 in double, with A and B rounded
+/// to bf16 when `round` (else as they are), relative to the largest |entry| of the product.
+double worst_error(const HostMatrix& c, const HostMatrix& c0, const HostMatrix& a, const HostMatrix& b, bool ta, bool tb,
+                   float beta, bool round) {
+  const std::size_t k = ta ? a.extent(0) : a.extent(1);
+  const auto r = [&](float v) { return round ? static_cast<double>(hpf::round_to_bf16(v)) : static_cast<double>(v); };
+  double worst = 0, scale = 0;
+  std::vector<double> expected(c.size());
+  for (std::size_t i = 0; i < c.extent(0); ++i)
+    for (std::size_t j = 0; j < c.extent(1); ++j) {
+      double sum = beta * c0(i, j);
+      for (std::size_t p = 0; p < k; ++p) sum += r(at(a, ta, i, p)) * r(at(b, tb, p, j));
+      expected[i * c.extent(1) + j] = sum;
+      scale = std::max(scale, std::abs(sum));
+    }
+  for (std::size_t i = 0; i < c.extent(0); ++i)
+    for (std::size_t j = 0; j < c.extent(1); ++j) worst = std::max(worst, std::abs(c(i, j) - expected[i * c.extent(1) + j]));
+  return worst / scale;
+}
+
+bool oneDnn_limited_below_avx512() {
+  const char* isa = std::getenv("ONEDNN_MAX_CPU_ISA");
+  return isa && std::string(isa).rfind("AVX2", 0) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("Bf16Gemm: inputs rounded to bf16, products summed in float, for every transposition") {
+  hpf::KernelResources kernels;
+  kernels.matmul_precision = hpf::MatmulPrecision::bf16;
+  const hpf::detail::Gemm<float, Space> gemm(kernels);
+  const std::size_t m = 37, n = 29, k = 300;
+  for (const bool ta : {false, true})
+    for (const bool tb : {false, true})
+      for (const float beta : {0.0f, 1.0f}) {
+        CAPTURE(ta);
+        CAPTURE(tb);
+        CAPTURE(beta);
+        const HostMatrix a = ta ? random_matrix(k, m, 1) : random_matrix(m, k, 1);
+        const HostMatrix b = tb ? random_matrix(n, k, 2) : random_matrix(k, n, 2);
+        const HostMatrix c0 = random_matrix(m, n, 3);
+        HostMatrix c("c", m, n);
+        Kokkos::deep_copy(c, c0);
+        gemm(ta ? "T" : "N", tb ? "T" : "N", 1.0f, a, b, beta, c);
+        // Float sums of exact products: within a few float roundings per term of the rounded product.
+        CHECK(worst_error(c, c0, a, b, ta, tb, beta, /*round=*/true) < 1e-5);
+        // ... and bf16's rounding shows against the unrounded inputs (2^-9 relative per input).
+        CHECK(worst_error(c, c0, a, b, ta, tb, beta, /*round=*/false) > 1e-4);
+      }
+}
+
+TEST_CASE("Bf16Gemm: into columns of a wider matrix, and with alpha other than 1") {
+  hpf::KernelResources kernels;
+  kernels.matmul_precision = hpf::MatmulPrecision::bf16;
+  const hpf::detail::Gemm<float, Space> gemm(kernels);
+  const HostMatrix a = random_matrix(8, 40, 4), b = random_matrix(40, 12, 5), wide = random_matrix(8, 30, 6);
+  const HostMatrix before("before", 8, 30);
+  Kokkos::deep_copy(before, wide);
+  const auto part = Kokkos::subview(wide, Kokkos::ALL, Kokkos::make_pair(10, 22));
+  gemm("N", "N", 1.0f, a, b, 1.0f, part);
+  HostMatrix c("c", 8, 12), c0("c0", 8, 12);
+  for (std::size_t i = 0; i < 8; ++i)
+    for (std::size_t j = 0; j < 12; ++j) {
+      c(i, j) = part(i, j);
+      c0(i, j) = before(i, 10 + j);
+    }
+  CHECK(worst_error(c, c0, a, b, false, false, 1.0f, true) < 1e-5);
+  for (std::size_t i = 0; i < 8; ++i)  // columns outside the product untouched
+    for (std::size_t j : {0, 9, 22, 29}) CHECK(wide(i, j) == before(i, j));
+
+  HostMatrix scaled("scaled", 8, 12);
+  gemm("N", "N", 0.5f, a, b, 0.0f, scaled);  // emulated: oneDNN's path takes alpha 1 only
+  for (std::size_t i = 0; i < 8; ++i)
+    for (std::size_t j = 0; j < 12; ++j) c(i, j) = 2 * scaled(i, j);
+  CHECK(worst_error(c, c0, a, b, false, false, 0.0f, true) < 1e-5);
+}
+
+TEST_CASE("Bf16Gemm: oneDNN's bf16 matmul where the CPU has one, the emulation where it does not") {
+  hpf::KernelResources kernels;
+  kernels.matmul_precision = hpf::MatmulPrecision::bf16;
+  hpf::detail::Bf16Gemm<Space> products(kernels);
+  const HostMatrix a = random_matrix(16, 64, 7), b = random_matrix(64, 16, 8);
+  HostMatrix c("c", 16, 16), c0("c0", 16, 16);
+  products("N", "N", 1.0f, a, b, 0.0f, c);
+  CHECK(worst_error(c, c0, a, b, false, false, 0.0f, true) < 1e-5);
+#if HPF_ENABLE_ONEDNN
+  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  const auto avx512 = static_cast<unsigned>(dnnl::cpu_isa::avx512_core);
+  const bool bf16_isa = (isa & avx512) == avx512;  // oneDNN's bf16 GEMM: AVX-512 (native with AVX512-BF16)
+  MESSAGE("oneDNN ISA: " << static_cast<int>(dnnl::get_effective_cpu_isa()) << ", bf16 matmul: " << products.vendor());
+  if (oneDnn_limited_below_avx512()) CHECK_FALSE(products.vendor());
+  if (bf16_isa) CHECK(products.vendor());
+#else
+  CHECK_FALSE(products.vendor());
+#endif
+}
+
+TEST_CASE("Gemm: full precision is the plain GEMM") {
+  const hpf::detail::Gemm<float, Space> gemm(hpf::KernelResources{});
+  const HostMatrix a = random_matrix(5, 7, 9), b = random_matrix(7, 3, 10);
+  HostMatrix c("c", 5, 3), expected("e", 5, 3);
+  gemm("N", "N", 1.0f, a, b, 0.0f, c);
+  hpf::detail::gemm("N", "N", 1.0f, a, b, 0.0f, expected);
+  for (std::size_t i = 0; i < c.size(); ++i) CHECK(c.data()[i] == expected.data()[i]);
+}
