@@ -85,6 +85,7 @@
 #include <hpf/train/loop.hpp>
 #include <hpf/train/options.hpp>
 #include <hpf/train/progress.hpp>
+#include <hpf/train/precision.hpp>
 #include <hpf/train/trainer.hpp>
 #include <hpf/zoo/blocks.hpp>
 #include <hpf/zoo/cosmoflow.hpp>

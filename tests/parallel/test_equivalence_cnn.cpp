@@ -16,3 +16,9 @@ TEST_CASE("CNN: every layout of the world size trains bit for bit as one process
   hpf_test::check_every_layout<Model, hpf::Pipeline<hpf::Cuts<3>>, hpf::Pipeline<hpf::Cuts<3, 7>>,
                                hpf::Pipeline<hpf::Cuts<2, 4, 7>>>(hpf_test::cnn_options(), source, steps);
 }
+
+TEST_CASE("CNN in mixed precision (bf16 products): every layout bit for bit as one process") {
+  hpf_test::check_every_layout<Model, hpf::Pipeline<hpf::Cuts<3>>, hpf::Pipeline<hpf::Cuts<3, 7>>,
+                               hpf::Pipeline<hpf::Cuts<2, 4, 7>>>(hpf_test::cnn_options(), source, steps,
+                                                                  hpf_test::Precisions<hpf::Mixed<hpf::bf16>>{});
+}

@@ -47,6 +47,12 @@ TEST_CASE("GPT with dropout: every layout of the world size trains bit for bit a
                                hpf::Pipeline<hpf::Balanced<4>>>(options(), text_source(), steps);
 }
 
+TEST_CASE("GPT with dropout in mixed precision (bf16 products): every layout bit for bit as one process") {
+  hpf_test::check_every_layout<Model, hpf::Pipeline<hpf::Balanced<2>>, hpf::Pipeline<hpf::Balanced<3>>,
+                               hpf::Pipeline<hpf::Balanced<4>>>(options(), text_source(), steps,
+                                                                hpf_test::Precisions<hpf::Mixed<hpf::bf16>>{});
+}
+
 TEST_CASE("GPT with dropout, blocks re-materialized in backward: every layout bit for bit as one process") {
   // With test_recompute's single process (the same bits with and without re-materialization), the
   // parallel runs with it are the same bits as one process without.

@@ -30,3 +30,9 @@ TEST_CASE("CosmoFlow 3-D CNN: every layout of the world size trains bit for bit 
   hpf_test::check_every_layout<Model, hpf::Pipeline<hpf::Balanced<2>>, hpf::Pipeline<hpf::Balanced<3>>,
                                hpf::Pipeline<hpf::Balanced<4>>>(options(), source, steps);
 }
+
+TEST_CASE("CosmoFlow 3-D CNN in mixed precision (bf16 products): every layout bit for bit as one process") {
+  hpf_test::check_every_layout<Model, hpf::Pipeline<hpf::Balanced<2>>, hpf::Pipeline<hpf::Balanced<3>>,
+                               hpf::Pipeline<hpf::Balanced<4>>>(options(), source, steps,
+                                                                hpf_test::Precisions<hpf::Mixed<hpf::bf16>>{});
+}

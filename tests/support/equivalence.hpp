@@ -56,25 +56,31 @@ void broadcast_vector(const hpf::comm::Communicator& world, std::vector<V>& valu
 
 inline double relative(double difference, double scale) { return difference / std::max(scale, 1e-300); }
 
-/// What a layout is compared with: the single-process run over the same pieces, on every rank.
-template <class T>
+/// What a layout is compared with: the single-process run over the same pieces, on every rank,
+/// in precision P (float, double or hpf::Mixed<hpf::bf16>).
+template <class P>
 struct Reference {
-  std::vector<double> losses;          ///< every step's loss
-  std::vector<T> parameters, buffers;  ///< the whole model's, at the end
+  std::vector<double> losses;                                 ///< every step's loss
+  std::vector<hpf::storage_t<P>> parameters, buffers;  ///< the whole model's, at the end
 };
+
+/// The precisions a layout is checked in unless a test names others.
+template <class... P>
+struct Precisions {};
+using FullPrecisions = Precisions<double, float>;
 
 /// The single-process run of Model over the pieces of `replicas` replicas (data_shards = replicas
 /// x shards_per_replica, same micro-batches), trained on rank 0 and broadcast to every rank.
-template <class Model, class T>
-Reference<T> single_process_reference(const hpf::comm::Communicator& world, hpf::TrainOptions options,
+template <class Model, class P>
+Reference<P> single_process_reference(const hpf::comm::Communicator& world, hpf::TrainOptions options,
                                       const hpf::DataSource& source, std::size_t replicas) {
   options.progress = hpf::ProgressMode::none;
   options.evaluate = false;
-  Reference<T> r;
+  Reference<P> r;
   if (world.rank() == 0) {
     options.data_shards = replicas * options.shards_per_replica;
     const auto data = source(hpf::data::Shard{});
-    hpf::Trainer<Model, T> trainer(options, data.train);
+    hpf::Trainer<Model, P> trainer(options, data.train);
     r.losses = trainer.fit().step_losses;
     auto p = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, trainer.network().parameters());
     auto b = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, trainer.network().buffers());
@@ -107,22 +113,23 @@ hpf::TrainOptions reference_options(hpf::TrainOptions options) {
 /// tensor of its stage with the reference tensor of the same name, bit for bit. The reference is
 /// single_process_reference's unless `given` (one run serves several schedules: one process has
 /// one stage, where both schedules run the same additions in the same order).
-template <class Model, class Strategy, class T>
+template <class Model, class Strategy, class P>
 Comparison compare_with_single_process(const hpf::comm::Communicator& world, hpf::TrainOptions options,
-                                       const hpf::DataSource& source, const Reference<T>* given = nullptr) {
+                                       const hpf::DataSource& source, const Reference<P>* given = nullptr) {
+  using T = hpf::storage_t<P>;
   const std::size_t replicas = replicas_of<Model, Strategy>(world);
   options.progress = hpf::ProgressMode::none;
   options.evaluate = false;
-  std::optional<Reference<T>> computed;
+  std::optional<Reference<P>> computed;
   if (!given) {
-    computed = single_process_reference<Model, T>(world, reference_options<Model, Strategy>(options), source, replicas);
+    computed = single_process_reference<Model, P>(world, reference_options<Model, Strategy>(options), source, replicas);
   }
-  const Reference<T>& single = given ? *given : *computed;
+  const Reference<P>& single = given ? *given : *computed;
   hpf::Network<Model, T> layout(options.network);  // names -> offsets of the whole model
 
   Comparison c;
   unsigned long long tensors = 0, different = 0;
-  const auto report = hpf::fit<Model, Strategy, T>(world, options, source, [&](auto& net, const hpf::ProcessGrid&) {
+  const auto report = hpf::fit<Model, Strategy, P>(world, options, source, [&](auto& net, const hpf::ProcessGrid&) {
     for (const auto& t : net.tensors()) {
       const auto& ref = layout.tensor(t.name);
       REQUIRE(ref.size == t.size);
@@ -164,18 +171,18 @@ Comparison compare_with_single_process(const hpf::comm::Communicator& world, hpf
 /// every step's loss, every parameter and every buffer the same bits (or within
 /// `expected.tolerance`). The world size must fit the strategy: a test picks the layouts for its
 /// rank count (see layouts_run).
-template <class Model, class Strategy, class T>
+template <class Model, class Strategy, class P>
 void check_strategy(const hpf::TrainOptions& options, const hpf::DataSource& source, const Expectation& expected,
-                    const Reference<T>* given = nullptr) {
+                    const Reference<P>* given = nullptr) {
   hpf::comm::Communicator world;
   constexpr std::size_t stages = hpf::stage_count_v<Model, typename Strategy::partition>;
   REQUIRE_MESSAGE(world.size() % stages == 0, world.size(), " ranks do not fit ", stages, " stages");
   const std::size_t replicas = replicas_of<Model, Strategy>(world);
-  const auto c = compare_with_single_process<Model, Strategy, T>(world, options, source, given);
+  const auto c = compare_with_single_process<Model, Strategy, P>(world, options, source, given);
   INFO(stages, " stage(s) x ", replicas, " replica(s) x ", options.shards_per_replica, " shard(s)",
        std::string(options.shards_side_by_side ? " side by side, " : ", "),
        std::string(hpf::to_string(options.schedule)), ", ",
-       std::string(hpf::to_string(options.reduction)), ", ", sizeof(T) * 8, "-bit: ", c.different_losses,
+       std::string(hpf::to_string(options.reduction)), ", ", std::string(hpf::type_name<P>()), ": ", c.different_losses,
        " step losses and ", c.different_values, " values differ (first: ", c.first_difference,
        "); worst relative difference: loss ", c.worst_loss, ", parameters ", c.worst_parameter, ", buffers ",
        c.worst_buffer);
@@ -192,22 +199,23 @@ void check_strategy(const hpf::TrainOptions& options, const hpf::DataSource& sou
   }
 }
 
-/// Both schedules, both precisions, the same bits as one process (ordered reduction); one
-/// single-process run per precision serves both schedules.
-template <class Model, class Strategy>
-void check_strategy_all(hpf::TrainOptions options, const hpf::DataSource& source, std::size_t steps) {
+/// Both schedules, each precision (double and float unless named), the same bits as one process
+/// (ordered reduction); one single-process run per precision serves both schedules.
+template <class Model, class Strategy, class Checked = FullPrecisions>
+void check_strategy_all(hpf::TrainOptions options, const hpf::DataSource& source, std::size_t steps, Checked = {}) {
   options.reduction = hpf::GradientReduction::ordered;
   const hpf::comm::Communicator world;
-  const auto both_schedules = [&]<class T>(const Reference<T>& reference) {
+  const auto both_schedules = [&]<class Q>(const Reference<Q>& reference) {
     for (auto schedule : {hpf::Schedule::gpipe, hpf::Schedule::one_f_one_b}) {
       options.schedule = schedule;
-      check_strategy<Model, Strategy, T>(options, source, {steps, 0}, &reference);
+      check_strategy<Model, Strategy, Q>(options, source, {steps, 0}, &reference);
     }
   };
   const std::size_t replicas = replicas_of<Model, Strategy>(world);
   const hpf::TrainOptions reference = reference_options<Model, Strategy>(options);
-  both_schedules(single_process_reference<Model, double>(world, reference, source, replicas));
-  both_schedules(single_process_reference<Model, float>(world, reference, source, replicas));
+  [&]<class... P>(Precisions<P...>) {
+    (both_schedules(single_process_reference<Model, P>(world, reference, source, replicas)), ...);
+  }(Checked{});
 }
 
 /// The number of ranks of the test's world.
@@ -216,14 +224,15 @@ inline std::size_t world_size() { return static_cast<std::size_t>(hpf::comm::Com
 /// Every layout the world size is registered for, bit for bit against one process: data
 /// parallel on any size; with 2 ranks also 2 stages; with 4 also the 2x2 hybrid and 4 stages;
 /// with 6 the 2x3 and 3x2 hybrids. A world size with no list fails.
-template <class Model, class TwoStages, class ThreeStages, class FourStages>
-void check_every_layout(const hpf::TrainOptions& options, const hpf::DataSource& source, std::size_t steps) {
+template <class Model, class TwoStages, class ThreeStages, class FourStages, class Checked = FullPrecisions>
+void check_every_layout(const hpf::TrainOptions& options, const hpf::DataSource& source, std::size_t steps,
+                        Checked precisions = {}) {
   const std::size_t size = world_size();
   if (size != 1 && size != 2 && size != 4 && size != 6) FAIL("no layouts listed for ", size, " ranks");
-  check_strategy_all<Model, hpf::DataParallel>(options, source, steps);
-  if (size % 2 == 0) check_strategy_all<Model, TwoStages>(options, source, steps);
-  if (size == 6) check_strategy_all<Model, ThreeStages>(options, source, steps);
-  if (size == 4) check_strategy_all<Model, FourStages>(options, source, steps);
+  check_strategy_all<Model, hpf::DataParallel>(options, source, steps, precisions);
+  if (size % 2 == 0) check_strategy_all<Model, TwoStages>(options, source, steps, precisions);
+  if (size == 6) check_strategy_all<Model, ThreeStages>(options, source, steps, precisions);
+  if (size == 4) check_strategy_all<Model, FourStages>(options, source, steps, precisions);
 }
 
 /// The CNN's settings in the equivalence tests: batch 24 in 2 micro-batches, SGD with momentum.

@@ -20,6 +20,7 @@
 #include <hpf/trace/chrome_trace.hpp>
 #include <hpf/train/loop.hpp>
 #include <hpf/train/options.hpp>
+#include <hpf/train/precision.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -92,6 +93,7 @@ inline comm::Facts run_facts(const ProgramTypes& types, const TrainOptions& o, s
           {"network seed", text(o.network.seed)},
           {"network init", text(static_cast<int>(o.network.init))},
           {"convolution", text(static_cast<int>(o.network.convolution))},
+          {"matmul precision", text(static_cast<int>(o.network.matmul_precision))},
           {"optimizer", describe(o.optimizer)},
           {"evaluate", text(o.evaluate)},
           {"eval_batch", text(o.eval_batch)},
@@ -256,11 +258,12 @@ using fit_stage_t = std::conditional_t<stage_count_v<Model, Partition> == 1, Mod
 ///         execution space per stage)
 /// \tparam Space the execution space of stages whose strategy names none
 /// \param inspect called at the end with this rank's Network (its stage) and the ProcessGrid
-template <class Model, class Strategy = DataParallel, class T = float, class Space = Kokkos::DefaultExecutionSpace,
+template <class Model, class Strategy = DataParallel, class Precision = float, class Space = Kokkos::DefaultExecutionSpace,
           class Inspect = detail::ignore_network>
   requires(!detail::is_auto_v<Strategy>)
 TrainReport fit(const comm::Communicator& world, const TrainOptions& given, const DataSource& source,
                 Inspect&& inspect = {}) {
+  using T = storage_t<Precision>;
   static_assert(Model::trainable, "hpf::fit: the model must end with a loss layer (e.g. SoftmaxCrossEntropy)");
   using Partition = typename Strategy::partition;
   static_assert(valid_partition_v<Model, Partition>, "hpf::fit: invalid partition; the error above says why");
@@ -269,7 +272,8 @@ TrainReport fit(const comm::Communicator& world, const TrainOptions& given, cons
   static_assert(Strategy::stage_spaces::size == 0 || Strategy::stage_spaces::size == stages,
                 "hpf::Pipeline: name one execution space per stage, or none");
 
-  const TrainOptions options = detail::with_profile_exchange_cost(world, detail::agreed_options(world, given), stages);
+  const TrainOptions options =
+      detail::with_profile_exchange_cost(world, detail::agreed_options(world, with_precision<Precision>(given)), stages);
   std::optional<comm::WaitLimit> wait_limit;
   if (options.wait_limit >= 0) wait_limit.emplace(options.wait_limit);
   // Before anything that depends on them (the grid's check of the world size): ranks started
@@ -305,7 +309,7 @@ TrainReport fit(const comm::Communicator& world, const TrainOptions& given, cons
 /// size and batch (hpf::Auto): chosen on rank 0 from the machine profile, logged with its
 /// predicted step time, then trained like hpf::fit<Model, Pipeline<Balanced<S>>>; at the end the
 /// log compares the predicted and the measured seconds per step.
-template <class Model, class Strategy, class T = float, class Space = Kokkos::DefaultExecutionSpace,
+template <class Model, class Strategy, class Precision = float, class Space = Kokkos::DefaultExecutionSpace,
           class Inspect = detail::ignore_network>
   requires(detail::is_auto_v<Strategy>)
 TrainReport fit(const comm::Communicator& world, const TrainOptions& given, const DataSource& source,
@@ -326,7 +330,7 @@ TrainReport fit(const comm::Communicator& world, const TrainOptions& given, cons
   detail::with_index<stages.size()>(chosen, [&](auto i) {
     // One stage is DataParallel (Balanced<1> cuts nowhere): the instantiation users already have.
     using Chosen = std::conditional_t<stages[i] == 1, DataParallel, Pipeline<Balanced<stages[i]>>>;
-    report = fit<Model, Chosen, T, Space>(world, options, source, inspect);
+    report = fit<Model, Chosen, Precision, Space>(world, options, source, inspect);
   });
   report.chosen_strategy = choice.described;
   report.predicted_step_seconds = choice.predicted_seconds;

@@ -8,6 +8,7 @@
 #include <hpf/trace/chrome_trace.hpp>
 #include <hpf/train/loop.hpp>
 #include <hpf/train/options.hpp>
+#include <hpf/train/precision.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -20,18 +21,19 @@ namespace hpf {
 /// replicas: each step visits the global batch in the pieces a parallel run would use (each
 /// shard split into `micro_batches`), combines the shards' gradients as that many replicas
 /// would, then takes one optimizer step.
-template <class Model, class T = float, class Space = Kokkos::DefaultExecutionSpace>
+template <class Model, class Precision = float, class Space = Kokkos::DefaultExecutionSpace>
 class Trainer {
   static_assert(Model::trainable, "hpf::Trainer: the model must end with a loss layer (e.g. SoftmaxCrossEntropy)");
+  using T = storage_t<Precision>;
   using engine_type = StageEngine<T, Space, LocalLinks<T, Space>>;
 
  public:
   using network_type = Network<Model, T, Space>;
 
   Trainer(const TrainOptions& options, const data::Dataset& train, const data::Dataset* test = nullptr)
-      : options_(with_environment_trace(options)),
+      : options_(with_environment_trace(with_precision<Precision>(options))),
         engine_(make_stage_engine<Model, T, Space, LocalLinks<T, Space>>({options.data_shards, options.shards_side_by_side},
-                                                                         options, train, test)) {
+                                                                         options_, train, test)) {
     options_.trace.check();
     options_.checkpoint.check();
     if (options_.trace.enabled()) trace::check_writable(options_.trace.path);
