@@ -5,6 +5,7 @@
 //   OMP_NUM_THREADS=2 mpiexec -n 2 hpf_fashion_mnist --stages 1 --shards 2   # 2 shards per rank, one per thread
 //   mpiexec -n 4 hpf_fashion_mnist --stages auto --oracle-profile benchmarks/comm/profiles/local.json
 //   hpf_fashion_mnist --model cnn                             # one process
+//   hpf_fashion_mnist --model cnn --precision bf16            # bf16 products, float elsewhere (docs/precision.md)
 //   mpiexec -n 4 hpf_fashion_mnist --checkpoint-dir ckpt --checkpoint-every 200 --resume yes
 //
 // Replicas = processes / stages. Rank 0 prints the model's compile-time summary, progress and
@@ -84,6 +85,7 @@ int main(int argc, char** argv) {
     const double lr = args.get<double>("lr", 0.05, "SGD learning rate (momentum 0.9)");
     s.train.steps_per_epoch = args.get<std::size_t>("steps", 0, "stop each epoch after this many steps (0: whole epochs)");
     s.train.network.seed = args.get<std::uint64_t>("seed", 0, "seed of the initial weights and of the data order");
+    const auto precision = args.get<std::string>("precision", "float", "float, or bf16: the products of Dense and Conv2D read bf16 inputs (as hpf::Mixed<hpf::bf16>)");
     s.data_dir = args.get<std::string>("data-dir", "", "directory of the IDX files (default: $HPF_FASHION_MNIST_DIR or Debian's)");
     s.min_accuracy = args.get<double>("expect-accuracy", 0.0, "exit with an error unless the final test accuracy reaches this (0-1)");
     s.train.checkpoint.directory = args.get<std::string>("checkpoint-dir", "", "save checkpoints here (at the end, and as below)");
@@ -92,6 +94,9 @@ int main(int argc, char** argv) {
     s.train.checkpoint.resume = args.get<std::string>("resume", "no", "yes: resume from the newest intact checkpoint in --checkpoint-dir") == "yes";
     if (!args.finish(world.rank() == 0)) return;
     if (schedule != "1f1b" && schedule != "gpipe") throw hpf::comm::UsageError("--schedule must be 1f1b or gpipe");
+    if (precision != "float" && precision != "bf16") throw hpf::comm::UsageError("--precision must be float or bf16 (got '" + precision + "')");
+    // What fit<Model, Strategy, hpf::Mixed<hpf::bf16>> sets, chosen here at run time: one binary for both.
+    if (precision == "bf16") s.train.network.matmul_precision = hpf::MatmulPrecision::bf16;
     s.train.schedule = schedule == "gpipe" ? hpf::Schedule::gpipe : hpf::Schedule::one_f_one_b;
     s.train.data_seed = s.train.network.seed;
     s.train.shards_side_by_side = s.train.shards_per_replica > 1;
