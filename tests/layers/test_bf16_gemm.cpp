@@ -57,7 +57,7 @@ TEST_CASE("Bf16Gemm: inputs rounded to bf16, products summed in float, for every
   hpf::KernelResources kernels;
   kernels.matmul_precision = hpf::MatmulPrecision::bf16;
   const hpf::detail::Gemm<float, Space> gemm(kernels);
-  const std::size_t m = 37, n = 29, k = 300;
+  const std::size_t m = 70, n = 61, k = 300;  // 1.3M multiply-adds: oneDNN's where it has bf16 kernels
   for (const bool ta : {false, true})
     for (const bool tb : {false, true})
       for (const float beta : {0.0f, 1.0f}) {
@@ -81,25 +81,26 @@ TEST_CASE("Bf16Gemm: into columns of a wider matrix, and with alpha other than 1
   hpf::KernelResources kernels;
   kernels.matmul_precision = hpf::MatmulPrecision::bf16;
   const hpf::detail::Gemm<float, Space> gemm(kernels);
-  const HostMatrix a = random_matrix(8, 40, 4), b = random_matrix(40, 12, 5), wide = random_matrix(8, 30, 6);
-  const HostMatrix before("before", 8, 30);
+  const std::size_t m = 64, n = 96, k = 200;  // 1.2M multiply-adds
+  const HostMatrix a = random_matrix(m, k, 4), b = random_matrix(k, n, 5), wide = random_matrix(m, n + 30, 6);
+  const HostMatrix before("before", m, n + 30);
   Kokkos::deep_copy(before, wide);
-  const auto part = Kokkos::subview(wide, Kokkos::ALL, Kokkos::make_pair(10, 22));
+  const auto part = Kokkos::subview(wide, Kokkos::ALL, Kokkos::make_pair(std::size_t{10}, 10 + n));
   gemm("N", "N", 1.0f, a, b, 1.0f, part);
-  HostMatrix c("c", 8, 12), c0("c0", 8, 12);
-  for (std::size_t i = 0; i < 8; ++i)
-    for (std::size_t j = 0; j < 12; ++j) {
+  HostMatrix c("c", m, n), c0("c0", m, n);
+  for (std::size_t i = 0; i < m; ++i)
+    for (std::size_t j = 0; j < n; ++j) {
       c(i, j) = part(i, j);
       c0(i, j) = before(i, 10 + j);
     }
   CHECK(worst_error(c, c0, a, b, false, false, 1.0f, true) < 1e-5);
-  for (std::size_t i = 0; i < 8; ++i)  // columns outside the product untouched
-    for (std::size_t j : {0, 9, 22, 29}) CHECK(wide(i, j) == before(i, j));
+  for (std::size_t i = 0; i < m; ++i)  // columns outside the product untouched
+    for (std::size_t j : {std::size_t{0}, std::size_t{9}, 10 + n, n + 29}) CHECK(wide(i, j) == before(i, j));
 
-  HostMatrix scaled("scaled", 8, 12);
+  HostMatrix scaled("scaled", m, n);
   gemm("N", "N", 0.5f, a, b, 0.0f, scaled);  // emulated: oneDNN's path takes alpha 1 only
-  for (std::size_t i = 0; i < 8; ++i)
-    for (std::size_t j = 0; j < 12; ++j) c(i, j) = 2 * scaled(i, j);
+  for (std::size_t i = 0; i < m; ++i)
+    for (std::size_t j = 0; j < n; ++j) c(i, j) = 2 * scaled(i, j);
   CHECK(worst_error(c, c0, a, b, false, false, 0.0f, true) < 1e-5);
 }
 
@@ -107,8 +108,8 @@ TEST_CASE("Bf16Gemm: oneDNN's bf16 matmul where the CPU has one, the emulation w
   hpf::KernelResources kernels;
   kernels.matmul_precision = hpf::MatmulPrecision::bf16;
   hpf::detail::Bf16Gemm<Space> products(kernels);
-  const HostMatrix a = random_matrix(16, 64, 7), b = random_matrix(64, 16, 8);
-  HostMatrix c("c", 16, 16), c0("c0", 16, 16);
+  const HostMatrix a = random_matrix(128, 64, 7), b = random_matrix(64, 128, 8);  // 1M multiply-adds
+  HostMatrix c("c", 128, 128), c0("c0", 128, 128);
   products("N", "N", 1.0f, a, b, 0.0f, c);
   CHECK(worst_error(c, c0, a, b, false, false, 0.0f, true) < 1e-5);
 #if HPF_ENABLE_ONEDNN
@@ -121,6 +122,16 @@ TEST_CASE("Bf16Gemm: oneDNN's bf16 matmul where the CPU has one, the emulation w
 #else
   CHECK_FALSE(products.vendor());
 #endif
+}
+
+TEST_CASE("Bf16Gemm: small products are emulated, with the same results") {
+  hpf::KernelResources kernels;
+  kernels.matmul_precision = hpf::MatmulPrecision::bf16;
+  hpf::detail::Bf16Gemm<Space> products(kernels);
+  const HostMatrix a = random_matrix(64, 16, 9), b = random_matrix(16, 64, 10);  // 16K multiply-adds
+  HostMatrix c("c", 16, 16), c0("c0", 16, 16);
+  products("T", "T", 1.0f, a, b, 0.0f, c);
+  CHECK(worst_error(c, c0, a, b, true, true, 0.0f, true) < 1e-5);
 }
 
 TEST_CASE("Gemm: full precision is the plain GEMM") {

@@ -18,6 +18,7 @@
 #include <memory>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -35,13 +36,48 @@ inline void note_bf16_emulated(const std::string& why) {
               << "): the same results as bf16 products, at float's speed" << std::endl;
 }
 
+/// `value` rounded to bf16, as its bits or as the float it is.
+template <class Out>
+KOKKOS_INLINE_FUNCTION Out bf16_as(float value) {
+  if constexpr (std::is_same_v<Out, bf16_bits>) {
+    return to_bf16(value);
+  } else {
+    return round_to_bf16(value);
+  }
+}
+
+/// out = matrix `m` rounded to bf16 (bits or floats), contiguous row-major, on Space. On the host a
+/// row at a time, so that the compiler vectorizes the rounding over a contiguous row. (A free
+/// function: CUDA forbids device lambdas in private member functions.)
+template <class Space, class M, class Out>
+void round_to_bf16_copy(const M& m, Out* out) {
+  const std::size_t rows = m.extent(0), cols = m.extent(1);
+  if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace, memory_space_t<Space>>::accessible) {
+    const float* data = m.data();
+    const std::size_t ld = static_cast<std::size_t>(m.stride_0()), step = static_cast<std::size_t>(m.stride_1());
+    Kokkos::parallel_for("hpf::bf16::convert", Kokkos::RangePolicy<Space>(0, rows), [=](const std::size_t i) {
+      const float* row = data + i * ld;
+      Out* to = out + i * cols;
+      if (step == 1) {
+        for (std::size_t j = 0; j < cols; ++j) to[j] = bf16_as<Out>(row[j]);
+      } else {
+        for (std::size_t j = 0; j < cols; ++j) to[j] = bf16_as<Out>(row[j * step]);
+      }
+    });
+  } else {
+    Kokkos::parallel_for("hpf::bf16::convert", Kokkos::RangePolicy<Space>(0, rows * cols),
+                         KOKKOS_LAMBDA(const std::size_t i) { out[i] = bf16_as<Out>(m(i / cols, i % cols)); });
+  }
+  Space().fence();
+}
+
 /// \brief Float products with bfloat16 inputs, C = alpha op(A) op(B) + beta C: each input rounded
 /// to the nearest bf16, products and sums in float (MatmulPrecision::bf16). One per network,
 /// shared by its layers, which run one after another: it holds the operands' bf16 copies.
 ///
-/// On the host with oneDNN, the product is oneDNN's bf16 matmul (AVX512-BF16 or AMX where the CPU
-/// has them). Elsewhere, or where oneDNN has no bf16 kernel for the CPU, the inputs are rounded in
-/// float copies and the float GEMM runs: the product of two bf16 numbers is exact in float, so
+/// On the host with oneDNN, a product of 2^20 or more multiply-adds is oneDNN's bf16 matmul
+/// (AVX512-BF16 or AMX where the CPU has them). Smaller ones, those on devices, and all where
+/// oneDNN has no bf16 kernel for the CPU round the inputs in float copies and run the float GEMM: the product of two bf16 numbers is exact in float, so
 /// this is the same arithmetic, summed in the BLAS's order.
 template <class Space>
 class Bf16Gemm : public KernelResources::SharedState {
@@ -56,7 +92,8 @@ class Bf16Gemm : public KernelResources::SharedState {
     (void)kernels;
   }
 
-  /// Whether products run on oneDNN's bf16 kernels (false: emulated in float).
+  /// Whether products of vendor_min_products or more run on oneDNN's bf16 kernels (false: all are
+  /// emulated in float).
   bool vendor() const {
 #if HPF_ENABLE_ONEDNN
     return on_host && !vendor_failed_;
@@ -72,7 +109,8 @@ class Bf16Gemm : public KernelResources::SharedState {
     const std::size_t k = ta ? a.extent(0) : a.extent(1);
 #if HPF_ENABLE_ONEDNN
     if constexpr (on_host) {
-      if (!vendor_failed_ && k > 0 && alpha == 1.0f && (beta == 0.0f || beta == 1.0f) &&
+      const std::size_t products = c.extent(0) * c.extent(1) * k;
+      if (!vendor_failed_ && products >= vendor_min_products && alpha == 1.0f && (beta == 0.0f || beta == 1.0f) &&
           vendor_product(ta, tb, a, b, beta, c))
         return;
     }
@@ -85,17 +123,20 @@ class Bf16Gemm : public KernelResources::SharedState {
  private:
   using Rounded = Kokkos::View<const float**, Kokkos::LayoutRight, memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 
+  /// Products below this many multiply-adds are emulated even where oneDNN has bf16 kernels: a
+  /// oneDNN call costs 10-20 us more than a GEMM's, which an attention head's 64 x 64 x 16 products
+  /// (65536) do not earn back (a GPT step took 2.1x float's time with them on oneDNN). The same
+  /// results either way, up to the order of float sums; chosen by shape, so every layout agrees.
+  static constexpr std::size_t vendor_min_products = std::size_t{1} << 20;
+
   /// `m` rounded to bf16, in float, as a contiguous row-major copy in `storage`.
   template <class M>
   Rounded stage(const M& m, Kokkos::View<float*, memory_space>& storage) const {
-    const std::size_t rows = m.extent(0), cols = m.extent(1);
-    grow(storage, rows * cols);
-    float* out = storage.data();
-    Kokkos::parallel_for("hpf::bf16::round", Kokkos::RangePolicy<Space>(0, rows * cols), KOKKOS_LAMBDA(const std::size_t i) {
-      out[i] = round_to_bf16(m(i / cols, i % cols));
-    });
-    return Rounded(out, rows, cols);
+    grow(storage, m.extent(0) * m.extent(1));
+    round_to_bf16_copy<Space>(m, storage.data());
+    return Rounded(storage.data(), m.extent(0), m.extent(1));
   }
+
   template <class V>
   static void grow(V& storage, std::size_t size) {
     if (storage.extent(0) < size) storage = V(Kokkos::view_alloc(Kokkos::WithoutInitializing, "hpf::bf16::staging"), size);
@@ -119,8 +160,8 @@ class Bf16Gemm : public KernelResources::SharedState {
     if (!p) return false;
     const std::size_t a_size = a.extent(0) * a.extent(1);
     grow(bits_, a_size + b.extent(0) * b.extent(1));
-    to_bits(a, bits_.data());
-    to_bits(b, bits_.data() + a_size);
+    round_to_bf16_copy<Space>(a, bits_.data());
+    round_to_bf16_copy<Space>(b, bits_.data() + a_size);
     scratchpad_.resize(p->scratchpad.get_size());
     const dnnl::engine& engine = device_->engine;
     dnnl::stream& stream = device_->stream;
@@ -131,15 +172,6 @@ class Bf16Gemm : public KernelResources::SharedState {
     p->run.execute(stream, args);
     stream.wait();
     return true;
-  }
-
-  /// `m`'s bf16 bits, contiguous row-major.
-  template <class M>
-  static void to_bits(const M& m, bf16_bits* out) {
-    const std::size_t cols = m.extent(1);
-    Kokkos::parallel_for("hpf::bf16::convert", Kokkos::RangePolicy<Space>(0, m.extent(0) * cols),
-                         KOKKOS_LAMBDA(const std::size_t i) { out[i] = to_bf16(m(i / cols, i % cols)); });
-    Space().fence();
   }
 
   /// op(m) of a contiguous row-major rows x cols bf16 copy, as oneDNN's strided descriptor.
