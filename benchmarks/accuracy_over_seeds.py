@@ -33,6 +33,10 @@ MODELS = {
     "cnn": "CNN conv32-pool-conv64-pool-fc128-fc10, batch 64",
     "mlp": "MLP 784-512-512-10, batch 128",
 }
+PRECISIONS = ("float", "bf16")
+# Row labels: the examples' accuracy tests read the `PyTorch` row (float).
+LABELS = {("hpf", "float"): "hpf", ("pytorch", "float"): "PyTorch", ("hpf", "bf16"): "hpf bf16",
+          ("pytorch", "bf16"): "PyTorch bf16"}
 
 
 def parse_args():
@@ -42,6 +46,8 @@ def parse_args():
     p.add_argument("--python", default="/usr/bin/python3", help="Python with torch (default /usr/bin/python3)")
     p.add_argument("--models", default=",".join(MODELS), help="comma-separated subset of " + ",".join(MODELS))
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    p.add_argument("--precisions", default="float,bf16",
+                   help="float and/or bf16 (hpf --precision bf16, PyTorch under autocast); default both")
     p.add_argument("--jobs", type=int, default=2, help="runs at the same time (default 2)")
     h.add_results_options(p, os.path.join(HERE, "RESULTS.md"))
     args = p.parse_args()
@@ -49,15 +55,22 @@ def parse_args():
     unknown = [m for m in args.models if m not in MODELS]
     if unknown:
         p.error("unknown model(s): " + ", ".join(unknown))
+    args.precisions = [x for x in args.precisions.split(",") if x]
+    if not args.precisions or any(x not in PRECISIONS for x in args.precisions):
+        p.error(f"--precisions takes {' and/or '.join(PRECISIONS)}")
     return args
 
 
 def commands(args, model):
-    """(framework, seed or None, command): one hpf process per seed, one PyTorch process for all."""
-    jobs = [("hpf", s, [args.hpf, "--model", model, "--stages", "1", "--epochs", "1", "--seed", str(s)])
-            for s in args.seeds]
-    jobs.append(("pytorch", None, [args.python, os.path.join(HERE, "pytorch_accuracy.py"), "--model", model,
-                                   "--epochs", "1", "--seeds"] + [str(s) for s in args.seeds]))
+    """((framework, precision), seed or None, command): one hpf process per seed, one PyTorch process
+    for all, in each precision."""
+    jobs = []
+    for precision in args.precisions:
+        jobs += [(("hpf", precision), s, [args.hpf, "--model", model, "--stages", "1", "--epochs", "1", "--precision",
+                                          precision, "--seed", str(s)]) for s in args.seeds]
+        jobs.append((("pytorch", precision), None, [args.python, os.path.join(HERE, "pytorch_accuracy.py"), "--model",
+                                                    model, "--epochs", "1", "--precision", precision, "--seeds"]
+                     + [str(s) for s in args.seeds]))
     return jobs
 
 
@@ -77,7 +90,7 @@ def run(job):
     proc = h.subprocess.run(cmd, env=env, stdout=h.subprocess.PIPE, stderr=h.subprocess.PIPE, text=True)
     wall = time.monotonic() - start
     accuracies = {}
-    if framework == "hpf":
+    if framework[0] == "hpf":
         m = re.search(r"final test accuracy: ([\d.]+)%", proc.stdout)
         if m:
             accuracies[seed] = float(m.group(1))
@@ -87,16 +100,16 @@ def run(job):
     if proc.returncode != 0 or not accuracies:
         h.log(f"  {' '.join(cmd)}: FAILED (exit {proc.returncode})\n{proc.stderr.strip()[-2000:]}")
     else:
-        h.log(f"  {framework} {' '.join(cmd[1:])}: {accuracies} ({wall:.0f} s)")
+        h.log(f"  {LABELS[framework]} {' '.join(cmd[1:])}: {accuracies} ({wall:.0f} s)")
     return framework, accuracies, wall
 
 
 def measure(args):
-    """{model: {framework: {seed: accuracy %}}}"""
-    data = {m: {"hpf": {}, "pytorch": {}} for m in args.models}
+    """{model: {(framework, precision): {seed: accuracy %}}}"""
+    data = {m: {(f, p): {} for f in ("hpf", "pytorch") for p in args.precisions} for m in args.models}
     jobs = [(m, j) for m in args.models for j in commands(args, m)]
-    # PyTorch's single process takes longest: start it first.
-    jobs.sort(key=lambda mj: mj[1][0] != "pytorch")
+    # PyTorch's single processes take longest: start them first.
+    jobs.sort(key=lambda mj: mj[1][0][0] != "pytorch")
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         futures = {pool.submit(run, j): m for m, j in jobs}
         for f in concurrent.futures.as_completed(futures):
@@ -122,7 +135,8 @@ def report(args, data):
     headers = ["model", "framework"] + [f"seed {s}" for s in seeds] + ["mean", "stdev"]
     rows = []
     for model in args.models:
-        for framework, label in (("hpf", "hpf"), ("pytorch", "PyTorch")):
+        for framework in data[model]:
+            label = LABELS[framework]
             acc = data[model][framework]
             values = [acc.get(s) for s in seeds]
             got = [v for v in values if v is not None]
@@ -133,8 +147,12 @@ def report(args, data):
     out.append("")
     for model in args.models:
         out.append(f"- {model}: {MODELS[model]}.")
+    if "bf16" in args.precisions:
+        out.append("- bf16 rows: hpf with `--precision bf16` (the products of Dense and Conv2D read bf16 inputs, "
+                   "`hpf::Mixed<hpf::bf16>`), PyTorch with its forward passes under "
+                   "`torch.autocast(\"cpu\", dtype=torch.bfloat16)`.")
     out.append("- The examples' accuracy tests (`ctest -L accuracy`, seeds in `examples/CMakeLists.txt`) read "
-               "PyTorch's mean from this table: hpf's mean over the seeds they run must lie within it +- 1 point.")
+               "PyTorch's (float) mean from this table: hpf's mean over the seeds they run must lie within it +- 1 point.")
     out.append("")
     out.append("Commands (run from the repository root; the runner launches exactly these, one thread each):")
     out.append("")
@@ -144,10 +162,10 @@ def report(args, data):
     _, overrides = accuracy_env()
     for model in args.models:
         for framework, seed, cmd in commands(args, model):
-            if framework == "hpf" and seed != seeds[0]:
+            if framework[0] == "hpf" and seed != seeds[0]:
                 continue
             shown = [h.repo_relative(c, ROOT) for c in cmd]
-            if framework == "hpf":
+            if framework[0] == "hpf":
                 shown = [c if c != str(seed) else "S" for c in shown[:-1]] + ["S"]
                 out.append(h.command_text(shown, overrides) + f"   # S = {', '.join(map(str, seeds))}")
             else:
@@ -167,7 +185,7 @@ def main():
     data = measure(args)
     text = report(args, data)
     h.log(f"measured in {time.monotonic() - start:.0f} s")
-    failed = [f"{m}/{f}/seed {s}" for m in data for f in data[m] for s in args.seeds if s not in data[m][f]]
+    failed = [f"{m}/{LABELS[f]}/seed {s}" for m in data for f in data[m] for s in args.seeds if s not in data[m][f]]
     return provenance.publish(args, SECTION, text, failed, args.provenance)
 
 

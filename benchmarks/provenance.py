@@ -45,6 +45,7 @@ BLOCK_DATA = {
     "trace-overhead": ["benchmarks/results/trace-overhead"],
     "fabrics": ["benchmarks/results/fabrics"],
     "across-hosts": ["benchmarks/results/across-hosts"],
+    "precision": ["benchmarks/results/precision"],
     "fuzzing": ["benchmarks/results/fuzzing"],
     "sanitizers": ["benchmarks/results/sanitizers"],
     "reliability": ["benchmarks/results/reliability"],

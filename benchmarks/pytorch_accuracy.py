@@ -6,6 +6,7 @@ docs/reference.md (x/255, torch.randperm per epoch, last partial batch kept, SGD
 hpf must allow for: one seed's figure (88.6 % for the CNN) is one draw of it.
 
   /usr/bin/python3 benchmarks/pytorch_accuracy.py --model cnn --seeds 0 1 2 3 4
+  /usr/bin/python3 benchmarks/pytorch_accuracy.py --model cnn --precision bf16   # under autocast
 """
 import argparse
 import os
@@ -23,7 +24,7 @@ def load(data_dir, split):
     return torch.from_numpy(images.copy()).unsqueeze(1).float().div_(255.0), torch.from_numpy(labels.astype("int64"))
 
 
-def accuracy_after(model_name, seed, epochs, data_dir):
+def accuracy_after(model_name, seed, epochs, data_dir, bf16=False):
     torch.manual_seed(seed)
     model = mlp() if model_name == "mlp" else cnn()
     batch = 128 if model_name == "mlp" else 64
@@ -37,10 +38,12 @@ def accuracy_after(model_name, seed, epochs, data_dir):
         for i in range(0, x.shape[0], batch):
             idx = perm[i:i + batch]
             opt.zero_grad()
-            torch.nn.functional.cross_entropy(model(x[idx]), y[idx]).backward()
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+                out = model(x[idx])
+            torch.nn.functional.cross_entropy(out.float(), y[idx]).backward()
             opt.step()
     model.eval()
-    with torch.no_grad():
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
         return (model(tx).argmax(1) == ty).float().mean().item()
 
 
@@ -49,14 +52,16 @@ def main():
     p.add_argument("--model", default="cnn", choices=["mlp", "cnn"])
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    p.add_argument("--precision", default="float", choices=["float", "bf16"],
+                   help="bf16: forward passes under torch.autocast('cpu', dtype=torch.bfloat16)")
     p.add_argument("--data-dir", default=os.environ.get("HPF_FASHION_MNIST_DIR") or "/usr/share/datasets/fashion-mnist")
     args = p.parse_args()
     torch.set_num_threads(1)
     results = []
     for seed in args.seeds:
-        results.append(accuracy_after(args.model, seed, args.epochs, args.data_dir))
+        results.append(accuracy_after(args.model, seed, args.epochs, args.data_dir, args.precision == "bf16"))
         print(f"RESULT framework=pytorch model={args.model} epochs={args.epochs} seed={seed} "
-              f"test_accuracy={100 * results[-1]:.2f}", flush=True)
+              f"precision={args.precision} test_accuracy={100 * results[-1]:.2f}", flush=True)
     if len(results) > 1:
         print(f"pytorch {args.model} after {args.epochs} epoch(s): mean {100 * statistics.mean(results):.2f} %, "
               f"min {100 * min(results):.2f}, max {100 * max(results):.2f}, stdev {100 * statistics.stdev(results):.2f}")

@@ -33,6 +33,8 @@ def parse_args():
     p.add_argument("--blas-threads", type=int, default=0,
                    help="OpenBLAS threads, if not --threads (docs/reference.md: 1 is PyTorch's best 2-thread CNN setting)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--precision", default="float", choices=["float", "bf16"],
+                   help="bf16: forward under torch.autocast('cpu', dtype=torch.bfloat16) (default float)")
     p.add_argument("--data-dir", default=os.environ.get("HPF_FASHION_MNIST_DIR") or "/usr/share/datasets/fashion-mnist")
     p.add_argument("--profile", type=int, default=0, metavar="P",
                    help="then P more steps under torch.profiler: self ms/step per operator")
@@ -126,7 +128,9 @@ def run_model(args):
             x, y = batches[state["next"] % len(batches)]
             state["next"] += 1
             opt.zero_grad()
-            out = model(x)
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.precision == "bf16"):
+                out = model(x)
+            out = out.float()  # the loss in float, as autocast computes it anyway
             loss = F.mse_loss(out, y) if volume else F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
             loss.backward()
             opt.step()
@@ -154,7 +158,8 @@ def run_model(args):
           f"blas={core} blas_lib={blas_library()} blas_threads={blas_threads} torch_threads={torch.get_num_threads()} "
           f"torch={torch.__version__} cpu_capability={cpu_capability()} onednn_conv={ONEDNN_CONV} "
           f"loss_first={first_loss:.5f} "
-          f"loss_last={last_loss:.5f} block_images_per_s={','.join(str(round(r)) for r in rates)}", flush=True)
+          f"loss_last={last_loss:.5f} block_images_per_s={','.join(str(round(r)) for r in rates)} "
+          f"precision={args.precision}", flush=True)
     if args.profile > 0:
         profile(args.model, args.profile, train_steps)
 

@@ -52,7 +52,7 @@ using namespace hpf_bench;
 struct Settings {
   std::string model = "mlp";
   std::size_t batch = 0, steps = 0, warmup = 0, repeats = 0, profile_steps = 0, shards = 1;
-  bool sgemm = false, profile_layers = false, side_by_side = false, recompute = false;
+  bool sgemm = false, profile_layers = false, side_by_side = false, recompute = false, bf16 = false;
   std::uint64_t seed = 0;
 };
 
@@ -60,7 +60,7 @@ struct Settings {
   std::fprintf(stderr,
                "%s%susage: hpf_bench_train_throughput [--model mlp|cnn|resnet20|resnet56|gpt|gpt8|cosmoflow] [--batch B] [--steps N]\n"
                "                                  [--warmup W] [--repeats R] [--profile P [--profile-layers]] [--seed S]\n"
-               "                                  [--shards K [--side-by-side]] [--recompute]\n"
+               "                                  [--shards K [--side-by-side]] [--recompute] [--precision float|bf16]\n"
                "       hpf_bench_train_throughput --sgemm [--repeats R]\n"
                "  --batch     images (windows) per step (default: mlp 128, gpt 32, others 64)\n"
                "  --steps     steps per timed block (default: mlp 100, cnn 20, resnet20 5, resnet56 3)\n"
@@ -72,6 +72,8 @@ struct Settings {
                "              as K ranks would train it, BatchNorm statistics per piece\n"
                "  --side-by-side  with --shards: the shards side by side, one per OpenMP thread\n"
                "  --recompute re-materialize Repeat blocks in backward (NetworkOptions::recompute)\n"
+               "  --precision bf16: the products of Dense, convolutions and attention read bf16 inputs\n"
+               "              (NetworkOptions::matmul_precision, what hpf::Mixed<hpf::bf16> sets; default float)\n"
                "  gpt: examples/03_language_model's byte-level GPT (4 blocks, D 64, 4 heads, context 64), Adam\n"
                "  lr 3e-3, one fixed batch of text windows; gpt8: the same with 8 blocks; cosmoflow: CosmoFlow<32>\n"
                "  (4 x 32^3 volumes, 4 targets, mean squared error), batch 8, SGD lr 0.01 momentum 0.9\n",
@@ -106,6 +108,9 @@ Settings parse(int argc, char** argv) {
         usage("--model must be mlp, cnn, resnet20, resnet56, gpt, gpt8 or cosmoflow (got '" + value + "')");
       }
       s.model = value;
+    } else if (flag == "--precision") {
+      if (value != "float" && value != "bf16") usage("--precision must be float or bf16 (got '" + value + "')");
+      s.bf16 = value == "bf16";
     } else if (flag == "--batch") {
       s.batch = to_size(flag, value);
       if (s.batch == 0) usage("--batch must be at least 1");
@@ -353,6 +358,7 @@ int run_model(const Settings& s) {
   m.options.data_shards = s.shards;
   m.options.shards_side_by_side = s.side_by_side;
   m.options.network.recompute = s.recompute;
+  if (s.bf16) m.options.network.matmul_precision = hpf::MatmulPrecision::bf16;
   const std::size_t steps = s.steps ? s.steps : m.steps;
   const std::size_t warmup = s.warmup ? s.warmup : m.warmup;
   const std::size_t repeats = s.repeats ? s.repeats : 5;
@@ -411,12 +417,13 @@ int run_model(const Settings& s) {
       "RESULT framework=hpf model=%s batch=%zu steps=%zu warmup=%zu repeats=%zu images_per_s=%.2f "
       "ms_per_step=%.4f gflop_per_step=%.5f gflops=%.2f peak_rss_mib=%.1f base_rss_mib=%.1f train_peak_rss_mib=%.1f "
       "blas=%s blas_lib=%s blas_threads=%d blas_threading=%s kokkos_space=%s kokkos_concurrency=%d loss_first=%.5f "
-      "loss_last=%.5f block_images_per_s=%s onednn_isa=%s shards=%zu shard_threads=%zu recompute=%d\n",
+      "loss_last=%.5f block_images_per_s=%s onednn_isa=%s shards=%zu shard_threads=%zu recompute=%d precision=%s\n",
       s.model.c_str(), m.options.batch, steps, warmup, repeats, best_rate,
       1e3 * static_cast<double>(m.options.batch) / best_rate, gflop_per_step, best_rate * gflop_per_image,
       memory.process_peak(), memory.base, memory.train_peak(), blas_token().c_str(), blas_library().c_str(),
       hpf::system::blas_threads(), hpf::system::blas_threading().c_str(), Kokkos::DefaultExecutionSpace::name(), Kokkos::DefaultExecutionSpace().concurrency(), first_loss,
-      last_loss, blocks.str().c_str(), onednn_isa().c_str(), s.shards, trainer.shard_threads(), s.recompute ? 1 : 0);
+      last_loss, blocks.str().c_str(), onednn_isa().c_str(), s.shards, trainer.shard_threads(), s.recompute ? 1 : 0,
+      s.bf16 ? "bf16" : "float");
   std::fflush(stdout);
 
   if (s.profile_steps > 0) {

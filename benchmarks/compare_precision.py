@@ -1,0 +1,242 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""Mixed precision, in one run: hpf's bf16 products (NetworkOptions::matmul_precision, what
+hpf::Mixed<hpf::bf16> sets) against hpf in float, and against PyTorch 1.13 in float and under
+torch.autocast("cpu", dtype=torch.bfloat16), on one thread and on two: training throughput, the
+ISA oneDNN ran, and peak memory. Prints the tables and writes the `precision` section of
+benchmarks/RESULTS.md.
+
+  cmake --build build --target hpf_bench_train_throughput
+  /usr/bin/python3 benchmarks/compare_precision.py                      # everything (~20 min)
+  /usr/bin/python3 benchmarks/compare_precision.py --models cnn --rounds 2 --no-write
+
+hpf runs its default build (Kokkos Serial): on two threads, oneDNN's and OpenBLAS' kernels use
+both (OMP_NUM_THREADS=2), hpf's own elementwise kernels one. Every configuration runs in its own
+process, alternately with the others, at least --rounds times; each figure is its best run (noise
+only slows a run down). Nothing here asserts a speed: benchmarks are not tests.
+"""
+import argparse
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+import bench_harness as h  # noqa: E402
+import provenance  # noqa: E402
+
+# compare_single_process.py's models and settings: name: (description, steps per block, warm-up steps, blocks)
+MODELS = {
+    "mlp": ("MLP 784-512-512-10, batch 128, Fashion-MNIST", 100, 20, 5),
+    "cnn": ("CNN conv32-pool-conv64-pool-fc128-fc10, batch 64, Fashion-MNIST", 20, 5, 5),
+    "resnet20": ("ResNet-20 (option A), batch 64, synthetic 3x32x32", 5, 2, 3),
+    "gpt": ("GPT of examples/03_language_model (4 blocks, D 64, 4 heads, 64 bytes), batch 32, Adam", 10, 2, 3),
+}
+SECTION = "precision"
+THREADS = (1, 2)
+PRECISIONS = ("float", "bf16")
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--hpf", default=os.path.join(ROOT, "build", "benchmarks", "hpf_bench_train_throughput"),
+                   help="the hpf_bench_train_throughput executable (default: build/benchmarks/...)")
+    p.add_argument("--python", default="/usr/bin/python3", help="Python with torch (default /usr/bin/python3)")
+    p.add_argument("--models", default=",".join(MODELS), help="comma-separated subset of " + ",".join(MODELS))
+    p.add_argument("--setting", default="skylakex", choices=sorted(h.BLAS_SETTINGS),
+                   help="OPENBLAS_CORETYPE setting (default skylakex: float GEMMs on AVX-512 as oneDNN's bf16 "
+                        "kernels are, and what hpf picks itself when the variable is unset)")
+    p.add_argument("--rounds", type=int, default=3, help="alternating runs per configuration and model (best is kept)")
+    p.add_argument("--max-rounds", type=int, default=4,
+                   help="more rounds, up to this many, until each configuration has --min-quiet quiet runs")
+    p.add_argument("--quiet", type=float, default=0.10,
+                   help="a run is quiet if other processes kept less than this fraction of the machine busy")
+    p.add_argument("--min-quiet", type=int, default=2, help="quiet runs wanted per configuration (default 2)")
+    p.add_argument("--max-busy", type=float, default=0.10,
+                   help="wait before each run until less than this fraction of all CPUs is busy")
+    p.add_argument("--max-wait", type=float, default=60.0, help="give up waiting after this many seconds (then run)")
+    h.add_results_options(p, os.path.join(HERE, "RESULTS.md"))
+    args = p.parse_args()
+    args.models = [m for m in args.models.split(",") if m]
+    for m in args.models:
+        if m not in MODELS:
+            p.error(f"unknown model '{m}' (known: {', '.join(MODELS)})")
+    if not os.access(args.hpf, os.X_OK):
+        p.error(f"{args.hpf} is not an executable: build it first (see --help)")
+    return args
+
+
+def configurations(args, model):
+    """[(name, command, environment overrides)] for one model: each framework, precision and thread count."""
+    _, steps, warmup, repeats = MODELS[model]
+    common = ["--model", model, "--steps", str(steps), "--warmup", str(warmup), "--repeats", str(repeats)]
+    found = []
+    for threads in THREADS:
+        env = {v: str(threads) for v in h.THREAD_VARIABLES}
+        for precision in PRECISIONS:
+            found.append((f"hpf {precision} {threads}", [args.hpf] + common + ["--precision", precision], env))
+            found.append((f"pytorch {precision} {threads}", [args.python, os.path.join(HERE, "pytorch_train.py")] + common
+                          + ["--precision", precision, "--threads", str(threads)], env))
+    return found
+
+
+def measure(args):
+    """{model: {configuration name: [Run]}}."""
+    coretype = h.BLAS_SETTINGS[args.setting][0]
+    groups = {}
+    for model in args.models:
+        jobs = []
+        for name, cmd, extra in configurations(args, model):
+            env, overrides = h.bench_env(coretype, 1, extra)
+            jobs.append((name, cmd, env, overrides))
+        groups[model] = jobs
+    return h.alternate(groups, rounds=args.rounds, max_rounds=args.max_rounds, quiet=args.quiet,
+                       min_quiet=args.min_quiet, max_busy=args.max_busy, max_wait=args.max_wait)
+
+
+def best(runs):
+    return h.best(runs)[1]
+
+
+def rate(runs):
+    r = best(runs)
+    return r["images_per_s"] if r else None
+
+
+def ratio(a, b):
+    return f"{a / b:.2f}x" if a and b else "-"
+
+
+def throughput_rows(args, data, threads):
+    rows = []
+    for model in args.models:
+        rates = {f"{fw} {p}": rate(data[model][f"{fw} {p} {threads}"]) for fw in ("hpf", "pytorch") for p in PRECISIONS}
+        rows.append([model, h.fmt(rates["hpf float"]), h.fmt(rates["hpf bf16"]),
+                     f"**{ratio(rates['hpf bf16'], rates['hpf float'])}**",
+                     h.fmt(rates["pytorch float"]), h.fmt(rates["pytorch bf16"]),
+                     ratio(rates["pytorch bf16"], rates["pytorch float"]),
+                     f"**{ratio(rates['hpf bf16'], rates['pytorch bf16'])}**"])
+    return rows
+
+
+def memory_rows(args, data):
+    rows = []
+    for model in args.models:
+        cells = [model]
+        for fw in ("hpf", "pytorch"):
+            for p in PRECISIONS:
+                r = best(data[model][f"{fw} {p} 1"])
+                cells.append(h.fmt(r and r.get("train_peak_rss_mib"), 0))
+        rows.append(cells)
+    return rows
+
+
+def loss_rows(args, data):
+    rows = []
+    for model in args.models:
+        cells = [model]
+        for fw in ("hpf", "pytorch"):
+            for p in PRECISIONS:
+                r = best(data[model][f"{fw} {p} 1"])
+                cells.append(f"{r['loss_first']:.3f} -> {r['loss_last']:.3f}" if r else "-")
+        rows.append(cells)
+    return rows
+
+
+def kernels_line(data, args):
+    """Which ISA oneDNN ran for hpf and which convolution kernel PyTorch's oneDNN chose."""
+    hpf_isa, torch_conv = set(), set()
+    for model in args.models:
+        for name, runs in data[model].items():
+            r = best(runs)
+            if not r:
+                continue
+            if name.startswith("hpf"):
+                hpf_isa.add(str(r.get("onednn_isa")))
+            else:
+                torch_conv.add(str(r.get("onednn_conv")))
+    return (f"oneDNN's ISA in hpf: {', '.join(sorted(hpf_isa))}; PyTorch's oneDNN float convolution kernel: "
+            f"{', '.join(sorted(torch_conv))}.")
+
+
+def cpu_bf16_line():
+    """What the CPU offers bf16 products (its /proc/cpuinfo flags): AMX tiles, AVX512-BF16 dot products, or neither."""
+    with open("/proc/cpuinfo") as f:
+        flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), [])
+    amx, avx512_bf16 = "amx_bf16" in flags, "avx512_bf16" in flags
+    if amx:
+        return "The CPU has AMX (`amx_bf16`): bf16 products run on its tile units."
+    if avx512_bf16:
+        return ("The CPU has AVX512-BF16 (`avx512_bf16`) and no AMX: bf16 products run as AVX-512 dot products of "
+                "bf16 pairs, at most twice float's multiply-adds per instruction.")
+    return "The CPU has neither AMX nor AVX512-BF16: oneDNN emulates bf16 products on AVX-512, or hpf in float."
+
+
+def report(args, data):
+    out = ["## Mixed precision: bf16 products against float, hpf and PyTorch", ""]
+    out.append(f"Measured by `benchmarks/compare_precision.py` (when, at which commit and where: its provenance line), "
+               f"{h.BLAS_SETTINGS[args.setting][1]}. hpf: `--precision bf16` is `NetworkOptions::matmul_precision = "
+               "bf16`, what `hpf::Mixed<hpf::bf16>` sets (docs/precision.md); PyTorch 1.13: the forward pass under "
+               "`torch.autocast(\"cpu\", dtype=torch.bfloat16)`, the loss in float. Float GEMMs run on OpenBLAS "
+               "(both frameworks) with that setting's kernels, float convolutions on oneDNN; bf16 products on "
+               "oneDNN's bf16 kernels, whatever OPENBLAS_CORETYPE says.")
+    out.append("")
+    out.append(kernels_line(data, args) + " " + cpu_bf16_line())
+    out.append("")
+    out.append(f"Every configuration ran alternately with the others, at least {args.rounds} times per model (up to "
+               f"{args.max_rounds} until it had {args.min_quiet} runs with other processes under "
+               f"{100 * args.quiet:.0f} % of the machine); each figure is its best run, within a run the best timed "
+               "block after warm-up. Two threads: hpf's default build (Kokkos Serial) with oneDNN and OpenBLAS on "
+               "both threads; PyTorch with 2 intra-op threads.")
+    out.append("")
+    headers = ["model", "hpf float", "hpf bf16", "hpf bf16 / float", "PyTorch float", "PyTorch bf16 (autocast)",
+               "PyTorch bf16 / float", "hpf bf16 / PyTorch bf16"]
+    for threads in THREADS:
+        out.append(f"images/s, {threads} thread{'s' if threads > 1 else ''}:")
+        out.append("")
+        out.append(h.markdown_table(headers, throughput_rows(args, data, threads), "l" + "r" * (len(headers) - 1)))
+        out.append("")
+    out.append("Memory: the peak resident set from building the model on (MiB, 1 thread, `train_peak_rss_mib`). hpf "
+               "keeps activations in float in both precisions and adds bf16 copies of each product's inputs; autocast "
+               "keeps the outputs of convolutions and linear layers in bf16.")
+    out.append("")
+    out.append(h.markdown_table(["model", "hpf float", "hpf bf16", "PyTorch float", "PyTorch bf16"],
+                                memory_rows(args, data), "lrrrr"))
+    out.append("")
+    out.append("Loss of the first step -> of the last timed step (1 thread; the same data per framework and "
+               "precision, from the same initial weights within a framework):")
+    out.append("")
+    out.append(h.markdown_table(["model", "hpf float", "hpf bf16", "PyTorch float", "PyTorch bf16"],
+                                loss_rows(args, data), "lrrrr"))
+    out.append("")
+    out.append("- " + "\n- ".join(f"{m}: {MODELS[m][0]}." for m in args.models))
+    out.append("")
+    out.append(f"Commands (run from the repository root; the runner launches exactly these; {args.models[-1]} shown):")
+    out.append("")
+    out.append("```sh")
+    options = h.runner_options(sys.argv[1:], ("--hpf", "--results", "--python"))
+    out.append(" ".join(["/usr/bin/python3 benchmarks/compare_precision.py"] + options))
+    coretype = h.BLAS_SETTINGS[args.setting][0]
+    for _, cmd, extra in configurations(args, args.models[-1]):
+        _, overrides = h.bench_env(coretype, 1, extra)
+        out.append(h.command_text([h.repo_relative(c, ROOT) for c in cmd], overrides))
+    out.append("```")
+    return "\n".join(out) + "\n"
+
+
+def main():
+    args = parse_args()
+    args.provenance = provenance.start("benchmarks/compare_precision.py")
+    h.log(f"machine: {h.machine_description()}")
+    h.log(f"load now: {100 * h.busy_fraction(1.0):.0f}% of all CPUs busy")
+    start = time.monotonic()
+    data = measure(args)
+    text = report(args, data)
+    h.log(f"measured in {time.monotonic() - start:.0f} s")
+    failed = [f"{m}/{n}" for m in data for n, runs in data[m].items() if not any(r.ok for r in runs)]
+    return provenance.publish(args, SECTION, text, failed, args.provenance)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
