@@ -135,6 +135,16 @@ def two_cores_models():
                       for r in rows("two-cores-models", column)))
 
 
+def precision():
+    """The first table of `precision` (one thread): hpf bf16 against hpf float and against PyTorch's autocast."""
+    columns = ("hpf bf16 / float", "hpf bf16 / PyTorch bf16")
+    first = next((t for t in tables(body("precision")) if t and all(c in t[0] for c in columns)), None)
+    if first is None:
+        raise Stale(f"block 'precision': no table with the columns {columns}")
+    return ("mixed precision (bf16 products), one thread: hpf bf16 / hpf float (/ PyTorch autocast bf16)",
+            ", ".join(f"{model(r['model'])} {r[columns[0]]} ({r[columns[1]]})" for r in first))
+
+
 def threads_breakdown():
     found = re.findall(r"^\*\*(\w+)\*\*, batch .*?\*\*\+[\d.]+ ms \((\+[\d.]+ %)\)\*\* per step more",
                        body("threads-breakdown"), re.M)
@@ -236,7 +246,7 @@ ROWS = [(["single-process"], single_process), (["single-process-models"], single
         (["two-cores"], two_cores), (["two-cores-models"], two_cores_models), (["threads-breakdown"], threads_breakdown),
         (["compile-flat"], compile_flat),
         (["comm"], comm), (["trace-overhead"], trace_overhead), (["fabrics"], fabrics),
-        (["across-hosts"], across_hosts), (["fuzzing"], fuzzing), (["fuzzing-npy"], fuzzing_npy),
+        (["across-hosts"], across_hosts), (["precision"], precision), (["fuzzing"], fuzzing), (["fuzzing-npy"], fuzzing_npy),
         (["sanitizers"], sanitizers), (["reliability"], reliability), (["oracle"], oracle),
         (["oracle"], oracle_memory), (["oracle-1gbit", "oracle-10gbit"], oracle_fabrics)]
 
