@@ -45,14 +45,17 @@ using namespace hpf::oracle;
 
 const char* const usage_text =
     "usage: hpf-oracle calibrate --model NAME [--profile FILE] [--batches 1,2,4,...]\n"
-    "                            [--data fashion-mnist|synthetic|random] [--noise-seconds S]\n"
+    "                            [--data fashion-mnist|synthetic|random] [--noise-seconds S] [--precision P]\n"
     "       hpf-oracle rank      --model NAME --ranks P --batch B [--profile FILE] [--cluster FILE]\n"
-    "                            [--memory-budget MIB] [--max-stages S] [--top N] [--recompute] [--json]\n"
+    "                            [--memory-budget MIB] [--max-stages S] [--top N] [--recompute] [--precision P]\n"
+    "                            [--json]\n"
     "       hpf-oracle predict   --model NAME --ranks P --batch B --stages S --micro-batches M\n"
     "                            [--schedule 1f1b|gpipe] [--cuts L1,L2,...] [--profile FILE] [--cluster FILE]\n"
-    "                            [--recompute] [--json]\n"
+    "                            [--recompute] [--precision P] [--json]\n"
     "  --cuts: the leaves where stages 2..S begin (hpf::Cuts<...>; default: hpf::Balanced<S>'s)\n"
     "  --recompute: training re-materializes Repeat blocks (NetworkOptions::recompute)\n"
+    "  --precision: float (default), or bf16: the products of dense, convolution and attention layers read\n"
+    "             bf16 inputs (hpf::Mixed<hpf::bf16>); calibrated and predicted apart from float\n"
     "  models: mlp cnn resnet20 resnet56 resnet164 resnet1001 (hpf::zoo), gpt (examples/03_language_model's\n"
     "          Gpt<4, 64, 4, 64, 256>), cosmoflow (CosmoFlow<32>)\n"
     "  --profile: a machine profile (benchmarks/comm/run_comm_benchmark.py writes its communication\n"
@@ -69,7 +72,7 @@ const char* const usage_text =
     "             (default 10; 0 keeps the profile's probe)\n";
 
 struct Args {
-  std::string command, model, profile, cluster, schedule = "1f1b", data;
+  std::string command, model, profile, cluster, schedule = "1f1b", data, precision = "float";
   std::size_t ranks = 0, batch = 0, stages = 0, micro_batches = 0, top = 0, max_stages = 0;
   std::size_t ready_fd = 0;  ///< load: where to tell the calibration it computes (0: nowhere)
   double memory_budget_mib = 0;
@@ -77,6 +80,10 @@ struct Args {
   bool json = false, recompute = false;
   std::vector<std::size_t> batches, cuts;
 };
+
+hpf::MatmulPrecision matmul_precision(const Args& a) {
+  return a.precision == "bf16" ? hpf::MatmulPrecision::bf16 : hpf::MatmulPrecision::full;
+}
 
 [[noreturn]] void fail(const std::string& what) {
   std::fprintf(stderr, "hpf-oracle: %s\n%s", what.c_str(), usage_text);
@@ -120,6 +127,7 @@ Args parse(int argc, char** argv) {
     else if (flag == "--cluster") a.cluster = value;
     else if (flag == "--schedule") a.schedule = value;
     else if (flag == "--data") a.data = value;
+    else if (flag == "--precision") a.precision = value;
     else if (flag == "--ranks") a.ranks = count(flag, value);
     else if (flag == "--batch") a.batch = count(flag, value);
     else if (flag == "--stages") a.stages = count(flag, value);
@@ -147,6 +155,7 @@ Args parse(int argc, char** argv) {
   }
   if (a.model.empty()) fail("--model is required");
   if (a.schedule != "1f1b" && a.schedule != "gpipe") fail("--schedule must be 1f1b or gpipe, not '" + a.schedule + "'");
+  if (a.precision != "float" && a.precision != "bf16") fail("--precision must be float or bf16, not '" + a.precision + "'");
   if (a.data.empty()) a.data = a.model == "mlp" || a.model == "cnn" ? "fashion-mnist" : "synthetic";
   if (a.data != "fashion-mnist" && a.data != "synthetic" && a.data != "random") {
     fail("--data must be fashion-mnist, synthetic or random, not '" + a.data + "'");
@@ -185,6 +194,7 @@ void print_table(const std::vector<Prediction>& ranked, const Args& a, const Mac
     std::printf(" (cluster: %zu nodes x %zu ranks)", (a.ranks + per_node - 1) / per_node, per_node);
   }
   if (a.recompute) std::printf(", Repeat blocks re-materialized");
+  if (a.precision != "float") std::printf(", %s products", a.precision.c_str());
   std::printf("\n%-4s %-30s %10s %9s %9s %9s %9s %9s %11s  %s\n", "#", "strategy", "step ms", "compute", "bubble",
               "transfer", "reduce", "other", "peak MiB", "why");
   const std::size_t shown = a.top ? std::min(a.top, ranked.size()) : ranked.size();
@@ -239,7 +249,7 @@ template <class Model>
 [[noreturn]] void load_forever(const Args& a) {
   // Dies with the calibration that started it, also one killed while this process is paused.
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() == 1) std::_Exit(1);
-  hpf::Network<Model, float, Kokkos::DefaultExecutionSpace> net;
+  hpf::Network<Model, float, Kokkos::DefaultExecutionSpace> net(hpf::NetworkOptions{.matmul_precision = matmul_precision(a)});
   auto tape = net.make_tape(32);
   const std::optional<hpf::data::Dataset> data = samples<Model>(a, 32);
   hpf::oracle::detail::load_calibration_input(net, tape, data ? &*data : nullptr, 32);
@@ -271,7 +281,7 @@ class Load {
     for (std::size_t i = 0; i < count && spawned; ++i) {
       const std::string fd = std::to_string(load_ready_fd);
       const char* args[] = {"hpf-oracle", "load", "--model", a.model.c_str(), "--data", a.data.c_str(),
-                            "--ready-fd", fd.c_str(), nullptr};
+                            "--precision", a.precision.c_str(), "--ready-fd", fd.c_str(), nullptr};
       pid_t pid = 0;
       spawned = posix_spawn(&pid, self.c_str(), &actions, nullptr, const_cast<char* const*>(args), environ) == 0;
       if (spawned) pids_.push_back(pid);
@@ -317,6 +327,7 @@ int run(const Args& a) {
   if (a.command == "calibrate") {
     MachineProfile profile = load_profile(a.profile);
     CalibrationOptions o;
+    o.matmul_precision = matmul_precision(a);
     if (!a.batches.empty()) o.batches = a.batches;
     const std::optional<hpf::data::Dataset> data = samples<Model>(a, o.batches.back());
     o.samples = data ? &*data : nullptr;
@@ -355,7 +366,7 @@ int run(const Args& a) {
   }
   MachineProfile profile = load_profile(a.profile);
   if (!a.cluster.empty()) profile = load_cluster(a.cluster, profile);
-  const ModelView model = view_of<Model>(a.model);
+  const ModelView model = view_of<Model>(a.model, 1, matmul_precision(a));
   if (a.command == "predict") {
     if (a.ranks % a.stages) fail("--stages must divide --ranks");
     if (a.stages > model.cut_places) fail("the model has only " + std::to_string(model.cut_places) + " places to cut");

@@ -46,6 +46,9 @@ struct CalibrationOptions {
   /// CNN's busy/alone ratio came out 0.97-1.03 in four calibrations in a row, and one calibration
   /// put the MLP's at 1.32 where the 2-rank steps measured right after ran at about 1.0.
   std::function<void(HostLoad)> set_host_load = {};
+  /// The inputs of the layers' products (NetworkOptions::matmul_precision): bf16 times are stored
+  /// under keys of their own (precision_key_suffix), beside the float ones.
+  MatmulPrecision matmul_precision = MatmulPrecision::full;
 };
 
 namespace detail {
@@ -121,7 +124,7 @@ std::vector<UnitTiming> time_layers(const CalibrationOptions& o) {
   using Seconds = std::vector<double>;  // per top-level layer
   static_assert(HPF_ENABLE_TRACE, "hpf::oracle::calibrate times layers by their trace spans: build with HPF_ENABLE_TRACE=1");
   if (o.samples) check_samples<Model>(*o.samples);
-  Net net;
+  Net net(NetworkOptions{.matmul_precision = o.matmul_precision});
   auto tape = net.make_tape(o.batches.back());
   if constexpr (Net::classifier) Kokkos::deep_copy(tape.labels, 1);
   // One forward and backward of n samples: each top-level layer's seconds, forward and backward.
@@ -321,7 +324,7 @@ template <class Model, class T = float, class Space = Kokkos::DefaultExecutionSp
 void calibrate(MachineProfile& profile, const CalibrationOptions& options = {},
                const std::function<void(const std::string&, const UnitTiming&)>& on_unit = {}) {
   using where = hpf::detail::layer_positions<Model>;
-  const std::vector<std::string> keys = layer_keys<Model>();
+  const std::vector<std::string> keys = layer_keys<Model>(options.matmul_precision);
   const detail::BackendAllocations backend;
   std::vector<UnitTiming> timings = detail::time_layers<Model, T, Space>(options);
   std::map<std::string, UnitTiming> measured;  // layers with one key (one kind and shape) averaged

@@ -2,6 +2,7 @@
 #ifndef HPF_ORACLE_MODEL_VIEW_HPP
 #define HPF_ORACLE_MODEL_VIEW_HPP
 
+#include <hpf/layers/kernel_options.hpp>
 #include <hpf/layers/loss.hpp>
 #include <hpf/meta/type_list.hpp>
 #include <hpf/oracle/model_facts.hpp>
@@ -33,22 +34,32 @@ struct layer_keys<type_list<Layers...>, type_list<Bound...>> {
 };
 }  // namespace detail
 
-/// The calibration key of each top-level layer of Model.
+/// What a layer's calibration key adds for the precision of its products: nothing in the scalar
+/// type, " [bf16 products]" under MatmulPrecision::bf16 (another kernel, another time).
+inline std::string precision_key_suffix(MatmulPrecision precision) {
+  return precision == MatmulPrecision::bf16 ? " [bf16 products]" : "";
+}
+
+/// The calibration key of each top-level layer of Model, trained with `precision`'s products.
 template <class Model>
-std::vector<std::string> layer_keys() {
-  return detail::layer_keys<typename Model::layers, typename Model::bound_layers>::get();
+std::vector<std::string> layer_keys(MatmulPrecision precision = MatmulPrecision::full) {
+  std::vector<std::string> keys = detail::layer_keys<typename Model::layers, typename Model::bound_layers>::get();
+  for (std::string& key : keys) key += precision_key_suffix(precision);
+  return keys;
 }
 
 /// \brief Model as the oracle's run-time search reads it (facts from the type, nothing run).
 /// \param name how tables and errors name it
 /// \param optimizer_values values the optimizer keeps per parameter: 1 for SGD with momentum
 ///        (hpf's default), 0 without momentum, 2 for Adam
+/// \param precision the products' inputs (NetworkOptions::matmul_precision): which calibration
+///        the layers' times come from
 template <class Model>
-ModelView view_of(std::string name, std::size_t optimizer_values = 1) {
+ModelView view_of(std::string name, std::size_t optimizer_values = 1, MatmulPrecision precision = MatmulPrecision::full) {
   ModelView v;
   v.name = std::move(name);
   v.units = model_facts<Model>::units;
-  v.layer_keys = layer_keys<Model>();
+  v.layer_keys = layer_keys<Model>(precision);
   v.leaves = Model::leaves;
   v.cut_places = cut_places_v<Model>;
   v.classifier = ClassificationLoss<at_t<typename Model::bound_layers, Model::size - 1>>;

@@ -172,7 +172,8 @@ AutoChoice choose_strategy(const comm::Communicator& world, const TrainOptions& 
     search.bucket_bytes = o.bucket_bytes;
     search.reduction = o.reduction;
     search.recompute = o.network.recompute;
-    const auto ranked = oracle::rank_strategies(oracle::view_of<Model>(std::string(type_name<Model>()), optimizer_values(o.optimizer)),
+    const auto ranked = oracle::rank_strategies(oracle::view_of<Model>(std::string(type_name<Model>()), optimizer_values(o.optimizer),
+                                                                       o.network.matmul_precision),
                                                 static_cast<std::size_t>(world.size()), o.batch, profile, search);
     for (const oracle::Prediction& p : ranked) {
       if (((p.plan.stages == Stages) || ...) && p.fits) {
