@@ -335,6 +335,23 @@ def add_train_binary_options(parser, root):
                                  f"(default: {folder}/benchmarks/...)")
 
 
+def add_alternation_options(parser, rounds=3, max_rounds=5, quiet=0.10, min_quiet=2, max_busy=0.10, max_wait=60.0):
+    """--rounds, --max-rounds, --quiet, --min-quiet, --max-busy, --max-wait: how `alternate` runs
+    the configurations of a runner that uses the whole machine."""
+    parser.add_argument("--rounds", type=int, default=rounds,
+                        help="alternating runs per configuration and model (best is kept)")
+    parser.add_argument("--max-rounds", type=int, default=max_rounds,
+                        help="more rounds, up to this many, until each configuration has --min-quiet quiet runs")
+    parser.add_argument("--quiet", type=float, default=quiet,
+                        help="a run is quiet if other processes kept less than this fraction of the machine busy")
+    parser.add_argument("--min-quiet", type=int, default=min_quiet,
+                        help=f"quiet runs wanted per configuration (default {min_quiet})")
+    parser.add_argument("--max-busy", type=float, default=max_busy,
+                        help="wait before each run until less than this fraction of all CPUs is busy")
+    parser.add_argument("--max-wait", type=float, default=max_wait,
+                        help="give up waiting after this many seconds (then run)")
+
+
 def add_results_options(parser, default_path):
     """--results (the markdown file a runner updates) and --no-write."""
     parser.add_argument("--results", default=default_path, help="markdown file to update")

@@ -47,15 +47,7 @@ def parse_args():
     p.add_argument("--setting", default="skylakex", choices=sorted(h.BLAS_SETTINGS),
                    help="OPENBLAS_CORETYPE setting (default skylakex: float GEMMs on AVX-512 as oneDNN's bf16 "
                         "kernels are, and what hpf picks itself when the variable is unset)")
-    p.add_argument("--rounds", type=int, default=3, help="alternating runs per configuration and model (best is kept)")
-    p.add_argument("--max-rounds", type=int, default=4,
-                   help="more rounds, up to this many, until each configuration has --min-quiet quiet runs")
-    p.add_argument("--quiet", type=float, default=0.10,
-                   help="a run is quiet if other processes kept less than this fraction of the machine busy")
-    p.add_argument("--min-quiet", type=int, default=2, help="quiet runs wanted per configuration (default 2)")
-    p.add_argument("--max-busy", type=float, default=0.10,
-                   help="wait before each run until less than this fraction of all CPUs is busy")
-    p.add_argument("--max-wait", type=float, default=60.0, help="give up waiting after this many seconds (then run)")
+    h.add_alternation_options(p, max_rounds=4)
     h.add_results_options(p, os.path.join(HERE, "RESULTS.md"))
     args = p.parse_args()
     args.models = [m for m in args.models.split(",") if m]
@@ -120,28 +112,18 @@ def throughput_rows(args, data, threads):
     return rows
 
 
-def memory_rows(args, data):
-    rows = []
-    for model in args.models:
-        cells = [model]
-        for fw in ("hpf", "pytorch"):
-            for p in PRECISIONS:
-                r = best(data[model][f"{fw} {p} 1"])
-                cells.append(h.fmt(r and r.get("train_peak_rss_mib"), 0))
-        rows.append(cells)
-    return rows
+def one_thread_rows(args, data, cell):
+    """Per model: cell(best 1-thread result or None) for hpf float, hpf bf16, PyTorch float, PyTorch bf16."""
+    return [[model] + [cell(best(data[model][f"{fw} {p} 1"])) for fw in ("hpf", "pytorch") for p in PRECISIONS]
+            for model in args.models]
 
 
-def loss_rows(args, data):
-    rows = []
-    for model in args.models:
-        cells = [model]
-        for fw in ("hpf", "pytorch"):
-            for p in PRECISIONS:
-                r = best(data[model][f"{fw} {p} 1"])
-                cells.append(f"{r['loss_first']:.3f} -> {r['loss_last']:.3f}" if r else "-")
-        rows.append(cells)
-    return rows
+def memory_cell(r):
+    return h.fmt(r and r.get("train_peak_rss_mib"), 0)
+
+
+def loss_cell(r):
+    return f"{r['loss_first']:.3f} -> {r['loss_last']:.3f}" if r else "-"
 
 
 def kernels_line(data, args):
@@ -202,13 +184,13 @@ def report(args, data):
                "keeps the outputs of convolutions and linear layers in bf16.")
     out.append("")
     out.append(h.markdown_table(["model", "hpf float", "hpf bf16", "PyTorch float", "PyTorch bf16"],
-                                memory_rows(args, data), "lrrrr"))
+                                one_thread_rows(args, data, memory_cell), "lrrrr"))
     out.append("")
     out.append("Loss of the first step -> of the last timed step (1 thread; the same data per framework and "
                "precision, from the same initial weights within a framework):")
     out.append("")
     out.append(h.markdown_table(["model", "hpf float", "hpf bf16", "PyTorch float", "PyTorch bf16"],
-                                loss_rows(args, data), "lrrrr"))
+                                one_thread_rows(args, data, loss_cell), "lrrrr"))
     out.append("")
     out.append("- " + "\n- ".join(f"{m}: {MODELS[m][0]}." for m in args.models))
     out.append("")

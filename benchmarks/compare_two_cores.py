@@ -75,15 +75,7 @@ def parse_args():
                        f"{k}: {','.join(v[1])}" for k, v in SECTIONS.items()))
     p.add_argument("--setting", default="haswell", choices=sorted(h.BLAS_SETTINGS),
                    help="OPENBLAS_CORETYPE setting (default haswell, the machines' default)")
-    p.add_argument("--rounds", type=int, default=3, help="alternating runs per configuration and model (best is kept)")
-    p.add_argument("--max-rounds", type=int, default=5,
-                   help="more rounds, up to this many, until each configuration has --min-quiet quiet runs")
-    p.add_argument("--quiet", type=float, default=0.10,
-                   help="a run is quiet if other processes kept less than this fraction of the machine busy")
-    p.add_argument("--min-quiet", type=int, default=2, help="quiet runs wanted per configuration (default 2)")
-    p.add_argument("--max-busy", type=float, default=0.10,
-                   help="wait before each run until less than this fraction of all CPUs is busy")
-    p.add_argument("--max-wait", type=float, default=60.0, help="give up waiting after this many seconds (then run)")
+    h.add_alternation_options(p, max_rounds=5)
     h.add_results_options(p, os.path.join(HERE, "RESULTS.md"))
     args = p.parse_args()
     args.models = [m for m in args.models.split(",") if m] or SECTIONS[args.section][1]

@@ -46,6 +46,13 @@ double worst_error(const HostMatrix& c, const HostMatrix& c0, const HostMatrix& 
   return worst / scale;
 }
 
+/// A network's kernel choices with bf16 products.
+hpf::KernelResources bf16_kernels() {
+  hpf::KernelResources kernels;
+  kernels.matmul_precision = hpf::MatmulPrecision::bf16;
+  return kernels;
+}
+
 bool oneDnn_limited_below_avx512() {
   const char* isa = std::getenv("ONEDNN_MAX_CPU_ISA");
   return isa && std::string(isa).rfind("AVX2", 0) == 0;
@@ -54,9 +61,7 @@ bool oneDnn_limited_below_avx512() {
 }  // namespace
 
 TEST_CASE("Bf16Gemm: inputs rounded to bf16, products summed in float, for every transposition") {
-  hpf::KernelResources kernels;
-  kernels.matmul_precision = hpf::MatmulPrecision::bf16;
-  const hpf::detail::Gemm<float, Space> gemm(kernels);
+  const hpf::detail::Gemm<float, Space> gemm(bf16_kernels());
   const std::size_t m = 70, n = 61, k = 300;  // 1.3M multiply-adds: oneDNN's where it has bf16 kernels
   for (const bool ta : {false, true})
     for (const bool tb : {false, true})
@@ -78,9 +83,7 @@ TEST_CASE("Bf16Gemm: inputs rounded to bf16, products summed in float, for every
 }
 
 TEST_CASE("Bf16Gemm: into columns of a wider matrix, and with alpha other than 1") {
-  hpf::KernelResources kernels;
-  kernels.matmul_precision = hpf::MatmulPrecision::bf16;
-  const hpf::detail::Gemm<float, Space> gemm(kernels);
+  const hpf::detail::Gemm<float, Space> gemm(bf16_kernels());
   const std::size_t m = 64, n = 96, k = 200;  // 1.2M multiply-adds
   const HostMatrix a = random_matrix(m, k, 4), b = random_matrix(k, n, 5), wide = random_matrix(m, n + 30, 6);
   const HostMatrix before("before", m, n + 30);
@@ -105,9 +108,7 @@ TEST_CASE("Bf16Gemm: into columns of a wider matrix, and with alpha other than 1
 }
 
 TEST_CASE("Bf16Gemm: oneDNN's bf16 matmul where the CPU has one, the emulation where it does not") {
-  hpf::KernelResources kernels;
-  kernels.matmul_precision = hpf::MatmulPrecision::bf16;
-  hpf::detail::Bf16Gemm<Space> products(kernels);
+  hpf::detail::Bf16Gemm<Space> products(bf16_kernels());
   const HostMatrix a = random_matrix(128, 64, 7), b = random_matrix(64, 128, 8);  // 1M multiply-adds
   HostMatrix c("c", 128, 128), c0("c0", 128, 128);
   products("N", "N", 1.0f, a, b, 0.0f, c);
@@ -125,9 +126,7 @@ TEST_CASE("Bf16Gemm: oneDNN's bf16 matmul where the CPU has one, the emulation w
 }
 
 TEST_CASE("Bf16Gemm: small products are emulated, with the same results") {
-  hpf::KernelResources kernels;
-  kernels.matmul_precision = hpf::MatmulPrecision::bf16;
-  hpf::detail::Bf16Gemm<Space> products(kernels);
+  hpf::detail::Bf16Gemm<Space> products(bf16_kernels());
   const HostMatrix a = random_matrix(64, 16, 9), b = random_matrix(16, 64, 10);  // 16K multiply-adds
   HostMatrix c("c", 16, 16), c0("c0", 16, 16);
   products("T", "T", 1.0f, a, b, 0.0f, c);

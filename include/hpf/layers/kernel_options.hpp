@@ -75,18 +75,17 @@ struct KernelResources {
     virtual ~SharedState() = default;
   };
 
- private:
-  mutable std::shared_ptr<SharedState> state_;
-
- public:
 #if HPF_ENABLE_ONEDNN
   /// The oneDNN device of the network's vendor layers (null until one needs it).
   std::shared_ptr<detail::OneDnnDevice> onednn() const {
     if (!onednn_) onednn_ = std::make_shared<detail::OneDnnDevice>();
     return onednn_;
   }
+#endif
 
  private:
+  mutable std::shared_ptr<SharedState> state_;
+#if HPF_ENABLE_ONEDNN
   mutable std::shared_ptr<detail::OneDnnDevice> onednn_;
 #endif
 };

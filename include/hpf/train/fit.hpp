@@ -257,6 +257,7 @@ using fit_stage_t = std::conditional_t<stage_count_v<Model, Partition> == 1, Mod
 /// \tparam Model an hpf::Sequential ending in a loss
 /// \tparam Strategy DataParallel or Pipeline<Cuts<...>> / Pipeline<Balanced<S>> (optionally with one
 ///         execution space per stage)
+/// \tparam Precision float, double, or hpf::Mixed<hpf::bf16> (docs/precision.md)
 /// \tparam Space the execution space of stages whose strategy names none
 /// \param inspect called at the end with this rank's Network (its stage) and the ProcessGrid
 template <class Model, class Strategy = DataParallel, class Precision = float, class Space = Kokkos::DefaultExecutionSpace,
@@ -317,7 +318,7 @@ TrainReport fit(const comm::Communicator& world, const TrainOptions& given, cons
                 Inspect&& inspect = {}) {
   constexpr auto stages = Strategy::stages;
   const detail::AutoChoice choice = [&]<std::size_t... I>(std::index_sequence<I...>) {
-    return detail::choose_strategy<Model, stages[I]...>(world, given);
+    return detail::choose_strategy<Model, stages[I]...>(world, with_precision<Precision>(given));
   }(std::make_index_sequence<stages.size()>{});
   TrainOptions options = given;
   options.micro_batches = choice.micro_batches;

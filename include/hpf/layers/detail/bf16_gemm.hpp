@@ -77,8 +77,9 @@ void round_to_bf16_copy(const M& m, Out* out) {
 ///
 /// On the host with oneDNN, a product of 2^20 or more multiply-adds is oneDNN's bf16 matmul
 /// (AVX512-BF16 or AMX where the CPU has them). Smaller ones, those on devices, and all where
-/// oneDNN has no bf16 kernel for the CPU round the inputs in float copies and run the float GEMM: the product of two bf16 numbers is exact in float, so
-/// this is the same arithmetic, summed in the BLAS's order.
+/// oneDNN has no bf16 kernel for the CPU round the inputs in float copies and run the float GEMM:
+/// the product of two bf16 numbers is exact in float, so this is the same arithmetic, summed in
+/// the BLAS's order.
 template <class Space>
 class Bf16Gemm : public KernelResources::SharedState {
   using memory_space = memory_space_t<Space>;
