@@ -168,6 +168,7 @@ struct Settings {
   hpf::Schedule schedule = hpf::Schedule::one_f_one_b;
   hpf::GradientReduction reduction = hpf::GradientReduction::automatic;
   hpf::HostHierarchy hierarchy = hpf::HostHierarchy::automatic;
+  hpf::ExchangePrecision exchange_precision = hpf::ExchangePrecision::full;
   bool stage_times = false, side_by_side = false, help = false;
   std::uint64_t seed = 0;
 };
@@ -177,6 +178,7 @@ const char* const usage_text =
     "         [--batch B] [--micro-batches M] [--schedule gpipe|1f1b] [--reduction automatic|ordered|allreduce]\n"
     "         [--bucket-bytes N] [--piece-bytes N] [--cut LEAF] [--steps N] [--warmup W] [--repeats R] [--stage-times] [--seed S]\n"
     "         [--shards C] [--side-by-side] [--profile FILE] [--hierarchy automatic|on|off]\n"
+    "         [--exchange-precision full|bf16]\n"
     "  P processes form P / stages replicas; --batch is the global mini-batch (default: mlp 128, cnn and\n"
     "  resnets 64, gpt 32, cosmoflow 8 per replica), split into M micro-batches per replica (pipelined over the\n"
     "  stages, accumulated on one).\n"
@@ -195,6 +197,7 @@ const char* const usage_text =
     "  --profile FILE the machine profile the automatic bucket size weighs (TrainOptions::oracle_profile;\n"
     "                 without it and without --bucket-bytes, buckets of an eighth of a stage's gradient)\n"
     "  --hierarchy    whether replicas on one host sum gradients there first (StepOptions::hierarchy)\n"
+    "  --exchange-precision  what gradients travel as between replicas (StepOptions::exchange_precision)\n"
     "  --piece-bytes N  messages between ranks on different hosts (gradient buckets, between stages)\n"
     "                 of at most N bytes (StepOptions::exchange_piece_bytes; 0: whole messages)\n";
 
@@ -242,6 +245,9 @@ Settings parse(int argc, char** argv) {
     } else if (flag == "--hierarchy") {
       if (value != "automatic" && value != "on" && value != "off") fail("--hierarchy must be automatic, on or off");
       s.hierarchy = value == "on" ? hpf::HostHierarchy::on : value == "off" ? hpf::HostHierarchy::off : hpf::HostHierarchy::automatic;
+    } else if (flag == "--exchange-precision") {
+      if (value != "full" && value != "bf16") fail("--exchange-precision must be full or bf16");
+      s.exchange_precision = value == "bf16" ? hpf::ExchangePrecision::bf16 : hpf::ExchangePrecision::full;
     } else if (flag == "--stages") {
       s.stages = to_size(flag, value);
       if (s.stages != 1 && s.stages != 2 && s.stages != 4) fail("--stages must be 1, 2 or 4");
@@ -311,6 +317,7 @@ hpf::TrainOptions options_for(const Settings& s, std::size_t replicas) {
   o.schedule = s.schedule;
   o.reduction = s.reduction;
   o.hierarchy = s.hierarchy;
+  o.exchange_precision = s.exchange_precision;
   o.shards_per_replica = s.shards;
   o.shards_side_by_side = s.side_by_side;
   if (s.bucket_bytes) o.bucket_bytes = s.bucket_bytes;
@@ -451,7 +458,7 @@ void run_stage(const hpf::comm::Communicator& world, const hpf::ProcessGrid& gri
       "cut=%s rank_stage_gflop_per_sample=%s rank_stage_train_mflop_per_sample=%s rank_first_leaf=%s model_leaves=%zu "
       "tool_loaded_while_timing=%s blas=%s blas_threads=%d kokkos_space=%s loss_first=%.5f loss_last=%.5f "
       "block_images_per_s=%s block_ms_per_step=%s shards_per_replica=%zu shard_threads=%zu "
-      "exchange_piece_bytes=%zu exchange_messages=%zu summed_per_host=%s parameters=%zu\n",
+      "exchange_piece_bytes=%zu exchange_messages=%zu summed_per_host=%s parameters=%zu exchange_precision=%s\n",
       s.model.c_str(), world.size(), stages, grid.replicas(), o.batch, local, o.micro_batches,
       (local + o.micro_batches - 1) / o.micro_batches, hpf::to_string(o.schedule),
       hpf::to_string(hpf::resolve(o.reduction, grid.replicas() * o.shards_per_replica)), engine.links().bucket_bytes(), steps, warmup, repeats, best_rate,
@@ -462,7 +469,8 @@ void run_stage(const hpf::comm::Communicator& world, const hpf::ProcessGrid& gri
       static_cast<std::size_t>(Model::leaves), tool.c_str(), blas_token().c_str(), hpf::system::blas_threads(),
       Kokkos::DefaultExecutionSpace::name(), first_loss, last_loss, blocks.str().c_str(), block_ms.str().c_str(),
       o.shards_per_replica, engine.shard_threads(), o.exchange_piece_bytes, exchange_messages,
-      engine.links().summed_per_host() ? "yes" : "no", static_cast<std::size_t>(Model::cost.parameters));
+      engine.links().summed_per_host() ? "yes" : "no", static_cast<std::size_t>(Model::cost.parameters),
+      hpf::to_string(o.exchange_precision));
   std::fflush(stdout);
 }
 

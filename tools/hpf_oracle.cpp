@@ -48,14 +48,15 @@ const char* const usage_text =
     "                            [--data fashion-mnist|synthetic|random] [--noise-seconds S] [--precision P]\n"
     "       hpf-oracle rank      --model NAME --ranks P --batch B [--profile FILE] [--cluster FILE]\n"
     "                            [--memory-budget MIB] [--max-stages S] [--top N] [--recompute] [--precision P]\n"
-    "                            [--json]\n"
+    "                            [--exchange-precision full|bf16] [--json]\n"
     "       hpf-oracle predict   --model NAME --ranks P --batch B --stages S --micro-batches M\n"
     "                            [--schedule 1f1b|gpipe] [--cuts L1,L2,...] [--profile FILE] [--cluster FILE]\n"
-    "                            [--recompute] [--precision P] [--json]\n"
+    "                            [--recompute] [--precision P] [--exchange-precision full|bf16] [--json]\n"
     "  --cuts: the leaves where stages 2..S begin (hpf::Cuts<...>; default: hpf::Balanced<S>'s)\n"
     "  --recompute: training re-materializes Repeat blocks (NetworkOptions::recompute)\n"
     "  --precision: float (default), or bf16: the products of dense, convolution and attention layers read\n"
     "             bf16 inputs (hpf::Mixed<hpf::bf16>); calibrated and predicted apart from float\n"
+    "  --exchange-precision: what gradients travel as between replicas (StepOptions::exchange_precision)\n"
     "  models: mlp cnn resnet20 resnet56 resnet164 resnet1001 (hpf::zoo), gpt (examples/03_language_model's\n"
     "          Gpt<4, 64, 4, 64, 256>), cosmoflow (CosmoFlow<32>)\n"
     "  --profile: a machine profile (benchmarks/comm/run_comm_benchmark.py writes its communication\n"
@@ -72,7 +73,7 @@ const char* const usage_text =
     "             (default 10; 0 keeps the profile's probe)\n";
 
 struct Args {
-  std::string command, model, profile, cluster, schedule = "1f1b", data, precision = "float";
+  std::string command, model, profile, cluster, schedule = "1f1b", data, precision = "float", exchange_precision = "full";
   std::size_t ranks = 0, batch = 0, stages = 0, micro_batches = 0, top = 0, max_stages = 0;
   std::size_t ready_fd = 0;  ///< load: where to tell the calibration it computes (0: nowhere)
   double memory_budget_mib = 0;
@@ -83,6 +84,10 @@ struct Args {
 
 hpf::MatmulPrecision matmul_precision(const Args& a) {
   return a.precision == "bf16" ? hpf::MatmulPrecision::bf16 : hpf::MatmulPrecision::full;
+}
+
+hpf::ExchangePrecision exchange_precision(const Args& a) {
+  return a.exchange_precision == "bf16" ? hpf::ExchangePrecision::bf16 : hpf::ExchangePrecision::full;
 }
 
 [[noreturn]] void fail(const std::string& what) {
@@ -128,6 +133,7 @@ Args parse(int argc, char** argv) {
     else if (flag == "--schedule") a.schedule = value;
     else if (flag == "--data") a.data = value;
     else if (flag == "--precision") a.precision = value;
+    else if (flag == "--exchange-precision" && a.command != "calibrate") a.exchange_precision = value;
     else if (flag == "--ranks") a.ranks = count(flag, value);
     else if (flag == "--batch") a.batch = count(flag, value);
     else if (flag == "--stages") a.stages = count(flag, value);
@@ -156,6 +162,9 @@ Args parse(int argc, char** argv) {
   if (a.model.empty()) fail("--model is required");
   if (a.schedule != "1f1b" && a.schedule != "gpipe") fail("--schedule must be 1f1b or gpipe, not '" + a.schedule + "'");
   if (a.precision != "float" && a.precision != "bf16") fail("--precision must be float or bf16, not '" + a.precision + "'");
+  if (a.exchange_precision != "full" && a.exchange_precision != "bf16") {
+    fail("--exchange-precision must be full or bf16, not '" + a.exchange_precision + "'");
+  }
   if (a.data.empty()) a.data = a.model == "mlp" || a.model == "cnn" ? "fashion-mnist" : "synthetic";
   if (a.data != "fashion-mnist" && a.data != "synthetic" && a.data != "random") {
     fail("--data must be fashion-mnist, synthetic or random, not '" + a.data + "'");
@@ -195,6 +204,7 @@ void print_table(const std::vector<Prediction>& ranked, const Args& a, const Mac
   }
   if (a.recompute) std::printf(", Repeat blocks re-materialized");
   if (a.precision != "float") std::printf(", %s products", a.precision.c_str());
+  if (a.exchange_precision != "full") std::printf(", gradients exchanged as %s", a.exchange_precision.c_str());
   std::printf("\n%-4s %-30s %10s %9s %9s %9s %9s %9s %11s  %s\n", "#", "strategy", "step ms", "compute", "bubble",
               "transfer", "reduce", "other", "peak MiB", "why");
   const std::size_t shown = a.top ? std::min(a.top, ranked.size()) : ranked.size();
@@ -380,7 +390,7 @@ int run(const Args& a) {
     }
     const Plan plan{.stages = a.stages, .replicas = replicas, .batch = a.batch, .micro_batches = a.micro_batches,
                     .schedule = a.schedule == "gpipe" ? hpf::Schedule::gpipe : hpf::Schedule::one_f_one_b,
-                    .bounds = bounds, .recompute = a.recompute};
+                    .bounds = bounds, .exchange_precision = exchange_precision(a), .recompute = a.recompute};
     const Prediction p = predict(model, plan, profile, a.memory_budget_mib * (1 << 20));
     if (a.json) {
       std::printf("%s\n", json_of(p, a.model).c_str());
@@ -404,6 +414,7 @@ int run(const Args& a) {
   o.memory_budget_bytes = a.memory_budget_mib * (1 << 20);
   o.max_stages = a.max_stages;
   o.recompute = a.recompute;
+  o.exchange_precision = exchange_precision(a);
   const auto start = std::chrono::steady_clock::now();
   const std::vector<Prediction> ranked = rank_strategies(model, a.ranks, a.batch, profile, o);
   const double query_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();

@@ -7,6 +7,8 @@ ranks) and fabric (1 and 10 Gbit/s), scripts/fabric/emulate.sh makes the hosts a
 
   hpf data parallel        StepOptions' defaults: automatic buckets, summed per host first on 2 x 2
   hpf, hierarchy off       (2 x 2 only) every replica exchanging with every other
+  hpf, bf16 exchange       gradients exchanged as bf16 (StepOptions::exchange_precision); a host's
+                           partial sum still crosses hosts as float
   hpf hybrid 2x2           2 pipeline stages x 2 replicas, 4 micro-batches of 32
   PyTorch DDP              gloo over the hosts' addresses, one process per rank (torchrun's layout),
                            64 samples per process, DDP's 25 MB buckets
@@ -55,6 +57,7 @@ MODELS = {"mlp": (30, 5, 3), "resnet20": (3, 1, 3)}  # steps per block, warm-up,
 JOBS = [
     ("hpf data parallel", ["--stages", "1", "--micro-batches", "1"], ("4x1", "2x2")),
     ("hpf, hierarchy off", ["--stages", "1", "--micro-batches", "1", "--hierarchy", "off"], ("2x2",)),
+    ("hpf, bf16 exchange", ["--stages", "1", "--micro-batches", "1", "--exchange-precision", "bf16"], ("4x1", "2x2")),
     ("hpf hybrid 2x2", ["--stages", "2", "--micro-batches", "4"], ("4x1", "2x2")),
     ("PyTorch DDP", None, ("4x1", "2x2")),
 ]
@@ -181,19 +184,21 @@ def rate_bytes(fabric):
     return value * (1e6 if unit == "mbit" else 1e9) / 8
 
 
-def link_bytes(layout, gradient, summed_per_host):
+def link_bytes(layout, parameters, summed_per_host, bf16):
     """Bytes one step's data-parallel exchange (the ordered reduction) moves into a host over its
     link. Among P participants each receives the other's copy (P = 2) or, scattered and
-    collected, 2 (P - 1) / P of the gradient, of which the share from the other hosts crosses the
-    link: the P participants are the R replicas, L on each host, or summed per host first the H
-    hosts' leaders."""
+    collected, (P - 1) / P of the gradient twice, of which the share from the other hosts crosses
+    the link: the P participants are the R replicas, L on each host, or summed per host first the
+    H hosts' leaders. Exchanged as bf16, replicas' own copies and the collected sums take 2 bytes
+    a value, a host's partial sum 4."""
     hosts, slots = LAYOUTS[layout]
+    own = 2 if bf16 else 4  # a replica's copy, or a collected sum
     if summed_per_host:
-        return (hosts - 1) * gradient if hosts <= 2 else 2 * (hosts - 1) / hosts * gradient
+        return (hosts - 1) * 4 * parameters if hosts <= 2 else (hosts - 1) / hosts * (4 + own) * parameters
     replicas = hosts * slots
     if replicas <= 2:
-        return slots * (replicas - slots) * gradient
-    return slots * 2 * (replicas - slots) / replicas * gradient
+        return slots * (replicas - slots) * own * parameters
+    return slots * (replicas - slots) / replicas * 2 * own * parameters
 
 
 def report(args, data):
@@ -256,9 +261,10 @@ def trace_table(args):
         if not s or not result:
             rows.append([layout, fabric, name] + ["-"] * 7)
             continue
-        gradient = 4 * int(result.get("parameters", 0))
+        parameters = int(result.get("parameters", 0))
+        gradient = 4 * parameters
         summed = result.get("summed_per_host") == "yes"
-        wire = 1e3 * link_bytes(layout, gradient, summed) / rate_bytes(fabric)
+        wire = 1e3 * link_bytes(layout, parameters, summed, result.get("exchange_precision") == "bf16") / rate_bytes(fabric)
         bucket = min(1.0, int(result["bucket_bytes"]) / gradient) if gradient else 1.0
         compute = s["compute"] / 1e3
         ideal = max(compute, wire) + wire * bucket
@@ -272,7 +278,8 @@ def trace_table(args):
             "of the exchange's time in flight while the rank computed. Wire: the bytes one step's exchange moves "
             "into a host over its link, at the link's rate: among P participants (the replicas, or summed per "
             "host first the hosts' leaders) each receives the other's copy (P = 2) or 2 (P - 1) / P of the "
-            "gradient (scattered and collected), the part from other hosts over the link. Ideal: max(compute, "
+            "gradient (scattered and collected), the part from other hosts over the link; exchanged as bf16, a "
+            "replica's copy and a collected sum take 2 bytes a value and a host's partial sum 4. Ideal: max(compute, "
             "wire) + the last bucket's share of the wire time.", ""]
 
 

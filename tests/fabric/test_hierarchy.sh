@@ -4,7 +4,8 @@
 # replicas: the ordered reduction goes through the hosts' leaders) and on 2 hosts x 3 ranks (not
 # a power of two: the ordered reduction stays flat, MPI's allreduce goes through the leaders),
 # tests/parallel/test_host_hierarchy.cpp passes and the MLP trains every layout of the world size
-# bit for bit as one process (tests/parallel/test_equivalence_mlp.cpp, hierarchy automatic).
+# bit for bit as one process (tests/parallel/test_equivalence_mlp.cpp, hierarchy automatic, and
+# with gradients exchanged as bf16: a host's partial sum crosses hosts as float).
 # Fails, never skips, when it cannot run (scripts/fabric/emulate.sh's preconditions).
 #
 #   bash tests/fabric/test_hierarchy.sh [BUILD_DIR]
@@ -54,7 +55,7 @@ for layout in "2 2" "3 2" "2 3"; do
   # shellcheck disable=SC2086  # hosts and slots
   on $layout hpf_parallel_test_host_hierarchy
   # shellcheck disable=SC2086
-  on $layout hpf_parallel_test_equivalence_mlp --test-case='MLP: every layout*'
+  on $layout hpf_parallel_test_equivalence_mlp --test-case='MLP: every layout*,MLP: gradients exchanged as bf16*'
 done
 echo "== hierarchy across emulated hosts: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -198,6 +198,42 @@ TEST_CASE("replicas on separate hosts reduce at the link's streaming rate, as on
         doctest::Approx(1e-3));
 }
 
+TEST_CASE("gradients exchanged as bf16: half the bytes of copies and collected sums, hosts' partial sums whole") {
+  const auto view = oracle::view_of<Tiny>("tiny");
+  auto profile = linear_profile();
+  profile.hosts = 2;
+  profile.comm["p2p_bandwidth"].by_ranks[2] = {{0, 1e30, 0, 1e-6}};  // 1 us per byte of a stream
+  const auto both = [&](oracle::Plan p) {
+    const oracle::Prediction full = oracle::predict(view, p, profile);
+    p.exchange_precision = ExchangePrecision::bf16;
+    return std::pair{full, oracle::predict(view, p, profile)};
+  };
+  const double gradient = 4.0 * static_cast<double>(Tiny::cost.parameters);
+  // A replica per host: the other's copy, in bf16.
+  const auto [two, two_bf16] = both(plan(1, 2, 8, 1, Schedule::one_f_one_b));
+  CHECK(two.reduction_s == doctest::Approx(1e-6 * gradient));
+  CHECK(two_bf16.reduction_s == doctest::Approx(0.5e-6 * gradient));
+  // Its memory: 2 bf16 copies and the bf16 gradient it sends, against 2 float copies.
+  CHECK(two.stage_memory[0].gradient_buckets == 2 * gradient);
+  CHECK(two_bf16.stage_memory[0].gradient_buckets == 1.5 * gradient);
+  // Four replicas on two hosts, summed per host first: the leaders' exchange carries the hosts'
+  // partial sums as float (copies inside a host cost nothing in this profile).
+  auto four = plan(1, 4, 8, 1, Schedule::one_f_one_b);
+  const auto [hosts, hosts_bf16] = both(four);
+  CHECK(hosts_bf16.reduction_s == doctest::Approx(hosts.reduction_s));
+  CHECK(hosts_bf16.stage_memory[0].gradient_buckets == 3.5 * gradient);  // + float room for the partial sums
+  // Flat: every scattered and collected message in bf16.
+  four.hierarchy = HostHierarchy::off;
+  const auto [flat, flat_bf16] = both(four);
+  CHECK(flat_bf16.reduction_s == doctest::Approx(0.5 * flat.reduction_s));
+  CHECK(flat.reduction_s > 0);
+  // The automatic bucket size weighs the cheaper bytes.
+  const ExchangeCost cost = oracle::exchange_cost(profile, 2, 1, GradientReduction::ordered);
+  const ExchangeCost cost_bf16 =
+      oracle::exchange_cost(profile, 2, 1, GradientReduction::ordered, HostHierarchy::automatic, ExchangePrecision::bf16);
+  CHECK(cost_bf16.beta_s_per_byte == doctest::Approx(0.5 * cost.beta_s_per_byte));
+}
+
 TEST_CASE("over links the exchange waits for the replica the noise slowed most; the buckets' benchmark already did") {
   const auto view = oracle::view_of<Tiny>("tiny");
   auto profile = linear_profile();

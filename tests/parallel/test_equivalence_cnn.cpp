@@ -22,3 +22,10 @@ TEST_CASE("CNN in mixed precision (bf16 products): every layout bit for bit as o
                                hpf::Pipeline<hpf::Cuts<2, 4, 7>>>(hpf_test::cnn_options(), source, steps,
                                                                   hpf_test::Precisions<hpf::Mixed<hpf::bf16>>{});
 }
+TEST_CASE("CNN in mixed precision with gradients exchanged as bf16: every layout bit for bit as one process") {
+  auto o = hpf_test::cnn_options();
+  o.exchange_precision = hpf::ExchangePrecision::bf16;
+  hpf_test::check_every_layout<Model, hpf::Pipeline<hpf::Cuts<3>>, hpf::Pipeline<hpf::Cuts<3, 7>>,
+                               hpf::Pipeline<hpf::Cuts<2, 4, 7>>>(o, source, steps,
+                                                                  hpf_test::Precisions<hpf::Mixed<hpf::bf16>>{});
+}

@@ -44,6 +44,27 @@ TEST_CASE("MLP: gradients summed per host first (here one host of all replicas) 
   hpf_test::check_every_layout<Model, hpf::Pipeline<hpf::Cuts<3>>, hpf::Pipeline<hpf::Balanced<3>>,
                                hpf::Pipeline<hpf::Balanced<4>>>(o, source, steps);
 }
+TEST_CASE("MLP: gradients exchanged as bf16 train bit for bit as one process, per host first or not") {
+  auto o = options();
+  o.exchange_precision = hpf::ExchangePrecision::bf16;
+  for (const auto hierarchy : {hpf::HostHierarchy::off, hpf::HostHierarchy::on}) {
+    o.hierarchy = hierarchy;
+    hpf_test::check_every_layout<Model, hpf::Pipeline<hpf::Cuts<3>>, hpf::Pipeline<hpf::Balanced<3>>,
+                                 hpf::Pipeline<hpf::Balanced<4>>>(o, source, steps, hpf_test::Precisions<float>{});
+  }
+}
+TEST_CASE("MLP: a bf16 gradient exchange needs float gradients and the ordered reduction, said before training") {
+  auto o = options();
+  o.exchange_precision = hpf::ExchangePrecision::bf16;
+  o.data_shards = 2;
+  const hpf::data::TrainTest data = source(hpf::data::Shard{});
+  using InDouble = hpf::Trainer<Model, double>;
+  CHECK_THROWS_WITH_AS(InDouble(o, data.train), doctest::Contains("needs float gradients"), std::invalid_argument);
+  o.reduction = hpf::GradientReduction::allreduce;
+  using InFloat = hpf::Trainer<Model>;
+  CHECK_THROWS_WITH_AS(InFloat(o, data.train), doctest::Contains("needs the ordered gradient reduction"),
+                       std::invalid_argument);
+}
 TEST_CASE("MLP: data parallel through MPI_Iallreduce (summation order of the MPI library)") {
   auto o = options();
   o.reduction = hpf::GradientReduction::allreduce;

@@ -86,6 +86,54 @@ TEST_CASE("Summed per host first: one process's bits (ordered), one sum on every
                             hpf_test::one_process(replicas * 2, n)));
 }
 
+TEST_CASE("Exchanged as bf16: one process's bits of rounded shards, flat, scattered, per host, whole and in pieces") {
+  const hpf::comm::Communicator world;
+  const std::size_t n = 10007, replicas = static_cast<std::size_t>(world.size());
+  const auto ordered = hpf::GradientReduction::ordered;
+  const auto bf16 = hpf::ExchangePrecision::bf16;
+  const std::vector<float> expected = hpf_test::one_process(replicas, n, replicas > 1);
+  if (replicas > 1) {  // the rounding is there: not the float sum
+    const std::vector<float> in_float = hpf_test::one_process(replicas, n);
+    std::size_t differ = 0;
+    for (std::size_t i = 0; i < n; ++i) differ += expected[i] != in_float[i];
+    CHECK(differ > n / 2);
+  }
+  for (const auto hierarchy : {hpf::HostHierarchy::off, hpf::HostHierarchy::on, hpf::HostHierarchy::automatic}) {
+    for (const std::size_t piece_bytes : {std::size_t{0}, std::size_t{1000}, std::size_t{4096}}) {
+      CAPTURE(piece_bytes);
+      CHECK(hpf_test::same_bits(hpf_test::reduce(world, n, 1, ordered, 16384, piece_bytes, hierarchy, bf16), expected));
+    }
+  }
+  // Parked shards (several per replica) are rounded where they are parked: the same bits as
+  // that many replicas.
+  CHECK(hpf_test::same_bits(hpf_test::reduce(world, n, 2, ordered, 16384, 0, hpf::HostHierarchy::on, bf16),
+                            hpf_test::one_process(replicas * 2, n, true)));
+  // MPI's allreduce adds in its own order: no bf16 exchange to offer there.
+  if (replicas > 1) {
+    CHECK_THROWS_WITH_AS(hpf_test::reduce(world, n, 1, hpf::GradientReduction::allreduce, 16384, 0,
+                                          hpf::HostHierarchy::off, bf16),
+                         doctest::Contains("needs float gradients and the ordered reduction"), std::invalid_argument);
+  }
+}
+
+TEST_CASE("Exchanged as bf16: the buckets' messages carry half the bytes") {
+  const hpf::comm::Communicator world;
+  const auto bucket_bytes = [&](hpf::ExchangePrecision precision) {
+    hpf::trace::Recorder recorder(4096);
+    hpf::trace::activate(&recorder, false);
+    hpf_test::reduce(world, 10000, 1, hpf::GradientReduction::ordered, 40000, 0, hpf::HostHierarchy::off, precision);
+    hpf::trace::activate(nullptr, false);
+    std::int64_t bytes = 0;
+    for (const hpf::trace::Event& e : recorder.events()) {
+      if (e.track == hpf::trace::Track::collective && std::string(e.name) == "allreduce") bytes += e.tags.bytes;
+    }
+    return bytes;
+  };
+  const bool travels = world.size() > 1;  // one replica: no bucket at all
+  CHECK(bucket_bytes(hpf::ExchangePrecision::full) == (travels ? 40000 : 0));
+  CHECK(bucket_bytes(hpf::ExchangePrecision::bf16) == (travels ? 20000 : 0));
+}
+
 TEST_CASE("The timeline has a row per phase: gather, broadcast in host; scatter and collect among 3 or more") {
   const hpf::comm::Communicator world;
   // The collective spans one reduction records on this rank, all of them closed.
@@ -137,6 +185,12 @@ TEST_CASE("The training log says where gradients are summed per host first") {
     CHECK(log.str().find(said) != std::string::npos);
   }
   if (world.size() == 1) CHECK(log.str().find("gradient exchange") == std::string::npos);
+  o.exchange_precision = hpf::ExchangePrecision::bf16;
+  std::ostringstream bf16;
+  o.log = &bf16;
+  hpf::fit<Model, hpf::DataParallel>(world, o, hpf_test::synthetic_source<Model>(24));
+  CHECK((bf16.str().find(", exchanged as bf16") != std::string::npos) == (world.rank() == 0 && world.size() > 1));
+  o.exchange_precision = hpf::ExchangePrecision::full;
   o.hierarchy = hpf::HostHierarchy::off;
   std::ostringstream flat;
   o.log = &flat;

@@ -5,6 +5,7 @@
 
 #include <hpf/comm/communicator.hpp>
 #include <hpf/parallel/gradient_buckets.hpp>
+#include <hpf/tensor/bf16.hpp>
 #include <hpf/tensor/ordered_sum.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -51,13 +52,15 @@ inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) 
 /// Reduces this rank's `shards` shard gradients (replica r's part j is shard j R + r) with
 /// GradientBuckets of `bucket_bytes` in pieces of `piece_bytes`, started during a mock backward
 /// (ready() from the end of the array towards its start) for one shard, after parking for several;
-/// `hierarchy` as StepOptions::hierarchy.
+/// `hierarchy` and `precision` as StepOptions::hierarchy and ::exchange_precision.
 inline std::vector<float> reduce(const hpf::comm::Communicator& world, std::size_t n, std::size_t shards,
                                  hpf::GradientReduction reduction, std::size_t bucket_bytes, std::size_t piece_bytes,
-                                 hpf::HostHierarchy hierarchy = hpf::HostHierarchy::off) {
+                                 hpf::HostHierarchy hierarchy = hpf::HostHierarchy::off,
+                                 hpf::ExchangePrecision precision = hpf::ExchangePrecision::full) {
   const auto replicas = static_cast<std::size_t>(world.size()), r = static_cast<std::size_t>(world.rank());
   Buffer gradients("gradients", n);
-  hpf::GradientBuckets<float, Space> buckets(world, gradients, bucket_bytes, reduction, -1, shards, piece_bytes, hierarchy);
+  hpf::GradientBuckets<float, Space> buckets(world, gradients, bucket_bytes, reduction, -1, shards, piece_bytes, hierarchy,
+                                             precision);
   buckets.begin_step();
   if (shards == 1) {
     Kokkos::deep_copy(gradients, to_buffer(shard_values(r, n)));
@@ -78,16 +81,23 @@ inline std::vector<float> reduce(const hpf::comm::Communicator& world, std::size
   return to_vector(gradients);
 }
 
-/// One process's sum of all `count` shards in ordered_sum's tree.
-inline std::vector<float> one_process(std::size_t count, std::size_t n) {
+/// One process's sum of all `count` shards in ordered_sum's tree; with `bf16`, of the shards
+/// rounded to bf16, the sum rounded once more (ExchangePrecision::bf16).
+inline std::vector<float> one_process(std::size_t count, std::size_t n, bool bf16 = false) {
   std::vector<float> all;
   for (std::size_t g = 0; g < count; ++g) {
     const std::vector<float> v = shard_values(g, n);
     all.insert(all.end(), v.begin(), v.end());
   }
+  if (bf16) {
+    for (float& x : all) x = hpf::round_to_bf16(x);
+  }
   std::vector<float> out(n);
   hpf::ordered_sum(Kokkos::DefaultHostExecutionSpace{}, all.data(), count, n, out.data(), n);
   Kokkos::fence();
+  if (bf16) {
+    for (float& x : out) x = hpf::round_to_bf16(x);
+  }
   return out;
 }
 

@@ -21,6 +21,7 @@ MPI_Datatype datatype() {
   using U = std::remove_cv_t<T>;
   if constexpr (std::is_same_v<U, float>) return MPI_FLOAT;
   else if constexpr (std::is_same_v<U, double>) return MPI_DOUBLE;
+  else if constexpr (std::is_same_v<U, std::uint16_t>) return MPI_UINT16_T;  // bfloat16 bits
   else if constexpr (std::is_same_v<U, std::int32_t>) return MPI_INT32_T;
   else if constexpr (std::is_same_v<U, std::int64_t>) return MPI_INT64_T;
   else if constexpr (std::is_same_v<U, std::uint64_t>) return MPI_UINT64_T;

@@ -45,7 +45,7 @@ struct MemoryInputs {
   std::size_t replicas = 1;
   /// Copies of the stage's gradient the busiest rank gathers to reduce them (the ordered
   /// reduction's; hpf::oracle::detail::gathered_copies).
-  std::size_t gathered_copies = 0;
+  double gathered_copies = 0;
   /// Measured by calibration for the stage's layers at `capacity` (elements): the largest
   /// workspace and the largest gradient scratch of one of its top-level layers (a Repeat piece of
   /// two or more copies with the two buffers between its copies). Without calibration the model
@@ -78,7 +78,9 @@ constexpr MemoryBreakdown stage_memory(const StageFacts& stage, const MemoryInpu
                    labels + sizeof(std::uint64_t));
   m.boundary_gradients =
       in.slots * c * ((in.last ? 0 : stage.output_elements) + (in.first ? 0 : stage.input_elements)) * d;
-  if (in.replicas > 1) m.gradient_buckets = in.gathered_copies * stage.cost.parameters * d;
+  if (in.replicas > 1) {
+    m.gradient_buckets = static_cast<std::size_t>(in.gathered_copies * static_cast<double>(stage.cost.parameters * d));
+  }
   m.workspace = in.workspace_elements * d;
   m.scratch = (2 * stage.largest_inner_output * c + in.child_scratch_elements) * d;
   m.runtime = in.runtime_bytes;

@@ -44,6 +44,7 @@ struct Plan {
   std::size_t bucket_bytes = automatic_bucket_bytes;  ///< hpf::StepOptions::bucket_bytes
   GradientReduction reduction = GradientReduction::automatic;
   HostHierarchy hierarchy = HostHierarchy::automatic;  ///< hpf::StepOptions::hierarchy
+  ExchangePrecision exchange_precision = ExchangePrecision::full;  ///< hpf::StepOptions::exchange_precision
   bool recompute = false;  ///< re-materialization of Repeat blocks (NetworkOptions::recompute)
 
   std::size_t ranks() const { return stages * replicas; }
@@ -236,14 +237,19 @@ struct LinkQueue {
 /// Over links (a cluster's, or the hosts' of a multi-host profile): every rank receives the other
 /// bucket (the ordered reduction of 2) or 2 (R - 1) / R of one (the ordered reduction of 3 or
 /// more, scattered and collected, and a ring allreduce), each message at the link's rate while
-/// the other direction carries as much.
+/// the other direction carries as much. `collected`: the bytes of the sums collected back, where
+/// they travel in fewer bytes than the copies scattered (a bf16 exchange among hosts' leaders).
 template <class MessageSeconds>
 double exchange_seconds(const MessageSeconds& message_seconds, double bytes, std::size_t replicas,
-                        GradientReduction reduction) {
+                        GradientReduction reduction, double collected = -1) {
   const double r = static_cast<double>(replicas);
   if (reduction == GradientReduction::ordered && replicas <= 2) return (r - 1) * message_seconds(bytes);
-  return 2 * (r - 1) * message_seconds(bytes / r);
+  return (r - 1) * (message_seconds(bytes / r) + message_seconds((collected < 0 ? bytes : collected) / r));
 }
+
+/// What a value of a float gradient takes on the wire, as a share of its 4 bytes, in the messages
+/// that carry a replica's own copy or a final sum (a host's partial sum keeps all 4).
+inline double wire_share(ExchangePrecision precision) { return precision == ExchangePrecision::bf16 ? 0.5 : 1.0; }
 
 /// Whether the replicas of one stage of a `stages`-stage pipeline exchange their buckets over links
 /// between hosts of a multi-host profile (not a cluster's), priced from one direction's stream
@@ -280,50 +286,62 @@ inline bool summed_per_host(HostHierarchy asked, const HostSpread& spread, Gradi
 /// receives L - 1 copies, a reduction climbs a tree), among the H leaders over links as a flat
 /// exchange of H, back down a broadcast's tree. Inside a host a copy is priced by the cluster's
 /// intra-node line, elsewhere by what moving a byte costs a core (LinkFacts::compute_s_per_byte).
+/// `share` (wire_share): the copies gathered, the sums collected and broadcast in fewer bytes;
+/// the hosts' partial sums cross whole.
 template <class Across>
 double per_host_bucket_seconds(const MachineProfile& profile, double bytes, const HostSpread& spread,
-                               GradientReduction reduction, const Across& across) {
+                               GradientReduction reduction, const Across& across, double share = 1) {
   const auto inside = [&](double n) {
     return profile.cluster ? profile.cluster->intra.alpha_s + n * profile.cluster->intra.beta_s_per_byte
                            : n * profile.link.compute_s_per_byte;
   };
   const double per_host = static_cast<double>(spread.per_host), depth = std::ceil(std::log2(per_host));
-  const double gather = reduction == GradientReduction::ordered ? (per_host - 1) * inside(bytes) : depth * inside(bytes);
-  const double among = spread.hosts > 1 ? exchange_seconds(across, bytes, spread.hosts, reduction) : 0;
-  return gather + among + depth * inside(bytes);
+  const double gather =
+      reduction == GradientReduction::ordered ? (per_host - 1) * inside(share * bytes) : depth * inside(bytes);
+  const double among = spread.hosts > 1 ? exchange_seconds(across, bytes, spread.hosts, reduction, share * bytes) : 0;
+  return gather + among + depth * inside(share * bytes);
 }
 
 /// Copies of a stage's gradient the busiest rank holds to add them in the ordered reduction
-/// (GradientBuckets): every replica's with 2 replicas; its own share of every replica's part
-/// (scattered) with 3 or more; summed per host first, the leader's host's copies.
-inline std::size_t gathered_copies(const MachineProfile& profile, std::size_t replicas, std::size_t stages,
-                                   GradientReduction reduction, HostHierarchy hierarchy) {
+/// (GradientBuckets, PhasedExchange), counted in float gradients: every replica's with 2
+/// replicas; its own share of every replica's part (scattered) with 3 or more; summed per host
+/// first, the leader's host's copies. Exchanged as bf16 they take half, beside a bf16 copy of the
+/// gradient (what a rank sends and receives) and, summed per host first, float room for the
+/// hosts' partial sums.
+inline double gathered_copies(const MachineProfile& profile, std::size_t replicas, std::size_t stages,
+                              GradientReduction reduction, HostHierarchy hierarchy,
+                              ExchangePrecision precision = ExchangePrecision::full) {
   if (reduction != GradientReduction::ordered || replicas <= 1) return 0;
   const HostSpread spread = host_spread(profile, replicas, stages);
-  if (summed_per_host(hierarchy, spread, reduction)) {
-    return std::max<std::size_t>(spread.per_host, spread.hosts == 2 ? 2 : 1);
-  }
-  return replicas == 2 ? 2 : 1;
+  const bool per_host = summed_per_host(hierarchy, spread, reduction);
+  const double copies = per_host ? static_cast<double>(std::max<std::size_t>(spread.per_host, spread.hosts == 2 ? 2 : 1))
+                                 : replicas == 2 ? 2.0 : 1.0;
+  if (precision == ExchangePrecision::full) return copies;
+  return 0.5 * copies + 0.5 + (per_host ? copies : 0.0);
 }
 
 /// One gradient bucket of `bytes` reduced among the `replicas` of one stage of a `stages`-stage
-/// pipeline.
+/// pipeline; `bytes` as float gradients take (a bf16 exchange moves fewer: wire_share).
 inline double bucket_seconds(const MachineProfile& profile, double bytes, std::size_t replicas, std::size_t stages,
-                             GradientReduction reduction, HostHierarchy hierarchy = HostHierarchy::automatic) {
+                             GradientReduction reduction, HostHierarchy hierarchy = HostHierarchy::automatic,
+                             ExchangePrecision precision = ExchangePrecision::full) {
   if (replicas <= 1) return 0;
   const std::size_t ranks = replicas * stages;
   const HostSpread spread = host_spread(profile, replicas, stages);
+  const double share = wire_share(precision);
   if (summed_per_host(hierarchy, spread, reduction)) {
     if (profile.cluster) {
       const Regime& inter = profile.cluster->inter;
       return per_host_bucket_seconds(profile, bytes, spread, reduction,
-                                     [&](double n) { return inter.alpha_s + n * inter.beta_s_per_byte; });
+                                     [&](double n) { return inter.alpha_s + n * inter.beta_s_per_byte; }, share);
     }
     if (spread.hosts == 1 || !profile.fit("p2p_bandwidth").empty()) {
       const CommFit& stream = profile.fit("p2p_bandwidth");
-      return per_host_bucket_seconds(profile, bytes, spread, reduction, [&](double n) { return stream.seconds(n, ranks); });
+      return per_host_bucket_seconds(profile, bytes, spread, reduction, [&](double n) { return stream.seconds(n, ranks); },
+                                     share);
     }
   }
+  bytes *= share;  // flat: every message is a replica's copy or a collected sum
   if (profile.cluster) {
     const auto& c = *profile.cluster;
     const bool spans_nodes = (replicas - 1) * stages >= c.ranks_per_node;
@@ -372,11 +390,12 @@ inline double bucket_seconds(const MachineProfile& profile, double bytes, std::s
 /// profile predicts it, as a line alpha + beta x bytes through its predictions for 64 KiB and
 /// 4 MiB buckets: what the automatic bucket size weighs (hpf::choose_bucket_bytes).
 inline ExchangeCost exchange_cost(const MachineProfile& profile, std::size_t replicas, std::size_t stages,
-                                  GradientReduction reduction, HostHierarchy hierarchy = HostHierarchy::automatic) {
+                                  GradientReduction reduction, HostHierarchy hierarchy = HostHierarchy::automatic,
+                                  ExchangePrecision precision = ExchangePrecision::full) {
   constexpr double small = 64 << 10, large = 4 << 20;
   const GradientReduction used = resolve(reduction, replicas);
-  const double t_small = detail::bucket_seconds(profile, small, replicas, stages, used, hierarchy);
-  const double t_large = detail::bucket_seconds(profile, large, replicas, stages, used, hierarchy);
+  const double t_small = detail::bucket_seconds(profile, small, replicas, stages, used, hierarchy, precision);
+  const double t_large = detail::bucket_seconds(profile, large, replicas, stages, used, hierarchy, precision);
   if (!(t_large > t_small) || !(t_small > 0)) return {};
   const double beta = (t_large - t_small) / (large - small);
   return {.alpha_s = std::max(0.0, t_small - beta * small), .beta_s_per_byte = beta};
@@ -596,7 +615,8 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
     if (R > 1 && facts[s].cost.parameters > 0) {
       const std::size_t params = facts[s].cost.parameters;
       const std::size_t bucket_bytes = choose_bucket_bytes(plan.bucket_bytes, params * model.scalar_bytes,
-                                                           exchange_cost(profile, R, S, reduction, plan.hierarchy));
+                                                           exchange_cost(profile, R, S, reduction, plan.hierarchy,
+                                                                         plan.exchange_precision));
       const std::size_t per_bucket = std::max<std::size_t>(1, bucket_bytes / model.scalar_bytes);
       const double stretch = times[s].backward > 0 ? (backward_end[s] - backward_start[s]) / times[s].backward : 1;
       const double slowest_start = backward_start[s] + skew;
@@ -612,7 +632,8 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
         }
         const std::size_t bucket_end = std::min(params, bucket_begin + per_bucket);
         const double bytes = static_cast<double>((bucket_end - bucket_begin) * model.scalar_bytes);
-        const double seconds = detail::bucket_seconds(profile, bytes, R, S, reduction, plan.hierarchy);
+        const double seconds =
+            detail::bucket_seconds(profile, bytes, R, S, reduction, plan.hierarchy, plan.exchange_precision);
         reduced = std::max(reduced, std::max(ready_clock, slowest_start)) + seconds;
         linked += seconds;
         if (bucket_begin == 0) break;
@@ -661,7 +682,7 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
     in.label_size = model.label_size;
     in.optimizer_values = model.optimizer_values;
     in.replicas = R;
-    in.gathered_copies = detail::gathered_copies(profile, R, S, reduction, plan.hierarchy);
+    in.gathered_copies = detail::gathered_copies(profile, R, S, reduction, plan.hierarchy, plan.exchange_precision);
     in.runtime_bytes = profile.runtime_bytes;
     in.empty_view_bytes = profile.empty_view_bytes;
     std::map<std::size_t, std::size_t> copies;  // per top-level layer: its units in this stage

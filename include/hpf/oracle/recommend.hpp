@@ -22,6 +22,7 @@ struct SearchOptions {
   GradientReduction reduction = GradientReduction::automatic;
   std::size_t max_stages = 0;  ///< 0: as many as the model has places to cut
   bool recompute = false;      ///< re-materialization of Repeat blocks (NetworkOptions::recompute)
+  ExchangePrecision exchange_precision = ExchangePrecision::full;  ///< hpf::StepOptions::exchange_precision
 };
 
 /// Every feasible strategy of `ranks` processes for a global `batch`: S stages dividing the
@@ -45,7 +46,8 @@ inline std::vector<Prediction> rank_strategies(const ModelView& model, std::size
       for (const Schedule schedule : {Schedule::one_f_one_b, Schedule::gpipe}) {
         if (S == 1 && schedule == Schedule::gpipe) continue;  // one stage: the schedules are the same
         Plan plan{.stages = S, .replicas = R, .batch = batch, .micro_batches = M, .schedule = schedule, .bounds = bounds,
-                  .bucket_bytes = o.bucket_bytes, .reduction = o.reduction, .recompute = o.recompute};
+                  .bucket_bytes = o.bucket_bytes, .reduction = o.reduction,
+                  .exchange_precision = o.exchange_precision, .recompute = o.recompute};
         all.push_back(predict(model, plan, profile, budget));
       }
     }

@@ -7,6 +7,7 @@
 #include <hpf/comm/request.hpp>
 #include <hpf/comm/transfer.hpp>
 #include <hpf/comm/watchdog.hpp>
+#include <hpf/tensor/bf16_arrays.hpp>
 #include <hpf/tensor/ordered_sum.hpp>
 #include <hpf/parallel/gradient_reduction.hpp>
 #include <hpf/parallel/phased_exchange.hpp>
@@ -20,7 +21,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -50,6 +53,10 @@ namespace hpf {
 /// parked parts of every replica, so the tree adds all R x C shards in global shard order
 /// (shard g = j R + r is part j of replica r), as one process with R x C data shards does. The
 /// buckets then start after the last shard, in finish().
+///
+/// With ExchangePrecision::bf16 every shard's gradient is rounded to bf16 before the tree adds
+/// it and the sum is rounded once more (PhasedExchange says which messages are bf16); parked
+/// shards are rounded where they are parked and travel as float, for the same bits.
 template <class T, class Space>
 class GradientBuckets {
  public:
@@ -59,11 +66,17 @@ class GradientBuckets {
   /// `piece_bytes`: each bucket travels in messages of at most this many bytes (0: one message
   /// per bucket; StepOptions::exchange_piece_bytes says why).
   /// `hierarchy`: whether replicas on one host combine first (collective over `replicas`).
+  /// `precision`: what gradients travel as (ExchangePrecision::bf16: float, ordered reduction).
   GradientBuckets(comm::Communicator replicas, Buffer<T, Space> gradients, std::size_t bucket_bytes,
                   GradientReduction reduction, int stage = -1, std::size_t shards_per_replica = 1,
-                  std::size_t piece_bytes = 0, HostHierarchy hierarchy = HostHierarchy::off)
+                  std::size_t piece_bytes = 0, HostHierarchy hierarchy = HostHierarchy::off,
+                  ExchangePrecision precision = ExchangePrecision::full)
       : replicas_(std::move(replicas)), gradients_(gradients), parts_(shards_per_replica),
-        reduction_(resolve(reduction, static_cast<std::size_t>(replicas_.size()) * parts_)), stage_(stage) {
+        reduction_(resolve(reduction, static_cast<std::size_t>(replicas_.size()) * parts_)), stage_(stage),
+        bf16_(precision == ExchangePrecision::bf16 && shards() > 1) {
+    if (bf16_ && (!std::is_same_v<T, float> || reduction_ != GradientReduction::ordered)) {
+      throw std::invalid_argument("hpf: a bf16 gradient exchange needs float gradients and the ordered reduction");
+    }
     if (reduction_ == GradientReduction::ordered && static_cast<std::size_t>(replicas_.size()) * parts_ > ordered_sum_max_parts) {
       throw comm::UsageError("hpf: ordered gradient reduction supports up to " + std::to_string(ordered_sum_max_parts) +
                              " data shards (replicas x shards per replica); use GradientReduction::allreduce");
@@ -162,6 +175,8 @@ class GradientBuckets {
   /// ..." where a hierarchy was asked for or would apply but cannot keep the ordered tree, or
   /// empty (flat, nothing to say).
   const std::string& hierarchy() const { return hierarchy_note_; }
+  /// Whether gradients travel as bf16 (ExchangePrecision::bf16 with more than one shard).
+  bool in_bf16() const { return bf16_; }
   /// Whether buckets are summed per host first.
   bool summed_per_host() const { return phased_ && phased_->summed_per_host(); }
   /// What waiting for bucket b waits for: "allreduce of gradient bucket 4 (1.2 MiB) of stage 1
@@ -169,13 +184,15 @@ class GradientBuckets {
   comm::WaitFor waiting_for(std::size_t b) const {
     return {.kind = reduction_ == GradientReduction::ordered ? "allgather" : "allreduce", .what = "gradient",
             .group = replicas_.size(), .members = "replicas", .stage = stage_, .bucket = static_cast<int>(b),
-            .bytes = static_cast<std::int64_t>((ends_[b] - begins_[b]) * sizeof(T))};
+            .bytes = static_cast<std::int64_t>((ends_[b] - begins_[b]) * wire_element())};
   }
 
  private:
   trace::Tags tags(std::size_t b) const {
-    return {.bucket = static_cast<std::int32_t>(b), .bytes = static_cast<std::int64_t>((ends_[b] - begins_[b]) * sizeof(T))};
+    return {.bucket = static_cast<std::int32_t>(b), .bytes = static_cast<std::int64_t>((ends_[b] - begins_[b]) * wire_element())};
   }
+  /// Bytes per gradient value on the wire (parked shards, rounded, travel as T).
+  std::size_t wire_element() const { return bf16_ && parts_ == 1 ? sizeof(bf16_bits) : sizeof(T); }
   std::size_t shards() const { return static_cast<std::size_t>(replicas_.size()) * parts_; }
   /// Piece k: [piece_begins_[k], piece_end(k)) of the flat array, within its bucket.
   std::size_t piece_end(std::size_t k) const {
@@ -211,10 +228,12 @@ class GradientBuckets {
         hierarchy_note_ = "summed per host first (" + hosts->describe() + ")";
       }
     }
-    if (!hosts && (reduction_ != GradientReduction::ordered || replicas_.size() < 3)) return;
+    // Flat among 2 under the ordered reduction: one allgather here, unless it travels as bf16.
+    if (!hosts && (reduction_ != GradientReduction::ordered || (replicas_.size() < 3 && !bf16_))) return;
     std::vector<std::pair<std::size_t, std::size_t>> pieces;
     for (std::size_t k = 0; k < piece_begins_.size(); ++k) pieces.emplace_back(piece_begins_[k], piece_end(k));
-    phased_.emplace(replicas_, std::move(hosts), gradients_, reduction_, std::move(pieces));
+    phased_.emplace(replicas_, std::move(hosts), gradients_, reduction_, std::move(pieces),
+                    bf16_ ? ExchangePrecision::bf16 : ExchangePrecision::full);
   }
   void start(std::size_t b) {
     // One span per bucket, closed when its last piece's last part is seen complete.
@@ -245,6 +264,9 @@ class GradientBuckets {
                                       : Kokkos::subview(parked_, Kokkos::make_pair(j * total + begin, j * total + begin + length));
         const auto into = Kokkos::subview(gathered_[b], Kokkos::make_pair(block + j * replicas * length,
                                                                           block + (j + 1) * replicas * length));
+        if constexpr (std::is_same_v<T, float>) {
+          if (bf16_) round_to_bf16_in_place(Space{}, part.data(), length);  // parked: its own copy, rounded once
+        }
         requests_[k * parts_ + j] = comm::iallgather(replicas_, part, into, waiting_for(b));
       }
       summed_[k] = false;
@@ -258,6 +280,9 @@ class GradientBuckets {
     trace::Span span(trace::Track::compute, "reduce bucket", tags(b));
     ordered_sum(Space{}, gathered_[b].data() + (begin - begins_[b]) * shards(), shards(), length,
                 gradients_.data() + begin, length);
+    if constexpr (std::is_same_v<T, float>) {
+      if (bf16_) round_to_bf16_in_place(Space{}, gradients_.data() + begin, length);
+    }
     summed_[k] = true;
   }
 
@@ -266,6 +291,7 @@ class GradientBuckets {
   std::size_t parts_;  // data shards per replica (C)
   GradientReduction reduction_;
   int stage_;
+  bool bf16_;  // ExchangePrecision::bf16
   std::vector<Buffer<T, Space>> gathered_;  // ordered: every shard's copy of each bucket, in shard order
   Buffer<T, Space> parked_;                  // ordered with C > 1: this replica's C shard gradients
   std::vector<bool> summed_;                 // by piece

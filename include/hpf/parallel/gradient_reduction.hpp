@@ -49,6 +49,22 @@ inline const char* to_string(HostHierarchy h) {
   }
 }
 
+/// What the replicas' gradients travel as.
+enum class ExchangePrecision {
+  /// The gradient's own type, unchanged.
+  full,
+  /// bfloat16, half float's bytes: each data shard's gradient is rounded to bf16 (ties to even),
+  /// added in float in the ordered reduction's tree, and the sum rounded to bf16 once more, as a
+  /// bf16 message brings it back. Where a host sums its replicas first, the host's partial sum
+  /// crosses hosts as float, so the rounding does not depend on the layout: every layout with the
+  /// same data shards gets the same bits, one process (TrainOptions::data_shards) included. With
+  /// one data shard nothing is exchanged and nothing is rounded. Float gradients and the ordered
+  /// reduction only.
+  bf16,
+};
+
+inline const char* to_string(ExchangePrecision p) { return p == ExchangePrecision::bf16 ? "bf16" : "full"; }
+
 /// The reduction actually used by `replicas` replicas.
 constexpr GradientReduction resolve(GradientReduction r, std::size_t replicas) {
   if (r != GradientReduction::automatic) return r;

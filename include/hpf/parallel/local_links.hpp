@@ -5,6 +5,7 @@
 #include <hpf/data/shard.hpp>
 #include <hpf/parallel/gradient_reduction.hpp>
 #include <hpf/parallel/step_options.hpp>
+#include <hpf/tensor/bf16_arrays.hpp>
 #include <hpf/tensor/ordered_sum.hpp>
 #include <hpf/tensor/views.hpp>
 #include <hpf/trace/chrome_trace.hpp>
@@ -20,6 +21,7 @@
 #include <numeric>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -30,7 +32,8 @@ namespace hpf {
 /// side, one per thread: Placement::side_by_side), and combines them exactly as those replicas
 /// would (see MpiLinks for the parallel side of each member).
 /// - gradients: with an ordered reduction each shard's gradient is parked and the shards are
-///   added in hpf::ordered_sum's tree, the bits R replicas get; otherwise they accumulate;
+///   added in hpf::ordered_sum's tree, the bits R replicas get; otherwise they accumulate
+///   (ExchangePrecision::bf16: each parked gradient and the sum rounded to bf16, as they travel);
 /// - buffers (BatchNorm running statistics): replica 0's, as every replica holds after a step;
 /// - the step's loss: the shards' sums added in shard order.
 template <class T, class Space>
@@ -53,6 +56,7 @@ class LocalLinks {
              const StepOptions& options)
       : gradients_(gradients), buffers_(buffers), shard_count_(placement.shards),
         ordered_(placement.shards > 1 && resolve(options.reduction, placement.shards) == GradientReduction::ordered),
+        bf16_(ordered_ && options.exchange_precision == ExchangePrecision::bf16),
         side_by_side_(placement.side_by_side && ordered_) {
     shards_.resize(shard_count_);
     std::iota(shards_.begin(), shards_.end(), std::size_t{0});
@@ -109,7 +113,13 @@ class LocalLinks {
     if (!ordered_) return;
     trace::Span span(trace::Track::compute, "reduce shards");
     const std::size_t length = gradients_.extent(0);
+    if constexpr (std::is_same_v<T, float>) {
+      if (bf16_) round_to_bf16_in_place(Space{}, shard_gradients_.data(), shard_count_ * length);
+    }
     ordered_sum(Space{}, shard_gradients_.data(), shard_count_, length, gradients_.data(), length);
+    if constexpr (std::is_same_v<T, float>) {
+      if (bf16_) round_to_bf16_in_place(Space{}, gradients_.data(), length);
+    }
   }
   /// Every replica keeps replica 0's buffers.
   void share_buffers() {
@@ -143,7 +153,7 @@ class LocalLinks {
 
   Buffer<T, Space> gradients_, buffers_;
   std::size_t shard_count_;
-  bool ordered_, side_by_side_;
+  bool ordered_, bf16_, side_by_side_;
   std::vector<std::size_t> shards_;
   Buffer<T, Space> shard_gradients_, replica0_buffers_;
 };

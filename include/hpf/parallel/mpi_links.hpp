@@ -84,7 +84,8 @@ class MpiLinks {
         bucket_size_(describe_bucket_bytes(options.bucket_bytes, gradients.extent(0) * sizeof(T), options.exchange_cost,
                                            bucket_bytes_)),
         buckets_(grid_.stage_group(), gradients, bucket_bytes_, options.reduction, static_cast<int>(grid_.stage()),
-                 placement.shards_per_replica, exchange_piece_bytes(grid_.stage_group(), options), options.hierarchy),
+                 placement.shards_per_replica, exchange_piece_bytes(grid_.stage_group(), options), options.hierarchy,
+                 options.exchange_precision),
         side_by_side_(placement.side_by_side && grid_.stages() == 1 && buckets_.parks()) {
     if (grid_.stages() > 1) {  // activations and their gradients in pieces to a stage on another host
       const std::vector<bool> near = grid_.pipeline().ranks_on_this_host();
@@ -213,13 +214,13 @@ class MpiLinks {
   std::size_t next_piece_elements() const { return next_piece_; }
   /// This stage's gradient buckets, how their size was chosen and how they cross hosts, for the
   /// log: "stage 0: 9 buckets of 120 KiB (automatic: ...), summed per host first (2 hosts x 2
-  /// ranks)"; empty without replicas to exchange with.
+  /// ranks)", then ", exchanged as bf16" where they travel so; empty without replicas to exchange with.
   std::string describe_gradient_exchange() const {
     if (replicas() <= 1) return {};
     const std::size_t n = buckets_.bucket_count();
     const std::string& hierarchy = buckets_.hierarchy();
     return "stage " + std::to_string(grid_.stage()) + ": " + std::to_string(n) + (n == 1 ? " bucket of " : " buckets of ") +
-           bucket_size_ + (hierarchy.empty() ? "" : ", " + hierarchy);
+           bucket_size_ + (hierarchy.empty() ? "" : ", " + hierarchy) + (buckets_.in_bf16() ? ", exchanged as bf16" : "");
   }
   /// Whether this stage's gradient buckets are summed per host first (StepOptions::hierarchy).
   bool summed_per_host() const { return buckets_.summed_per_host(); }

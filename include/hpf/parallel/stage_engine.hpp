@@ -598,6 +598,7 @@ class StageEngine {
   }
   static const StepOptions& checked(const StepOptions& options, std::size_t replicas) {
     check_step_options(options, replicas, "hpf");
+    check_exchange_precision<T>(options, "hpf");
     return options;
   }
 

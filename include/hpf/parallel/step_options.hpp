@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 namespace hpf {
 
@@ -56,6 +57,9 @@ struct StepOptions {
   /// hosts (hpf::HostHierarchy; by default where the replicas span hosts and share one). The
   /// training log says what each stage does.
   HostHierarchy hierarchy = HostHierarchy::automatic;
+  /// What gradients travel as between replicas: ExchangePrecision::bf16 halves the bytes of the
+  /// exchange and rounds the gradient the optimizer sees to bf16 (the same bits on every layout).
+  ExchangePrecision exchange_precision = ExchangePrecision::full;
   OptimizerOptions optimizer = SgdOptions{.learning_rate = 0.05, .momentum = 0.9};
   /// Seed and scheme of the initial weights.
   NetworkOptions network{};
@@ -91,6 +95,21 @@ inline void check_step_options(const StepOptions& o, std::size_t replicas, const
   if (resolve(o.reduction, replicas) == GradientReduction::ordered && replicas > ordered_sum_max_parts) {
     fail("ordered gradient reduction supports up to " + std::to_string(ordered_sum_max_parts) +
          " replicas; use GradientReduction::allreduce");
+  }
+  if (o.exchange_precision == ExchangePrecision::bf16 && replicas > 1 &&
+      resolve(o.reduction, replicas) != GradientReduction::ordered) {
+    fail("exchange_precision bf16 needs the ordered gradient reduction (reduction is " +
+         std::string(to_string(resolve(o.reduction, replicas))) + " for " + std::to_string(replicas) + " replicas)");
+  }
+}
+
+/// Throws std::invalid_argument when `o` asks for a bf16 gradient exchange of gradients of type T
+/// other than float (the one check, for every strategy).
+template <class T>
+void check_exchange_precision(const StepOptions& o, const std::string& who) {
+  if (o.exchange_precision == ExchangePrecision::bf16 && !std::is_same_v<T, float>) {
+    throw std::invalid_argument(who + ": exchange_precision bf16 needs float gradients; this network's are " +
+                                (std::is_same_v<T, double> ? "double" : "not float"));
   }
 }
 

@@ -88,6 +88,7 @@ inline comm::Facts run_facts(const ProgramTypes& types, const TrainOptions& o, s
           {"pieces_on_one_host", text(o.pieces_on_one_host)},
           {"reduction", text(static_cast<int>(o.reduction))},
           {"hierarchy", to_string(o.hierarchy)},
+          {"exchange precision", to_string(o.exchange_precision)},
           {"steps_per_epoch", text(o.steps_per_epoch)},
           {"data_seed", text(o.data_seed)},
           {"network seed", text(o.network.seed)},
@@ -144,7 +145,7 @@ inline TrainOptions with_profile_exchange_cost(const comm::Communicator& world, 
     if (world.rank() != 0) return {};
     const std::size_t replicas = std::max<std::size_t>(1, static_cast<std::size_t>(world.size()) / stages);
     const ExchangeCost cost = oracle::exchange_cost(oracle::load_profile(profile_path(o)), replicas, stages, o.reduction,
-                                                      o.hierarchy);
+                                                      o.hierarchy, o.exchange_precision);
     char line[64];
     std::snprintf(line, sizeof line, "%.17g %.17g", cost.alpha_s, cost.beta_s_per_byte);
     return line;
@@ -172,6 +173,7 @@ AutoChoice choose_strategy(const comm::Communicator& world, const TrainOptions& 
     search.bucket_bytes = o.bucket_bytes;
     search.reduction = o.reduction;
     search.recompute = o.network.recompute;
+    search.exchange_precision = o.exchange_precision;
     const auto ranked = oracle::rank_strategies(oracle::view_of<Model>(std::string(type_name<Model>()), optimizer_values(o.optimizer),
                                                                        o.network.matmul_precision),
                                                 static_cast<std::size_t>(world.size()), o.batch, profile, search);
@@ -215,11 +217,13 @@ inline TrainOptions agreed_options(const comm::Communicator& world, const TrainO
 }
 
 /// Throws comm::UsageError unless the options fit the grid's replicas and stages (the same
-/// options everywhere, checked before: every rank fails alike).
-inline void check_layout(const TrainOptions& options, const ProcessGrid& grid) {
+/// options everywhere, checked before: every rank fails alike). T: the gradients' scalar.
+template <class T>
+void check_layout(const TrainOptions& options, const ProcessGrid& grid) {
   if (options.shards_per_replica == 0) throw comm::UsageError("hpf::fit: shards_per_replica must be at least 1");
   try {
     check_step_options(options, grid.replicas() * options.shards_per_replica, "hpf::fit");
+    check_exchange_precision<T>(options, "hpf::fit");
   } catch (const std::invalid_argument& e) {
     throw comm::UsageError(e.what());
   }
@@ -284,7 +288,7 @@ TrainReport fit(const comm::Communicator& world, const TrainOptions& given, cons
       world, detail::run_facts({type_name<Model>(), type_name<Strategy>(), type_name<T>(), type_name<Space>()}, options, stages),
       "hpf::fit");
   const ProcessGrid grid(world, stages);
-  detail::check_layout(options, grid);
+  detail::check_layout<T>(options, grid);
   NetworkFacts facts;
   StagePosition position;
   detail::with_index<stages>(grid.stage(), [&](auto stage) {
