@@ -104,6 +104,12 @@ TEST_CASE("Exchanged as bf16: one process's bits of rounded shards, flat, scatte
       CHECK(hpf_test::same_bits(hpf_test::reduce(world, n, 1, ordered, 16384, piece_bytes, hierarchy, bf16), expected));
     }
   }
+  // Every other rank, as one stage's replicas in a pipeline of 2: on 2 emulated hosts x 3 ranks
+  // a host of 2 and a host of 1, whose leader's own gradient, rounded, is its host's sum.
+  const hpf::comm::Communicator half = world.split(world.rank() % 2, world.rank());
+  const auto members = static_cast<std::size_t>(half.size());
+  CHECK(hpf_test::same_bits(hpf_test::reduce(half, n, 1, ordered, 16384, 0, hpf::HostHierarchy::on, bf16),
+                            hpf_test::one_process(members, n, members > 1)));
   // Parked shards (several per replica) are rounded where they are parked: the same bits as
   // that many replicas.
   CHECK(hpf_test::same_bits(hpf_test::reduce(world, n, 2, ordered, 16384, 0, hpf::HostHierarchy::on, bf16),
