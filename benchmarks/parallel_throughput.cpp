@@ -487,7 +487,7 @@ void run(const hpf::comm::Communicator& world, const Settings& s) {
   hpf::ProcessGrid grid(world, stages);
   // The exchange cost from --profile, as hpf::fit reads it.
   const hpf::TrainOptions o = hpf::detail::with_profile_exchange_cost(world, options_for(s, grid.replicas()), stages);
-  hpf::detail::check_layout(o, grid);  // the checks hpf::fit makes before it builds an engine
+  hpf::detail::check_layout<float>(o, grid);  // the checks hpf::fit makes before it builds a float engine
   run_stages<Model, Partition>(world, grid, s, o, std::make_index_sequence<stages>{});
 }
 
