@@ -3,12 +3,13 @@
 """Held-out bits per byte of examples/03_language_model's GPT over several seeds, hpf against
 PyTorch trained with the same settings (benchmarks/pytorch_language_model.py: the same model from
 torch.nn layers, Adam lr 3e-3, batch 32, 300 steps, the same text and held-out tail), one process
-and one thread each, and the text hpf's seed 0 generates. Prints the table and writes the
+and one thread each, in float and with bf16 products (hpf --precision bf16, PyTorch's forward
+under autocast), and the text hpf's seed 0 generates in float. Prints the table and writes the
 `language-model-seeds` section of benchmarks/RESULTS.md, and the means and the sample in
 docs/launching.md's.
 
   cmake --build build --target hpf_language_model
-  /usr/bin/python3 benchmarks/language_model_over_seeds.py                 # seeds 0-4 (~10 min)
+  /usr/bin/python3 benchmarks/language_model_over_seeds.py                 # seeds 0-4 (~20 min)
   /usr/bin/python3 benchmarks/language_model_over_seeds.py --seeds 0 1 --no-write
 
 Bits per byte do not depend on the machine's load, so hpf and PyTorch run side by side (--jobs 2).
@@ -29,6 +30,9 @@ import bench_harness as h  # noqa: E402
 import provenance  # noqa: E402
 
 SECTION = "language-model-seeds"
+PRECISIONS = ("float", "bf16")
+LABELS = {("hpf", "float"): "hpf", ("pytorch", "float"): "PyTorch", ("hpf", "bf16"): "hpf bf16",
+          ("pytorch", "bf16"): "PyTorch bf16"}
 
 
 def parse_args():
@@ -39,16 +43,29 @@ def parse_args():
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     p.add_argument("--steps", type=int, default=300)
     p.add_argument("--jobs", type=int, default=2, help="runs at the same time (default 2)")
+    p.add_argument("--precisions", default="float,bf16",
+                   help="float and/or bf16 (hpf --precision bf16, PyTorch under autocast); default both")
     h.add_results_options(p, os.path.join(HERE, "RESULTS.md"))
-    return p.parse_args()
+    args = p.parse_args()
+    args.precisions = [x for x in args.precisions.split(",") if x]
+    if "float" not in args.precisions or any(x not in PRECISIONS for x in args.precisions):
+        p.error("--precisions takes float, or float and bf16 (the guide shows float's)")
+    return args
 
 
 def commands(args, out_dir):
-    """(framework, seed or None, command): one hpf process per seed, one PyTorch process for all."""
-    jobs = [("hpf", s, [args.hpf, "--steps", str(args.steps), "--seed", str(s), "--generate", "300" if s == args.seeds[0] else "0",
-                        "--out", os.path.join(out_dir, f"seed-{s}")]) for s in args.seeds]
-    jobs.append(("pytorch", None, [args.python, os.path.join(HERE, "pytorch_language_model.py"), "--steps", str(args.steps),
-                                   "--seeds"] + [str(s) for s in args.seeds]))
+    """(framework, precision, seed or None, command): one hpf process per seed and precision, one
+    PyTorch process per precision for all seeds."""
+    jobs = []
+    for precision in args.precisions:
+        sample = precision == "float"
+        jobs += [("hpf", precision, s,
+                  [args.hpf, "--steps", str(args.steps), "--seed", str(s), "--precision", precision, "--generate",
+                   "300" if sample and s == args.seeds[0] else "0", "--out", os.path.join(out_dir, f"{precision}-seed-{s}")])
+                 for s in args.seeds]
+        jobs.append(("pytorch", precision, None,
+                     [args.python, os.path.join(HERE, "pytorch_language_model.py"), "--steps", str(args.steps), "--precision",
+                      precision, "--seeds"] + [str(s) for s in args.seeds]))
     return jobs
 
 
@@ -60,7 +77,7 @@ def one_thread_env():
 
 
 def run(job):
-    framework, seed, cmd = job
+    framework, precision, seed, cmd = job
     env, _ = one_thread_env()
     start = time.monotonic()
     # errors="replace": a sample of a barely trained model may hold bytes that are not UTF-8.
@@ -82,16 +99,17 @@ def run(job):
         h.log(f"  {' '.join(cmd)}: FAILED (exit {proc.returncode})\n{proc.stderr.strip()[-2000:]}")
     else:
         h.log(f"  {framework} {' '.join(cmd[1:])}: {bits} ({wall:.0f} s)")
-    return framework, bits, sample
+    return (framework, precision), bits, sample
 
 
 def measure(args, out_dir):
-    data, sample = {"hpf": {}, "pytorch": {}}, None
+    """{(framework, precision): {seed: bits per byte}}, and hpf's float sample."""
+    data, sample = {(f, p): {} for f in ("hpf", "pytorch") for p in args.precisions}, None
     jobs = sorted(commands(args, out_dir), key=lambda j: j[0] != "pytorch")  # the longest first
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         for f in concurrent.futures.as_completed([pool.submit(run, j) for j in jobs]):
-            framework, bits, generated = f.result()
-            data[framework].update(bits)
+            key, bits, generated = f.result()
+            data[key].update(bits)
             sample = generated or sample
     return data, sample
 
@@ -109,11 +127,17 @@ def report(args, data, sample, out_dir):
                "(`benchmarks/pytorch_language_model.py`). One process and one thread each. The seed sets the "
                "initial weights and the order of the windows; the frameworks' generators differ, so what "
                "compares is the mean and the spread.")
+    if "bf16" in args.precisions:
+        out.append("")
+        out.append("bf16 rows: hpf with `--precision bf16` (the products of Dense and attention read bf16 inputs, "
+                   "`hpf::Mixed<hpf::bf16>`), PyTorch with its forward passes under "
+                   "`torch.autocast(\"cpu\", dtype=torch.bfloat16)`, the loss in float; the same seeds.")
     out.append("")
     headers = ["framework"] + [f"seed {s}" for s in seeds] + ["mean", "stdev"]
     rows = []
-    for framework, label in (("hpf", "hpf"), ("pytorch", "PyTorch")):
-        values = [data[framework].get(s) for s in seeds]
+    for key in sorted(data, key=lambda k: (k[1] != "float", k[0] != "hpf")):
+        label = LABELS[key]
+        values = [data[key].get(s) for s in seeds]
         got = [v for v in values if v is not None]
         rows.append([label] + [f"{v:.3f}" if v is not None else "-" for v in values] +
                     [f"{statistics.mean(got):.3f}" if got else "-", f"{statistics.stdev(got):.3f}" if len(got) > 1 else "-"])
@@ -121,13 +145,14 @@ def report(args, data, sample, out_dir):
     out.append("")
     out.append(h.markdown_table(headers, rows, "l" + "r" * (len(headers) - 1)))
     out.append("")
-    hpf_bits, torch_bits = list(data["hpf"].values()), list(data["pytorch"].values())
-    if len(hpf_bits) > 1 and len(torch_bits) > 1:
-        low, high = min(torch_bits), max(torch_bits)
-        mean = statistics.mean(hpf_bits)
-        out.append(f"hpf's mean {mean:.3f} lies {'within' if low <= mean <= high else 'outside'} PyTorch's spread "
-                   f"over the seeds ({low:.3f} to {high:.3f}).")
-        out.append("")
+    for mine, theirs in ((("hpf", "float"), ("pytorch", "float")), (("hpf", "bf16"), ("hpf", "float")),
+                         (("pytorch", "bf16"), ("pytorch", "float"))):
+        got, spread = list(data.get(mine, {}).values()), list(data.get(theirs, {}).values())
+        if len(got) > 1 and len(spread) > 1:
+            low, high, mean = min(spread), max(spread), statistics.mean(got)
+            out.append(f"{LABELS[mine]}'s mean {mean:.3f} lies {'within' if low <= mean <= high else 'outside'} "
+                       f"{LABELS[theirs]}'s spread over the seeds ({low:.3f} to {high:.3f}).")
+            out.append("")
     if sample:
         out.append(f"hpf's seed {seeds[0]} after training, prompted with \"The \" ({sample[0]}):")
         out.append("")
@@ -141,7 +166,7 @@ def report(args, data, sample, out_dir):
     options = h.runner_options(sys.argv[1:], ("--hpf", "--results", "--python"))
     out.append(" ".join(["/usr/bin/python3 benchmarks/language_model_over_seeds.py"] + options))
     _, overrides = one_thread_env()
-    for framework, seed, cmd in commands(args, out_dir):
+    for framework, _, seed, cmd in commands(args, out_dir):
         shown = [h.repo_relative(c, ROOT) for c in cmd]
         shown = [c.replace(out_dir, "OUT") for c in shown]
         out.append(h.command_text(shown, overrides) + (f"   # seed {seed}" if seed is not None else ""))
@@ -152,7 +177,7 @@ def report(args, data, sample, out_dir):
 def guide_summary(data, sample, seeds, steps):
     """docs/launching.md's paragraph: the means over the seeds and hpf's generated sample."""
     out = []
-    hpf_bits, torch_bits = list(data["hpf"].values()), list(data["pytorch"].values())
+    hpf_bits, torch_bits = list(data[("hpf", "float")].values()), list(data[("pytorch", "float")].values())
     if hpf_bits and torch_bits:
         out.append(f"After {steps} steps the held-out bits per byte over seeds {', '.join(map(str, seeds))} were "
                    f"{statistics.mean(hpf_bits):.3f} (hpf) and {statistics.mean(torch_bits):.3f} (PyTorch, the same "
@@ -175,7 +200,7 @@ def main():
         data, sample = measure(args, out_dir)
         text = report(args, data, sample, out_dir)
     h.log(f"measured in {time.monotonic() - start:.0f} s")
-    failed = [f"{f}/seed {s}" for f in data for s in args.seeds if s not in data[f]]
+    failed = [f"{LABELS[k]}/seed {s}" for k in data for s in args.seeds if s not in data[k]]
     status = provenance.publish(args, SECTION, text, failed, args.provenance)
     # The guide's page on the example shows the same run's sample, with its provenance.
     summary = provenance.with_lines(guide_summary(data, sample, args.seeds, args.steps), [provenance.block_record(SECTION)],

@@ -6,6 +6,7 @@
 //   mpiexec -n 2 hpf_language_model --stages 2              # a pipeline of 2 stages
 //   mpiexec -n 4 hpf_language_model --stages 2              # 2 stages x 2 replicas (hybrid)
 //   hpf_language_model --recompute yes                      # re-materialize the blocks in backward
+//   hpf_language_model --precision bf16                     # bf16 products, float elsewhere (docs/precision.md)
 //   hpf_language_model --text my.txt --prompt "Once upon"   # your own text
 //
 // Rank 0 prints the model's summary, progress, the held-out bits per byte, the trained model's
@@ -164,6 +165,7 @@ int main(int argc, char** argv) {
     s.train.micro_batches = args.get<std::size_t>("micro-batches", 2, "micro-batches per replica batch");
     const double lr = args.get<double>("lr", 3e-3, "Adam learning rate");
     s.train.network.seed = args.get<std::uint64_t>("seed", 0, "seed of the initial weights, the data order and the sampling");
+    const auto precision = args.get<std::string>("precision", "float", "float, or bf16: the products of Dense and attention read bf16 inputs (as hpf::Mixed<hpf::bf16>)");
     const auto recompute = args.get<std::string>("recompute", "no", "yes: keep only the blocks' inputs and run their forward again in backward (the same bits, less memory)");
     s.out = args.get<std::string>("out", "language-model", "directory for the trained model (gpt.safetensors)");
     s.prompt = args.get<std::string>("prompt", "The ", "text the sample starts from");
@@ -173,6 +175,8 @@ int main(int argc, char** argv) {
     if (!args.finish(world.rank() == 0)) return;
     if (recompute != "yes" && recompute != "no") throw hpf::comm::UsageError("--recompute must be yes or no (got '" + recompute + "')");
     s.train.network.recompute = recompute == "yes";
+    if (precision != "float" && precision != "bf16") throw hpf::comm::UsageError("--precision must be float or bf16 (got '" + precision + "')");
+    if (precision == "bf16") s.train.network.matmul_precision = hpf::MatmulPrecision::bf16;
     s.train.data_seed = s.train.network.seed;
     s.train.optimizer = hpf::AdamOptions{.learning_rate = lr};
     if (s.stages == "1") {
