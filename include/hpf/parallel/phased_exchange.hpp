@@ -62,8 +62,8 @@ class PhasedExchange {
                  ExchangePrecision precision = ExchangePrecision::full)
       : hosts_(std::move(hosts)), across_(hosts_ ? hosts_->leaders : replicas),
         across_collect_(across_.get()), gradients_(gradients), ordered_(reduction == GradientReduction::ordered),
-        bf16_(precision == ExchangePrecision::bf16), pieces_(std::move(pieces)), at_(pieces_.size(), 0), flying_(pieces_.size(), false), spans_(pieces_.size()),
-        waits_(pieces_.size()), requests_(pieces_.size()) {
+        bf16_(precision == ExchangePrecision::bf16), pieces_(std::move(pieces)), at_(pieces_.size(), 0),
+        flying_(pieces_.size(), false), spans_(pieces_.size()), waits_(pieces_.size()), requests_(pieces_.size()) {
     const bool shares_host = hosts_ && hosts_->host.size() > 1, leader = !hosts_ || hosts_->leader();
     const int participants = hosts_ ? hosts_->hosts : replicas.size();
     if (shares_host) phases_.push_back(Phase::in_host);
@@ -173,7 +173,9 @@ class PhasedExchange {
   void encode(std::size_t k) { encode(k, 0, length(k)); }
   /// gradients_ = what wire_ holds over piece k.
   void decode(std::size_t k) {
-    if constexpr (std::is_same_v<T, float>) decode_bf16(Space{}, wire(k).data(), gradients_.data() + pieces_[k].first, length(k));
+    if constexpr (std::is_same_v<T, float>) {
+      decode_bf16(Space{}, wire(k).data(), gradients_.data() + pieces_[k].first, length(k));
+    }
   }
   std::size_t length(std::size_t k) const { return pieces_[k].second - pieces_[k].first; }
   auto piece(std::size_t k) const { return Kokkos::subview(gradients_, Kokkos::make_pair(pieces_[k].first, pieces_[k].second)); }
@@ -266,7 +268,8 @@ class PhasedExchange {
       case Phase::back_in_host:
         w.members = "ranks on this host";
         w.kind = "broadcast";
-        requests_[k] = bf16_ ? comm::ibroadcast(hosts_->host_fanout, wire(k), 0, w) : comm::ibroadcast(hosts_->host_fanout, v, 0, w);
+        requests_[k] = bf16_ ? comm::ibroadcast(hosts_->host_fanout, wire(k), 0, w)
+                             : comm::ibroadcast(hosts_->host_fanout, v, 0, w);
         break;
     }
     requests_[k].trace_until_complete(trace::Pending::open(trace::Track::collective, name, tags(k, in_bf16(phases_[p]))));
