@@ -27,11 +27,13 @@ arch=${HPF_CUDA_ARCH:-HOPPER90}
 # Trainer (float and double), stages on two execution spaces, fit<Auto>, and a checkpointed run;
 # the language model (Embedding, PositionEmbedding, MultiHeadAttention, LayerNorm per position, a
 # loss per position, text data; the oracle also times the GPT and CosmoFlow's 3-D layers), Dropout
-# and the sequence layers' tests.
+# and the sequence layers' tests; bf16: every layer's products with bf16 inputs and the bf16 arrays
+# a gradient exchange sends (the CNN's equivalence test also exchanges them).
 CI_TARGETS=(hpf_fashion_mnist hpf_resnet1001_pipeline hpf-oracle hpf_layers_test_avg_pool
             hpf_layers_test_mean_squared_error hpf_layers_test_conv2d hpf_parallel_test_equivalence_cnn
             hpf_parallel_test_stage_spaces hpf_train_test_auto hpf_train_checkpointed hpf_layers_test_gelu
-            hpf_layers_test_layer_norm hpf_language_model hpf_layers_test_dropout hpf_layers_test_embedding)
+            hpf_layers_test_layer_norm hpf_language_model hpf_layers_test_dropout hpf_layers_test_embedding
+            hpf_layers_test_matmul_precision hpf_tensor_test_bf16)
 targets=()
 case "${1:-}" in
   --ci) targets=("${CI_TARGETS[@]}") ;;
