@@ -18,7 +18,6 @@
 #include <algorithm>
 #include <cstddef>
 #include <optional>
-#include <stdexcept>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -79,9 +78,7 @@ class PhasedExchange {
     KOKKOS_ASSERT(!phases_.empty());  // made only among 2 or more replicas
     next_.assign(phases_.size(), 0);
     if (bf16_) {
-      if (!std::is_same_v<T, float> || !ordered_) {
-        throw std::invalid_argument("hpf: a bf16 gradient exchange needs float gradients and the ordered reduction");
-      }
+      KOKKOS_ASSERT((std::is_same_v<T, float> && ordered_));  // GradientBuckets checked the options
       wire_ = Kokkos::View<bf16_bits*, memory_space_t<Space>>("hpf::PhasedExchange::wire", gradients_.extent(0));
     }
     if (!ordered_ || !leader) return;
@@ -171,6 +168,10 @@ class PhasedExchange {
     }
   }
   void encode(std::size_t k) { encode(k, 0, length(k)); }
+  /// gradients_ over piece k rounded to bf16 in place (nothing sent).
+  void round_piece(std::size_t k) {
+    if constexpr (std::is_same_v<T, float>) round_to_bf16_in_place(Space{}, gradients_.data() + pieces_[k].first, length(k));
+  }
   /// gradients_ = what wire_ holds over piece k.
   void decode(std::size_t k) {
     if constexpr (std::is_same_v<T, float>) {
@@ -211,8 +212,7 @@ class PhasedExchange {
   void post(std::size_t p, std::size_t k) {
     comm::WaitFor w = waits_[k];
     if (bf16_ && hosts_ && hosts_->host.size() == 1 && (phases_[p] == Phase::scatter || phases_[p] == Phase::among)) {
-      encode(k);  // alone on its host: its own gradient, rounded, is the host's sum
-      decode(k);
+      round_piece(k);  // alone on its host: its own gradient, rounded, is the host's sum
     }
     const auto v = piece(k);
     const char* name = "broadcast in host";
