@@ -36,6 +36,7 @@
 #include <hpf/layers/identity.hpp>
 #include <hpf/layers/kernel_options.hpp>
 #include <hpf/layers/layer_norm.hpp>
+#include <hpf/layers/layer_split.hpp>
 #include <hpf/layers/loss.hpp>
 #include <hpf/layers/max_pool.hpp>
 #include <hpf/layers/max_pool3d.hpp>
@@ -102,6 +103,7 @@
 #include <hpf/comm/transfer.hpp>
 #include <hpf/parallel/gradient_buckets.hpp>
 #include <hpf/parallel/grid.hpp>
+#include <hpf/parallel/mpi_layer_group.hpp>
 #include <hpf/parallel/mpi_links.hpp>
 #include <hpf/train/fit.hpp>
 #endif

@@ -61,3 +61,27 @@ TEST_CASE("GPT with dropout, blocks re-materialized in backward: every layout bi
   hpf_test::check_every_layout<Model, hpf::Pipeline<hpf::Balanced<2>>, hpf::Pipeline<hpf::Balanced<3>>,
                                hpf::Pipeline<hpf::Balanced<4>>>(o, text_source(), steps);
 }
+
+TEST_CASE("GPT with dropout, its Dense layers split over groups of ranks: every layout bit for bit as one process") {
+  // The feed-forward layers of every block and the output layer split; attention, LayerNorm and
+  // the embeddings run whole on every member of a group.
+  const auto o = options();
+  switch (hpf_test::world_size()) {
+    case 1:
+      hpf_test::check_strategy_all<Model, hpf::Pipeline<hpf::Cuts<>, hpf::Filter<1>>>(o, text_source(), steps);
+      break;
+    case 2:
+      hpf_test::check_strategy_all<Model, hpf::Pipeline<hpf::Cuts<>, hpf::Filter<2>>>(o, text_source(), steps);
+      break;
+    case 4:
+      hpf_test::check_strategy_all<Model, hpf::Pipeline<hpf::Cuts<>, hpf::Channel<2>>>(o, text_source(), steps);
+      hpf_test::check_strategy_all<Model, hpf::Pipeline<hpf::Balanced<2>, hpf::Filter<2>>>(o, text_source(), steps);
+      break;
+    case 6:
+      hpf_test::check_strategy_all<Model, hpf::Pipeline<hpf::Cuts<>, hpf::Filter<3>>>(o, text_source(), steps);
+      hpf_test::check_strategy_all<Model, hpf::Pipeline<hpf::Balanced<3>, hpf::Channel<2>>>(o, text_source(), steps);
+      break;
+    default:
+      FAIL("no layouts listed for ", hpf_test::world_size(), " ranks");
+  }
+}

@@ -93,19 +93,25 @@ Reference<P> single_process_reference(const hpf::comm::Communicator& world, hpf:
   return r;
 }
 
+/// Processes of one replica of Strategy: its stages x its layer split's group.
+template <class Model, class Strategy>
+constexpr std::size_t processes_per_replica = hpf::stage_count_v<Model, typename Strategy::partition> * Strategy::split.group;
+
 /// Replicas of Strategy on `world`.
 template <class Model, class Strategy>
 std::size_t replicas_of(const hpf::comm::Communicator& world) {
-  return static_cast<std::size_t>(world.size()) / hpf::stage_count_v<Model, typename Strategy::partition>;
+  return static_cast<std::size_t>(world.size()) / processes_per_replica<Model, Strategy>;
 }
 
-/// The options of Strategy's single-process reference: its shards side by side only where the
-/// layout trains them so (one stage). A pipeline's ranks train their shards in turn with the BLAS
-/// on all their threads, which may round differently from one thread per shard (README, "One
-/// engine": OpenBLAS 0.3.21's DGEMM does on an AMD Zen 4), so its reference does too.
+/// The options of Strategy's single-process reference: its layer split (one process computes
+/// every member's part), and its shards side by side only where the layout trains them so (one
+/// stage, no split). A pipeline's ranks train their shards in turn with the BLAS on all their
+/// threads, which may round differently from one thread per shard (README, "One engine":
+/// OpenBLAS 0.3.21's DGEMM does on an AMD Zen 4), so its reference does too.
 template <class Model, class Strategy>
 hpf::TrainOptions reference_options(hpf::TrainOptions options) {
-  if (hpf::stage_count_v<Model, typename Strategy::partition> > 1) options.shards_side_by_side = false;
+  if (processes_per_replica<Model, Strategy> > 1) options.shards_side_by_side = false;
+  options.network.split = Strategy::split;
   return options;
 }
 
@@ -160,7 +166,7 @@ Comparison compare_with_single_process(const hpf::comm::Communicator& world, hpf
   }
   if (losses.size() != c.steps) c.different_losses += std::max(losses.size(), c.steps) - std::min(losses.size(), c.steps);
   c.tensors = hpf::comm::allreduce_value(world, tensors);
-  c.expected_tensors = replicas * layout.tensors().size();
+  c.expected_tensors = replicas * Strategy::split.group * layout.tensors().size();
   c.different_values = hpf::comm::allreduce_value(world, different);
   c.worst_parameter = hpf::comm::allreduce_value(world, c.worst_parameter, MPI_MAX);
   c.worst_buffer = hpf::comm::allreduce_value(world, c.worst_buffer, MPI_MAX);
@@ -176,10 +182,13 @@ void check_strategy(const hpf::TrainOptions& options, const hpf::DataSource& sou
                     const Reference<P>* given = nullptr) {
   hpf::comm::Communicator world;
   constexpr std::size_t stages = hpf::stage_count_v<Model, typename Strategy::partition>;
-  REQUIRE_MESSAGE(world.size() % stages == 0, world.size(), " ranks do not fit ", stages, " stages");
+  constexpr std::size_t per_replica = processes_per_replica<Model, Strategy>;
+  REQUIRE_MESSAGE(world.size() % per_replica == 0, world.size(), " ranks do not fit ", stages, " stages x groups of ",
+                  Strategy::split.group);
   const std::size_t replicas = replicas_of<Model, Strategy>(world);
   const auto c = compare_with_single_process<Model, Strategy, P>(world, options, source, given);
-  INFO(stages, " stage(s) x ", replicas, " replica(s) x ", options.shards_per_replica, " shard(s)",
+  INFO(stages, " stage(s) x ", replicas, " replica(s) x ", options.shards_per_replica, " shard(s), layer split: ",
+       Strategy::split.describe(),
        std::string(options.shards_side_by_side ? " side by side, " : ", "),
        std::string(hpf::to_string(options.schedule)), ", ",
        std::string(hpf::to_string(options.reduction)), ", ", std::string(hpf::type_name<P>()), ": ", c.different_losses,

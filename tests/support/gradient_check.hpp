@@ -40,17 +40,19 @@ inline double largest_magnitude(const double* v, std::size_t n) {
 ///   L = sum(y * w) (w fixed random)   or, for models ending in a loss, L = mean loss,
 /// for every input entry and up to `per_tensor` entries of every parameter tensor.
 /// `draw_input` draws each input value (default U(-1, 1); token ids for a model that starts with an
-/// Embedding).
+/// Embedding); `options` are the network's (its seed is `seed`).
 template <class Model, class Space = Kokkos::DefaultExecutionSpace>
 GradientCheckResult gradient_check(std::size_t batch, std::uint64_t seed = 1, std::size_t per_tensor = 24,
                                    double step = 1e-5,
                                    std::function<double(hpf::Rng&)> draw_input = [](hpf::Rng& r) {
                                      return r.uniform(-1.0, 1.0);
-                                   }) {
+                                   },
+                                   hpf::NetworkOptions options = {}) {
   using Net = hpf::Network<Model, double, Space>;
   using In = typename Model::input_shape;
   using Out = typename Model::output_shape;
-  Net net(hpf::NetworkOptions{.seed = seed});
+  options.seed = seed;
+  Net net(options);
   auto tape = net.make_tape(batch);
   hpf::Rng rng(seed, "gradient_check");
 

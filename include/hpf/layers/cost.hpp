@@ -27,6 +27,14 @@ struct LayerCost {
   /// int32 indices per sample the layer keeps from forward to backward besides its activations
   /// (max pooling's argmax).
   std::size_t saved_indices = 0;
+  /// What a layer split (LayerSplit: Dense layers only) divides and moves: the split layers'
+  /// multiply-accumulates per sample (forward; backward does twice as many), their input and output
+  /// elements per sample, their weights and biases (per layer), and how many layers split.
+  std::size_t split_macs = 0;
+  std::size_t split_inputs = 0;
+  std::size_t split_outputs = 0;
+  std::size_t split_weights = 0;
+  std::size_t split_layers = 0;
 
   constexpr LayerCost& operator+=(const LayerCost& o) noexcept {
     parameters += o.parameters;
@@ -36,12 +44,18 @@ struct LayerCost {
     activations += o.activations;
     macs += o.macs;
     saved_indices += o.saved_indices;
+    split_macs += o.split_macs;
+    split_inputs += o.split_inputs;
+    split_outputs += o.split_outputs;
+    split_weights += o.split_weights;
+    split_layers += o.split_layers;
     return *this;
   }
   friend constexpr LayerCost operator+(LayerCost a, const LayerCost& b) noexcept { return a += b; }
   friend constexpr LayerCost operator*(std::size_t n, LayerCost c) noexcept {
-    return {n * c.parameters, n * c.buffers, n * c.forward_flops, n * c.backward_flops,
-            n * c.activations, n * c.macs, n * c.saved_indices};
+    return {n * c.parameters,   n * c.buffers,      n * c.forward_flops, n * c.backward_flops,
+            n * c.activations,  n * c.macs,         n * c.saved_indices, n * c.split_macs,
+            n * c.split_inputs, n * c.split_outputs, n * c.split_weights, n * c.split_layers};
   }
   /// Forward + backward FLOPs for one training sample.
   constexpr std::size_t training_flops() const noexcept { return forward_flops + backward_flops; }

@@ -7,6 +7,7 @@
 #include <hpf/layers/detail/gemm.hpp>
 #include <hpf/layers/detail/reduce.hpp>
 #include <hpf/layers/detail/rows.hpp>
+#include <hpf/layers/detail/split_dense.hpp>
 #include <hpf/layers/options.hpp>
 #include <hpf/layers/parameters.hpp>
 #include <hpf/trace/region.hpp>
@@ -30,7 +31,9 @@ class DenseImpl {
   DenseImpl(std::size_t in, std::size_t out, bool bias) : in_(in), out_(out), bias_(bias) {}
 
   void bind(ParameterBinder<T, Space>& binder) {
-    gemm_ = Gemm<T, Space>(binder.kernels());
+    const KernelResources& kernels = binder.kernels();
+    gemm_ = Gemm<T, Space>(kernels);
+    if (kernels.split.splits()) split_ = SplitDense<T, Space>(kernels.layer_group<T, Space>(), kernels.split.kind, in_, out_, gemm_);
     auto w = binder.parameter("weight", {out_, in_}, InitRule::weight(in_, out_));
     weight_ = Matrix<T, Space>(w.value.data(), out_, in_);
     weight_grad_ = Matrix<T, Space>(w.grad.data(), out_, in_);
@@ -47,6 +50,10 @@ class DenseImpl {
                tape_type&) const {
     trace::Region region("hpf::Dense::forward");
     const auto out = as_matrix(y);
+    if (split_) {
+      split_.forward(ctx.space, weight_, bias_value_, as_matrix(x), out);
+      return;
+    }
     if (bias_) broadcast_rows(ctx.space, bias_value_, out, "hpf::Dense::bias");  // then y += W x, as addmm
     gemm_("N", "N", T(1), weight_, as_matrix(x), bias_ ? T(1) : T(0), out);
   }
@@ -55,6 +62,10 @@ class DenseImpl {
                 ConstActivation<T, Space> dy, Activation<T, Space> dx, tape_type&) const {
     trace::Region region("hpf::Dense::backward");
     const auto grad_out = as_matrix(dy);
+    if (split_) {
+      split_.backward(ctx.space, weight_, weight_grad_, bias_grad_, as_matrix(x), grad_out, as_matrix(dx));
+      return;
+    }
     gemm_("N", "T", T(1), grad_out, as_matrix(x), T(1), weight_grad_);  // dW += dY X^T
     if (bias_) add_row_sums(ctx.space, grad_out, bias_grad_, "hpf::Dense::bias_grad");
     if (!is_empty(dx)) gemm_("T", "N", T(1), weight_, grad_out, T(0), as_matrix(dx));  // dX = W^T dY
@@ -63,6 +74,7 @@ class DenseImpl {
  private:
   std::size_t in_, out_;
   Gemm<T, Space> gemm_;
+  SplitDense<T, Space> split_;  // empty unless NetworkOptions::split splits the layers
   bool bias_;
   Matrix<T, Space> weight_, weight_grad_;
   Vector<T, Space> bias_value_, bias_grad_;
@@ -103,7 +115,12 @@ struct Dense {
         .forward_flops = positions * (2 * Out * in_features + (has_bias ? Out : 0)),
         .backward_flops = positions * (4 * Out * in_features + (has_bias ? Out : 0)),
         .activations = positions * Out,
-        .macs = positions * Out * in_features};
+        .macs = positions * Out * in_features,
+        .split_macs = positions * Out * in_features,
+        .split_inputs = positions * in_features,
+        .split_outputs = positions * Out,
+        .split_weights = Out * in_features + (has_bias ? Out : 0),
+        .split_layers = 1};
     static constexpr bool backward_reads_output = false;
     static constexpr bool in_place = false;
     static constexpr std::size_t leaves = 1;

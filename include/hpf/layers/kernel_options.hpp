@@ -3,6 +3,7 @@
 #define HPF_LAYERS_KERNEL_OPTIONS_HPP
 
 #include <hpf/config.hpp>
+#include <hpf/layers/layer_split.hpp>
 
 #include <memory>
 #include <stdexcept>
@@ -61,6 +62,21 @@ struct KernelResources {
   bool recompute_blocks = false;
   /// The inputs of float layers' products (NetworkOptions::matmul_precision).
   MatmulPrecision matmul_precision = MatmulPrecision::full;
+  /// How Dense layers divide their work (NetworkOptions::split).
+  LayerSplit split{};
+  /// The split's collectives (NetworkOptions::split_group); null: this process computes every
+  /// member's part.
+  mutable std::shared_ptr<LayerGroupBase> split_group;
+
+  /// The collectives split layers of scalar T on Space call: split_group, or a LocalLayerGroup
+  /// made on first use.
+  template <class T, class Space>
+  const LayerGroup<T, Space>& layer_group() const {
+    if (!split_group) split_group = std::make_shared<LocalLayerGroup<T, Space>>(split.group);
+    const auto* group = dynamic_cast<const LayerGroup<T, Space>*>(split_group.get());
+    if (!group) throw std::logic_error("hpf::KernelResources: the split group is for another scalar type or space");
+    return *group;
+  }
 
   /// The network's one `State` (staging memory its layers share, as they run one after another),
   /// made on first use. A network asks for one type only.

@@ -4,6 +4,7 @@
 
 #include <hpf/layers/context.hpp>
 #include <hpf/layers/kernel_options.hpp>
+#include <hpf/layers/layer_split.hpp>
 #include <hpf/layers/parameters.hpp>
 #include <hpf/layers/loss.hpp>
 #include <hpf/meta/type_list.hpp>
@@ -18,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -52,6 +54,13 @@ struct NetworkOptions {
   /// or rounded to bfloat16 with float sums (what hpf::Mixed<hpf::bf16> training sets; see
   /// docs/precision.md). Other scalar types take `full` only.
   MatmulPrecision matmul_precision = MatmulPrecision::full;
+  /// Dense layers' work divided among a group (filter or channel parallelism; see
+  /// docs/strategies.md). hpf::fit sets it from its strategy (Pipeline<..., Filter<G>>); a
+  /// Trainer given a split computes every member's part and gets the bits of G processes.
+  LayerSplit split{};
+  /// The split's collectives across processes (hpf::fit sets them); null: this process computes
+  /// every member's part.
+  std::shared_ptr<LayerGroupBase> split_group{};
 };
 
 /// Training (batch statistics, running statistics updated) or evaluation.
@@ -145,6 +154,9 @@ class Network {
     kernels_.convolution = options.convolution;
     kernels_.recompute_blocks = options.recompute;
     kernels_.matmul_precision = options.matmul_precision;
+    options.split.check();
+    kernels_.split = options.split;
+    kernels_.split_group = options.split_group;
     bind_layers(nullptr);
     initialize(options);
   }
@@ -160,6 +172,8 @@ class Network {
     kernels_.convolution = owner.kernels_.convolution;  // not its oneDNN device: streams are per thread
     kernels_.recompute_blocks = owner.kernels_.recompute_blocks;
     kernels_.matmul_precision = owner.kernels_.matmul_precision;
+    kernels_.split = owner.kernels_.split;
+    kernels_.split_group = owner.kernels_.split_group;
     bind_layers(&owner.parameters_);
     Kokkos::deep_copy(space_, buffers_, owner.buffers_);
     zero_grad();

@@ -86,7 +86,7 @@ class MpiLinks {
         buckets_(grid_.stage_group(), gradients, bucket_bytes_, options.reduction, static_cast<int>(grid_.stage()),
                  placement.shards_per_replica, exchange_piece_bytes(grid_.stage_group(), options), options.hierarchy,
                  options.exchange_precision),
-        side_by_side_(placement.side_by_side && grid_.stages() == 1 && buckets_.parks()) {
+        side_by_side_(placement.side_by_side && grid_.stages() == 1 && grid_.group_size() == 1 && buckets_.parks()) {
     if (grid_.stages() > 1) {  // activations and their gradients in pieces to a stage on another host
       const std::vector<bool> near = grid_.pipeline().ranks_on_this_host();
       const auto piece = [&](std::size_t peer) {
@@ -109,7 +109,8 @@ class MpiLinks {
   /// The sampler's shards this rank trains in each step, in order.
   std::span<const std::size_t> shards() const { return shards_; }
   /// Whether the shards train side by side, each with a network of its own (see Placement):
-  /// with one stage, several shards and their gradients parked (the ordered reduction).
+  /// with one stage, no layer split (its collectives belong to one thread), several shards and
+  /// their gradients parked (the ordered reduction).
   bool shards_side_by_side() const { return side_by_side_; }
   data::Shard evaluation_shard() const { return {grid_.replica(), grid_.replicas()}; }
   const ProcessGrid& grid() const { return grid_; }
@@ -145,10 +146,11 @@ class MpiLinks {
   }
   std::vector<std::string> gather_on_first(const std::string& part) const { return comm::gather_text(grid_.world(), part); }
 
-  // A checkpoint's parts (hpf::Checkpointer): each stage's first replica writes the stage; a
-  // failure anywhere fails every rank (comm::agree).
+  // A checkpoint's parts (hpf::Checkpointer): each stage's first replica (its group's first
+  // member: every member holds the whole stage) writes the stage; a failure anywhere fails every
+  // rank (comm::agree).
   bool first_process() const { return grid_.world().rank() == 0; }
-  bool writes_stage() const { return grid_.replica() == 0; }
+  bool writes_stage() const { return grid_.replica() == 0 && grid_.member() == 0; }
   template <class F>
   auto agree(F&& f) const {
     return comm::agree(grid_.world(), std::forward<F>(f));
@@ -189,10 +191,12 @@ class MpiLinks {
     trace::Blocking span(trace::Track::collective, "allgather loss", {.stage = static_cast<std::int32_t>(grid_.stage())});
     return sum_in_shard_order(per_shard, holds_loss, gradients_finite);
   }
-  /// Totals of an evaluation (summed loss, correct samples) over replicas, on every rank.
+  /// Totals of an evaluation (summed loss, correct samples) over replicas, on every rank (a
+  /// group's members evaluate alike: its first member's count).
   std::pair<double, std::size_t> total_evaluation(double loss, std::size_t correct, bool holds_result) const {
     const double total_loss = sum_in_shard_order({&loss, 1}, holds_result, true);
-    const auto all = comm::allreduce_value(grid_.world(), static_cast<unsigned long long>(holds_result ? correct : 0),
+    const bool counts = holds_result && grid_.member() == 0;
+    const auto all = comm::allreduce_value(grid_.world(), static_cast<unsigned long long>(counts ? correct : 0),
                                            MPI_SUM, {.what = "the evaluation's correct samples"});
     return {total_loss, static_cast<std::size_t>(all)};
   }

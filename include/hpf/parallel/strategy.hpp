@@ -2,27 +2,81 @@
 #ifndef HPF_PARALLEL_STRATEGY_HPP
 #define HPF_PARALLEL_STRATEGY_HPP
 
+#include <hpf/layers/layer_split.hpp>
 #include <hpf/meta/type_list.hpp>
 #include <hpf/parallel/partition.hpp>
 
 #include <array>
 #include <cstddef>
+#include <type_traits>
 
 namespace hpf {
+
+/// \brief Layer split of a Pipeline: every Dense layer's outputs (filters) divided among a
+/// group of G processes, which gather the outputs in forward and add their input gradients in
+/// backward (ParaDL's filter parallelism, Megatron's column-parallel linear layer).
+template <std::size_t G>
+struct Filter {
+  static_assert(G >= 1 && G <= ordered_sum_max_parts, "hpf::Filter<G>: a group has 1 to 64 processes");
+  static constexpr LayerSplit split = LayerSplit::filter(G);
+};
+
+/// \brief Layer split of a Pipeline: every Dense layer's inputs (channels) divided among a
+/// group of G processes, which add their partial outputs in forward and gather the input
+/// gradient in backward (ParaDL's channel parallelism, Megatron's row-parallel linear layer).
+template <std::size_t G>
+struct Channel {
+  static_assert(G >= 1 && G <= ordered_sum_max_parts, "hpf::Channel<G>: a group has 1 to 64 processes");
+  static constexpr LayerSplit split = LayerSplit::channel(G);
+};
+
+namespace detail {
+template <class Option>
+inline constexpr bool is_layer_split_v = false;
+template <std::size_t G>
+inline constexpr bool is_layer_split_v<Filter<G>> = true;
+template <std::size_t G>
+inline constexpr bool is_layer_split_v<Channel<G>> = true;
+
+/// The options of a Pipeline that are not a layer split: its stage spaces.
+template <class... Options>
+using stage_spaces_of = join_t<type_list<std::conditional_t<is_layer_split_v<Options>, type_list<>, type_list<Options>>...>>;
+
+template <class Option>
+constexpr LayerSplit split_of_option() {
+  if constexpr (is_layer_split_v<Option>) {
+    return Option::split;
+  } else {
+    return {};
+  }
+}
+template <class... Options>
+constexpr LayerSplit layer_split_of() {
+  LayerSplit split{};
+  ((is_layer_split_v<Options> ? (void)(split = split_of_option<Options>()) : void()), ...);
+  return split;
+}
+}  // namespace detail
 
 /// \brief Parallel strategy: the model split into the stages of Partition (Cuts<...> or
 /// Balanced<S>), replicated over every group of S processes. With S processes it is model
 /// parallelism, with R x S hybrid parallelism; micro-batches are pipelined through the stages.
 /// The replica count comes from the world size at run time.
 /// \tparam Partition where the stages begin
-/// \tparam StageSpaces optionally one Kokkos execution space per stage (a CPU stage next to a GPU
-///         stage); by default every stage runs on fit's execution space. Activations crossing
-///         between stages move through MPI, staged through host memory where a space's memory is
-///         not host-accessible (unless hpf is configured for a GPU-aware MPI).
-template <class Partition, class... StageSpaces>
+/// \tparam Options optionally one Kokkos execution space per stage (a CPU stage next to a GPU
+///         stage; by default every stage runs on fit's execution space), and at most one layer
+///         split, Filter<G> or Channel<G>: each stage of each replica then runs on G processes
+///         that divide its Dense layers (R x S x G processes). Activations crossing between
+///         stages move through MPI, staged through host memory where a space's memory is not
+///         host-accessible (unless hpf is configured for a GPU-aware MPI).
+template <class Partition, class... Options>
 struct Pipeline {
+  static_assert((std::size_t{0} + ... + std::size_t{detail::is_layer_split_v<Options>}) <= 1,
+                "hpf::Pipeline: name at most one layer split (Filter<G> or Channel<G>)");
   using partition = Partition;
-  using stage_spaces = type_list<StageSpaces...>;
+  using stage_spaces = detail::stage_spaces_of<Options...>;
+  /// How each stage's Dense layers divide among a group (LayerSplit{} without a split).
+  static constexpr LayerSplit split = detail::layer_split_of<Options...>();
 };
 
 /// \brief Parallel strategy: the whole model on every process (one stage), gradients averaged

@@ -12,6 +12,7 @@
 #include <hpf/meta/type_name.hpp>
 #include <hpf/oracle/recommend.hpp>
 #include <hpf/parallel/grid.hpp>
+#include <hpf/parallel/mpi_layer_group.hpp>
 #include <hpf/parallel/mpi_links.hpp>
 #include <hpf/parallel/partition.hpp>
 #include <hpf/parallel/schedule.hpp>
@@ -32,6 +33,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -95,6 +97,7 @@ inline comm::Facts run_facts(const ProgramTypes& types, const TrainOptions& o, s
           {"network init", text(static_cast<int>(o.network.init))},
           {"convolution", text(static_cast<int>(o.network.convolution))},
           {"matmul precision", text(static_cast<int>(o.network.matmul_precision))},
+          {"layer split", o.network.split.describe()},
           {"optimizer", describe(o.optimizer)},
           {"evaluate", text(o.evaluate)},
           {"eval_batch", text(o.eval_batch)},
@@ -203,11 +206,18 @@ struct ignore_network {
   void operator()(Args&&...) const {}
 };
 
-/// fit's options, with HPF_TRACE* (which may be malformed on some ranks only), checked inside one
-/// agreement: a problem on any rank stops every rank.
-inline TrainOptions agreed_options(const comm::Communicator& world, const TrainOptions& given) {
+/// fit's options, with HPF_TRACE* (which may be malformed on some ranks only) and the strategy's
+/// layer split, checked inside one agreement: a problem on any rank stops every rank.
+inline TrainOptions agreed_options(const comm::Communicator& world, const TrainOptions& given, LayerSplit split = {}) {
   return comm::agree(world, [&] {
     TrainOptions o = with_environment_trace(given);
+    if (o.network.split.splits() && o.network.split != split) {
+      throw std::invalid_argument("hpf::fit: TrainOptions::network.split (" + o.network.split.describe() +
+                                  ") is hpf::Trainer's; hpf::fit splits layers as its strategy says (" + split.describe() +
+                                  "): name the split there, e.g. Pipeline<Cuts<>, Filter<2>>");
+    }
+    if (o.network.split_group) throw std::invalid_argument("hpf::fit makes the layer split's group; leave network.split_group empty");
+    o.network.split = split;
     o.trace.check();
     o.checkpoint.check();
     if (!std::isfinite(o.wait_limit)) throw std::invalid_argument("hpf::fit: wait_limit must be a finite number of seconds");
@@ -254,13 +264,15 @@ using fit_stage_t = std::conditional_t<stage_count_v<Model, Partition> == 1, Mod
 /// data, model and hybrid parallelism.
 ///
 /// With S stages (from the strategy's partition) and P processes, P / S replicas each run a
-/// pipeline of S stages; rank r is stage r % S of replica r / S. Each rank builds only its own
+/// pipeline of S stages; rank r is stage r % S of replica r / S. A layer split (Filter<G> or
+/// Channel<G> in the strategy) runs each stage on G neighbouring ranks (P / (S G) replicas;
+/// ProcessGrid). Each rank builds only its own
 /// stage's layers and loads only its replica's shard of the data (only the images on the first
 /// stage, only the labels on the last). All ranks first check that they run the same program
 /// with the same options. Every rank returns the same report; rank 0 prints progress.
 /// \tparam Model an hpf::Sequential ending in a loss
 /// \tparam Strategy DataParallel or Pipeline<Cuts<...>> / Pipeline<Balanced<S>> (optionally with one
-///         execution space per stage)
+///         execution space per stage and a layer split, Filter<G> or Channel<G>)
 /// \tparam Precision float, double, or hpf::Mixed<hpf::bf16> (docs/precision.md)
 /// \tparam Space the execution space of stages whose strategy names none
 /// \param inspect called at the end with this rank's Network (its stage) and the ProcessGrid
@@ -277,9 +289,12 @@ TrainReport fit(const comm::Communicator& world, const TrainOptions& given, cons
   static_assert(schedules_verified<stages>(), "hpf::fit: a pipeline schedule failed its compile-time check");
   static_assert(Strategy::stage_spaces::size == 0 || Strategy::stage_spaces::size == stages,
                 "hpf::Pipeline: name one execution space per stage, or none");
+  static_assert(!Strategy::split.splits() || Model::cost.split_layers > 0,
+                "hpf::fit: the strategy's layer split (Filter<G> or Channel<G>) divides Dense layers, and the model has none");
 
-  const TrainOptions options =
-      detail::with_profile_exchange_cost(world, detail::agreed_options(world, with_precision<Precision>(given)), stages);
+  constexpr LayerSplit split = Strategy::split;
+  const TrainOptions options = detail::with_profile_exchange_cost(
+      world, detail::agreed_options(world, with_precision<Precision>(given), split), stages);
   std::optional<comm::WaitLimit> wait_limit;
   if (options.wait_limit >= 0) wait_limit.emplace(options.wait_limit);
   // Before anything that depends on them (the grid's check of the world size): ranks started
@@ -287,8 +302,12 @@ TrainReport fit(const comm::Communicator& world, const TrainOptions& given, cons
   comm::require_same_facts(
       world, detail::run_facts({type_name<Model>(), type_name<Strategy>(), type_name<T>(), type_name<Space>()}, options, stages),
       "hpf::fit");
-  const ProcessGrid grid(world, stages);
+  const ProcessGrid grid(world, stages, split.group);
   detail::check_layout<T>(options, grid);
+  if (split.splits() && options.log && world.rank() == 0) {
+    *options.log << "hpf: layer split, Dense layers in " << split.describe() << " ranks: " << grid.replicas()
+                 << " replica(s) x " << stages << " stage(s) x " << split.group << " ranks" << std::endl;
+  }
   NetworkFacts facts;
   StagePosition position;
   detail::with_index<stages>(grid.stage(), [&](auto stage) {
@@ -301,10 +320,12 @@ TrainReport fit(const comm::Communicator& world, const TrainOptions& given, cons
   detail::with_index<stages>(grid.stage(), [&](auto stage) {
     using StageModel = detail::fit_stage_t<Model, Partition, stage>;
     using StageSpace = stage_space_t<Strategy, stage, Space>;
+    TrainOptions stage_options = options;
+    if (split.splits()) stage_options.network.split_group = std::make_shared<MpiLayerGroup<T, StageSpace>>(grid.group());
     auto engine = make_stage_engine<StageModel, T, StageSpace, MpiLinks<T, StageSpace>>(
-        {grid, options.shards_per_replica, options.shards_side_by_side}, options, data.train,
+        {grid, options.shards_per_replica, options.shards_side_by_side}, stage_options, data.train,
         options.evaluate ? &data.test : nullptr);
-    report = run_epochs(engine, options, world.rank() == 0);
+    report = run_epochs(engine, stage_options, world.rank() == 0);
     report.shard_threads = engine.shard_threads();
     inspect(network_cast<StageModel>(engine.network()), grid);
   });

@@ -23,7 +23,8 @@ namespace hpf {
 template <class Links>
 void say_gradient_exchange(const Links& links, std::ostream* log) {
   if constexpr (requires { links.describe_gradient_exchange(); }) {
-    const std::string mine = links.grid().replica() == 0 ? links.describe_gradient_exchange() : std::string();
+    const std::string mine =
+        links.grid().replica() == 0 && links.grid().member() == 0 ? links.describe_gradient_exchange() : std::string();
     for (const std::string& line : links.gather_on_first(mine)) {
       if (log && !line.empty()) *log << "hpf: gradient exchange, " << line << '\n';
     }

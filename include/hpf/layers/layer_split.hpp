@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: MIT
+#ifndef HPF_LAYERS_LAYER_SPLIT_HPP
+#define HPF_LAYERS_LAYER_SPLIT_HPP
+
+#include <hpf/tensor/ordered_sum.hpp>
+#include <hpf/tensor/views.hpp>
+
+#include <cstddef>
+#include <span>
+#include <stdexcept>
+#include <string>
+
+namespace hpf {
+
+/// How Dense layers divide their work among the members of a group (ParaDL's filter and channel
+/// parallelism; Megatron's column- and row-parallel linear layers).
+enum class SplitKind {
+  none,
+  /// Member m computes outputs (filters) [m F / G, (m + 1) F / G) from the whole input; forward
+  /// gathers the outputs, backward adds the members' input gradients in a fixed tree.
+  filter,
+  /// Member m reads inputs (channels) [m C / G, (m + 1) C / G); forward adds the members'
+  /// partial outputs in a fixed tree, backward gathers the input gradient.
+  channel,
+};
+
+/// \brief A split of a network's Dense layers over `group` members. The parts are added in
+/// hpf::ordered_sum's tree, so one process that computes every member's part (hpf::Trainer)
+/// and G processes that compute one each (hpf::fit) get the same bits; a split network's bits
+/// differ from an unsplit one's only by the order of those additions.
+struct LayerSplit {
+  SplitKind kind = SplitKind::none;
+  std::size_t group = 1;
+
+  static constexpr LayerSplit filter(std::size_t group) { return {SplitKind::filter, group}; }
+  static constexpr LayerSplit channel(std::size_t group) { return {SplitKind::channel, group}; }
+  /// Whether layers split at all (a group of one computes everything).
+  constexpr bool splits() const { return kind != SplitKind::none && group > 1; }
+  constexpr bool operator==(const LayerSplit&) const = default;
+
+  /// "none", "filter split over 2", "channel split over 4".
+  std::string describe() const {
+    if (!splits()) return "none";
+    return std::string(kind == SplitKind::filter ? "filter" : "channel") + " split over " + std::to_string(group);
+  }
+  /// Throws std::invalid_argument unless the group has 1 to ordered_sum_max_parts members.
+  void check() const {
+    if (group == 0 || group > ordered_sum_max_parts) {
+      throw std::invalid_argument("hpf: a layer split's group has " + std::to_string(group) + " members; it takes 1 to " +
+                                  std::to_string(ordered_sum_max_parts));
+    }
+  }
+};
+
+/// First of member m's `n / group` (or one more) things; member m holds [split_begin(m), split_begin(m + 1)).
+constexpr std::size_t split_begin(std::size_t n, std::size_t group, std::size_t member) { return member * n / group; }
+
+/// Base of LayerGroup (KernelResources holds it for any scalar and space).
+struct LayerGroupBase {
+  virtual ~LayerGroupBase() = default;
+};
+
+/// \brief The collectives of a split layer's group. This process computes the parts of members
+/// [first_member(), first_member() + local_members()): all of them in one process, one each on
+/// the ranks of a group (hpf::MpiLayerGroup).
+template <class T, class Space>
+class LayerGroup : public LayerGroupBase {
+ public:
+  virtual std::size_t size() const = 0;
+  virtual std::size_t first_member() const = 0;
+  virtual std::size_t local_members() const = 0;
+  /// `data` holds one part per member, member m's in [bounds[m], bounds[m + 1]) (elements). On
+  /// entry this process's members' parts are final; on return every member's is.
+  virtual void gather(T* data, std::span<const std::size_t> bounds) const = 0;
+  /// out[0, n) = the sum over members of their parts, in ordered_sum's tree; `mine` holds this
+  /// process's members' parts, n elements each, one after another.
+  virtual void sum(const T* mine, std::size_t n, T* out) const = 0;
+};
+
+/// \brief The group of one process that computes every member's part: gathering moves nothing,
+/// summing adds the parts it holds.
+template <class T, class Space>
+class LocalLayerGroup final : public LayerGroup<T, Space> {
+ public:
+  explicit LocalLayerGroup(std::size_t members) : members_(members) {}
+  std::size_t size() const override { return members_; }
+  std::size_t first_member() const override { return 0; }
+  std::size_t local_members() const override { return members_; }
+  void gather(T*, std::span<const std::size_t>) const override {}
+  void sum(const T* mine, std::size_t n, T* out) const override { ordered_sum(Space{}, mine, members_, n, out, n); }
+
+ private:
+  std::size_t members_;
+};
+
+}  // namespace hpf
+
+#endif  // HPF_LAYERS_LAYER_SPLIT_HPP

@@ -1,0 +1,139 @@
+// Dense layers split over a group (filter and channel parallelism), computed in one process.
+#include <hpf/layers/dense.hpp>
+#include <hpf/layers/flatten.hpp>
+#include <hpf/layers/relu.hpp>
+#include <hpf/layers/softmax_cross_entropy.hpp>
+#include <hpf/model/network.hpp>
+#include <hpf/model/sequential.hpp>
+#include <hpf/tensor/random.hpp>
+
+#include <support/gradient_check.hpp>
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <stdexcept>
+#include <vector>
+
+namespace {
+
+using Mlp = hpf::Sequential<hpf::Input<2, 3, 3>, hpf::Flatten, hpf::Dense<8>, hpf::ReLU, hpf::Dense<5>,
+                            hpf::SoftmaxCrossEntropy>;
+using Single = hpf::Sequential<hpf::Input<13>, hpf::Dense<6>>;
+using NoBiasLayer = hpf::Sequential<hpf::Input<7>, hpf::Dense<9, hpf::NoBias>>;
+using PerPosition = hpf::Sequential<hpf::Input<4, 10>, hpf::Dense<6>>;
+
+hpf::NetworkOptions split_options(hpf::LayerSplit split) {
+  hpf::NetworkOptions o;
+  o.split = split;
+  return o;
+}
+
+template <class Model>
+void check_gradients(hpf::LayerSplit split) {
+  INFO(split.describe());
+  const auto r = hpf_test::gradient_check<Model>(5, 3, 24, 1e-5, [](hpf::Rng& g) { return g.uniform(-1.0, 1.0); },
+                                                 split_options(split));
+  CHECK(r.checked > 0);
+  CHECK(r.worst_input_error < 1e-6);
+  CHECK(r.worst_parameter_error < 1e-6);
+}
+
+/// Output, input gradient and parameter gradients of one forward and backward of Model (double)
+/// on fixed random data.
+struct Pass {
+  std::vector<double> output, input_grad, gradients;
+};
+
+template <class Model>
+Pass run_pass(const hpf::NetworkOptions& options, std::size_t batch) {
+  hpf::Network<Model, double> net(options);
+  auto tape = net.make_tape(batch);
+  hpf::Rng rng(4, "split pass");
+  auto x = Kokkos::create_mirror_view(net.input(tape, batch));
+  for (std::size_t i = 0; i < x.size(); ++i) x.data()[i] = rng.uniform(-1.0, 1.0);
+  Kokkos::deep_copy(net.input(tape, batch), x);
+  net.forward(tape, batch);
+  auto y = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, net.output(tape));
+  Pass p;
+  p.output.assign(y.data(), y.data() + y.size());
+  hpf::Buffer<double, Kokkos::DefaultExecutionSpace> dy("dy", y.size()), dx("dx", x.size());
+  auto dy_host = Kokkos::create_mirror_view(dy);
+  for (std::size_t i = 0; i < dy_host.size(); ++i) dy_host(i) = rng.uniform(-1.0, 1.0);
+  Kokkos::deep_copy(dy, dy_host);
+  const auto out = net.output(tape);
+  const auto in = net.input(tape, batch);
+  net.backward(tape, 1.0, hpf::activation_view(dy, out.extent(0), out.extent(1), out.extent(2)),
+               hpf::activation_view(dx, in.extent(0), in.extent(1), in.extent(2)));
+  auto dx_host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, dx);
+  p.input_grad.assign(dx_host.data(), dx_host.data() + dx_host.size());
+  for (const auto& t : net.tensors()) {
+    const auto g = net.read(t, true);
+    p.gradients.insert(p.gradients.end(), g.begin(), g.end());
+  }
+  return p;
+}
+
+double worst_relative(const std::vector<double>& a, const std::vector<double>& b) {
+  REQUIRE(a.size() == b.size());
+  double scale = 0, worst = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    scale = std::max(scale, std::abs(b[i]));
+    worst = std::max(worst, std::abs(a[i] - b[i]));
+  }
+  return worst / std::max(scale, 1e-300);
+}
+
+}  // namespace
+
+TEST_CASE("Dense split over a group: finite-difference gradients") {
+  for (const std::size_t g : {2, 3, 5}) {
+    for (const auto split : {hpf::LayerSplit::filter(g), hpf::LayerSplit::channel(g)}) {
+      check_gradients<Single>(split);
+      check_gradients<NoBiasLayer>(split);
+      check_gradients<PerPosition>(split);
+      check_gradients<Mlp>(split);
+    }
+  }
+  SUBCASE("more members than outputs or inputs: some compute nothing") {
+    check_gradients<Single>(hpf::LayerSplit::filter(8));
+    check_gradients<hpf::Sequential<hpf::Input<3>, hpf::Dense<6>>>(hpf::LayerSplit::channel(5));
+  }
+}
+
+TEST_CASE("Dense split over a group: the unsplit layer's values up to the order of additions") {
+  const Pass whole = run_pass<PerPosition>({}, 3);
+  for (const auto split : {hpf::LayerSplit::filter(2), hpf::LayerSplit::filter(4), hpf::LayerSplit::channel(2),
+                           hpf::LayerSplit::channel(3)}) {
+    INFO(split.describe());
+    const Pass part = run_pass<PerPosition>(split_options(split), 3);
+    CHECK(worst_relative(part.output, whole.output) < 1e-14);
+    CHECK(worst_relative(part.input_grad, whole.input_grad) < 1e-14);
+    CHECK(worst_relative(part.gradients, whole.gradients) < 1e-14);
+  }
+}
+
+TEST_CASE("Dense split over a group: a filter split's outputs and weight gradients add no parts") {
+  // Each output and weight gradient comes from one product over the whole input, as unsplit (the
+  // BLAS may still block a narrower product differently); only backward's input gradient adds the
+  // members' parts.
+  const Pass whole = run_pass<Single>({}, 4);
+  const Pass part = run_pass<Single>(split_options(hpf::LayerSplit::filter(3)), 4);
+  CHECK(worst_relative(part.output, whole.output) < 1e-15);
+  CHECK(worst_relative(part.gradients, whole.gradients) < 1e-15);
+}
+
+TEST_CASE("Dense split over a group: checked options") {
+  CHECK(hpf::LayerSplit{}.describe() == "none");
+  CHECK(hpf::LayerSplit::filter(1).describe() == "none");
+  CHECK(hpf::LayerSplit::channel(4).describe() == "channel split over 4");
+  CHECK_THROWS_WITH_AS(hpf::Network<Single>(split_options(hpf::LayerSplit::filter(0))),
+                       doctest::Contains("a layer split's group has 0 members"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(hpf::Network<Single>(split_options(hpf::LayerSplit::channel(65))),
+                       doctest::Contains("takes 1 to 64"), std::invalid_argument);
+  hpf::NetworkOptions wrong = split_options(hpf::LayerSplit::filter(2));
+  wrong.split_group = std::make_shared<hpf::LocalLayerGroup<double, Kokkos::DefaultExecutionSpace>>(2);
+  CHECK_THROWS_WITH_AS(hpf::Network<Single>{wrong}, doctest::Contains("another scalar type or space"), std::logic_error);
+}

@@ -1,0 +1,139 @@
+#include <hpf/layers/gelu.hpp>
+#include <hpf/zoo/models.hpp>
+
+#include <support/equivalence.hpp>
+#include <support/trace_file.hpp>
+
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <string>
+
+// Dense layers split over groups of ranks (filter and channel parallelism), alone and with data
+// and pipeline parallelism: every layout of the world size (1, 2, 4 or 6 ranks) must reproduce
+// one process that computes every member's part, bit for bit.
+namespace {
+using Model = hpf::Sequential<hpf::Input<1, 8, 8>, hpf::Flatten, hpf::Dense<48>, hpf::ReLU, hpf::Dense<30>, hpf::GELU,
+                              hpf::Dense<10>, hpf::SoftmaxCrossEntropy>;
+
+hpf::TrainOptions options() {
+  hpf::TrainOptions o;
+  o.batch = 24;
+  o.micro_batches = 2;
+  o.optimizer = hpf::SgdOptions{.learning_rate = 0.05, .momentum = 0.9};
+  o.network.seed = 5;
+  o.data_seed = 6;
+  o.bucket_bytes = 4 << 10;  // several buckets
+  return o;
+}
+const auto source = hpf_test::synthetic_source<Model>(24 * 6 + 5);
+constexpr std::size_t steps = 7;
+
+template <std::size_t G>
+using Filtered = hpf::Pipeline<hpf::Cuts<>, hpf::Filter<G>>;
+template <std::size_t G>
+using Channeled = hpf::Pipeline<hpf::Cuts<>, hpf::Channel<G>>;
+template <std::size_t G>
+using PipelinedFilter = hpf::Pipeline<hpf::Cuts<3>, hpf::Filter<G>>;
+template <std::size_t G>
+using PipelinedChannel = hpf::Pipeline<hpf::Cuts<3>, hpf::Channel<G>>;
+}  // namespace
+
+static_assert(hpf::Pipeline<hpf::Cuts<>, hpf::Filter<3>>::split == hpf::LayerSplit::filter(3));
+static_assert(hpf::DataParallel::split == hpf::LayerSplit{});
+static_assert(hpf::Pipeline<hpf::Cuts<2>, Kokkos::DefaultHostExecutionSpace, hpf::Channel<2>,
+                            Kokkos::DefaultHostExecutionSpace>::stage_spaces::size == 2);
+
+TEST_CASE("Layer splits: every layout of the world size trains bit for bit as one process") {
+  const auto o = options();
+  switch (hpf_test::world_size()) {
+    case 1:
+      hpf_test::check_strategy_all<Model, Filtered<1>>(o, source, steps);
+      break;
+    case 2:
+      hpf_test::check_strategy_all<Model, Filtered<2>>(o, source, steps);
+      hpf_test::check_strategy_all<Model, Channeled<2>>(o, source, steps);
+      break;
+    case 4:
+      hpf_test::check_strategy_all<Model, Filtered<2>>(o, source, steps);
+      hpf_test::check_strategy_all<Model, Channeled<2>>(o, source, steps);
+      hpf_test::check_strategy_all<Model, Filtered<4>>(o, source, steps);
+      hpf_test::check_strategy_all<Model, PipelinedFilter<2>>(o, source, steps);
+      hpf_test::check_strategy_all<Model, PipelinedChannel<2>>(o, source, steps);
+      break;
+    case 6:
+      hpf_test::check_strategy_all<Model, Filtered<2>>(o, source, steps);
+      hpf_test::check_strategy_all<Model, Channeled<3>>(o, source, steps);
+      hpf_test::check_strategy_all<Model, Filtered<6>>(o, source, steps);
+      hpf_test::check_strategy_all<Model, PipelinedFilter<3>>(o, source, steps);
+      hpf_test::check_strategy_all<Model, PipelinedChannel<3>>(o, source, steps);
+      break;
+    default:
+      FAIL("no layouts listed for ", hpf_test::world_size(), " ranks");
+  }
+}
+
+TEST_CASE("Layer splits: mixed precision and two shards per replica train bit for bit as one process") {
+  auto o = options();
+  o.shards_per_replica = 2;
+  o.reduction = hpf::GradientReduction::ordered;
+  if (hpf_test::world_size() % 2 != 0) {
+    hpf_test::check_strategy<Model, Filtered<1>, hpf::Mixed<hpf::bf16>>(o, source, {steps, 0});
+    return;
+  }
+  hpf_test::check_strategy<Model, Filtered<2>, hpf::Mixed<hpf::bf16>>(o, source, {steps, 0});
+  hpf_test::check_strategy<Model, Channeled<2>, hpf::Mixed<hpf::bf16>>(o, source, {steps, 0});
+}
+
+TEST_CASE("Layer splits: a world the groups do not divide, and a split in the options, are refused on every rank") {
+  hpf::comm::Communicator world;
+  const auto o = options();
+  if (world.size() % 4 != 0) {
+    const auto in_groups_of_4 = [&] { hpf::fit<Model, Filtered<4>>(world, o, source); };
+    CHECK_THROWS_WITH_AS(in_groups_of_4(), doctest::Contains("split over groups of 4"), hpf::comm::UsageError);
+  }
+  auto given = o;
+  given.network.split = hpf::LayerSplit::channel(2);
+  const auto split_in_options = [&] { hpf::fit<Model, hpf::DataParallel>(world, given, source); };
+  CHECK_THROWS_WITH_AS(split_in_options(), doctest::Contains("hpf::fit splits layers as its strategy says"),
+                       hpf::comm::UsageError);
+}
+
+TEST_CASE("Layer splits: the timeline shows each split layer's collectives in its group as their own rows") {
+  hpf::comm::Communicator world;
+  if (world.size() % 2 != 0) {
+    CHECK(world.size() == 1);  // the registered odd world size: no group of 2 fits
+    return;
+  }
+  const std::string path = "hpf_test_split_timeline.json";
+  if (world.rank() == 0) std::remove(path.c_str());
+  auto traced = options();
+  traced.progress = hpf::ProgressMode::none;
+  traced.trace.path = path;
+  traced.trace.first_step = 1;
+  traced.trace.last_step = 1;
+  for (const bool filter : {true, false}) {
+    INFO(std::string(filter ? "filter" : "channel"));
+    if (filter) {
+      hpf::fit<Model, Filtered<2>>(world, traced, source);
+    } else {
+      hpf::fit<Model, Channeled<2>>(world, traced, source);
+    }
+    world.barrier();
+    const auto trace = hpf_test::read_trace(path);
+    REQUIRE(trace.processes.size() == static_cast<std::size_t>(world.size()));
+    for (const auto& [pid, p] : trace.processes) {
+      INFO("rank ", pid);
+      // Three Dense layers, 2 micro-batches: forward gathers (filter) or sums (channel) each output;
+      // backward gathers each weight gradient (and a filter split's bias gradient) and the input
+      // gradients of the two layers that pass one back (sums for filter, gathers for channel).
+      const auto gathers = trace.select(pid, "collective", "gather in group", 1).size();
+      const auto sums = trace.select(pid, "collective", "sum in group", 1).size();
+      CHECK(gathers == 2 * (filter ? 3 + 3 + 3 : 3 + 2));
+      CHECK(sums == 2 * (filter ? 2 : 3));
+      for (const auto& span : trace.select(pid, "collective", "gather in group", 1)) CHECK(span.bytes > 0);
+    }
+    world.barrier();
+  }
+  if (world.rank() == 0) std::remove(path.c_str());
+}
