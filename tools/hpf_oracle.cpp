@@ -48,15 +48,18 @@ const char* const usage_text =
     "                            [--data fashion-mnist|synthetic|random] [--noise-seconds S] [--precision P]\n"
     "       hpf-oracle rank      --model NAME --ranks P --batch B [--profile FILE] [--cluster FILE]\n"
     "                            [--memory-budget MIB] [--max-stages S] [--top N] [--recompute] [--precision P]\n"
-    "                            [--exchange-precision full|bf16] [--json]\n"
+    "                            [--exchange-precision full|bf16] [--layer-splits] [--json]\n"
     "       hpf-oracle predict   --model NAME --ranks P --batch B --stages S --micro-batches M\n"
     "                            [--schedule 1f1b|gpipe] [--cuts L1,L2,...] [--profile FILE] [--cluster FILE]\n"
-    "                            [--recompute] [--precision P] [--exchange-precision full|bf16] [--json]\n"
+    "                            [--recompute] [--precision P] [--exchange-precision full|bf16]\n"
+    "                            [--split filter:G|channel:G] [--json]\n"
     "  --cuts: the leaves where stages 2..S begin (hpf::Cuts<...>; default: hpf::Balanced<S>'s)\n"
     "  --recompute: training re-materializes Repeat blocks (NetworkOptions::recompute)\n"
     "  --precision: float (default), or bf16: the products of dense, convolution and attention layers read\n"
     "             bf16 inputs (hpf::Mixed<hpf::bf16>); calibrated and predicted apart from float\n"
     "  --exchange-precision: what gradients travel as between replicas (StepOptions::exchange_precision)\n"
+    "  --layer-splits: rank filter and channel splits of the Dense layers too (hpf::Filter<G>, hpf::Channel<G>)\n"
+    "  --split: the plan's Dense layers split over groups of G ranks (P = replicas x stages x G)\n"
     "  models: mlp cnn resnet20 resnet56 resnet164 resnet1001 (hpf::zoo), gpt (examples/03_language_model's\n"
     "          Gpt<4, 64, 4, 64, 256>), cosmoflow (CosmoFlow<32>)\n"
     "  --profile: a machine profile (benchmarks/comm/run_comm_benchmark.py writes its communication\n"
@@ -78,7 +81,8 @@ struct Args {
   std::size_t ready_fd = 0;  ///< load: where to tell the calibration it computes (0: nowhere)
   double memory_budget_mib = 0;
   double noise_seconds = 10;
-  bool json = false, recompute = false;
+  bool json = false, recompute = false, layer_splits = false;
+  hpf::LayerSplit split{};
   std::vector<std::size_t> batches, cuts;
 };
 
@@ -125,6 +129,10 @@ Args parse(int argc, char** argv) {
       (flag == "--json" ? a.json : a.recompute) = true;
       continue;
     }
+    if (flag == "--layer-splits" && a.command == "rank") {
+      a.layer_splits = true;
+      continue;
+    }
     if (i + 1 >= argc) fail(flag + " needs a value");
     const std::string value = argv[++i];
     if (flag == "--model") a.model = value;
@@ -141,6 +149,14 @@ Args parse(int argc, char** argv) {
     else if (flag == "--top") a.top = count(flag, value);
     else if (flag == "--max-stages") a.max_stages = count(flag, value);
     else if (flag == "--ready-fd" && a.command == "load") a.ready_fd = count(flag, value);
+    else if (flag == "--split" && a.command == "predict") {
+      const auto colon = value.find(':');
+      const std::string kind = value.substr(0, colon);
+      if (colon == std::string::npos || (kind != "filter" && kind != "channel")) fail("--split must be filter:G or channel:G");
+      const std::size_t group = count(flag, value.substr(colon + 1));
+      if (group == 0 || group > hpf::ordered_sum_max_parts) fail("--split: a group has 1 to 64 ranks");
+      a.split = kind == "filter" ? hpf::LayerSplit::filter(group) : hpf::LayerSplit::channel(group);
+    }
     else if (flag == "--noise-seconds" && a.command == "calibrate") {
       char* end = nullptr;
       a.noise_seconds = std::strtod(value.c_str(), &end);
@@ -183,7 +199,8 @@ std::string json_of(const Prediction& p, const std::string& model) {
   o.precision(9);
   o << "{\"model\": \"" << model << "\", \"ranks\": " << p.plan.ranks() << ", \"stages\": " << p.plan.stages
     << ", \"replicas\": " << p.plan.replicas << ", \"batch\": " << p.plan.batch << ", \"micro_batches\": " << p.plan.micro_batches
-    << ", \"schedule\": \"" << hpf::to_string(p.plan.schedule) << "\", \"bounds\": [";
+    << ", \"schedule\": \"" << hpf::to_string(p.plan.schedule) << "\", \"split\": \"" << p.plan.split.describe()
+    << "\", \"group\": " << p.plan.group() << ", \"bounds\": [";
   for (std::size_t i = 0; i < p.plan.bounds.size(); ++i) o << (i ? ", " : "") << p.plan.bounds[i];
   o << "], \"time_s\": " << p.time_s << ", \"compute_s\": " << p.compute_s << ", \"bubble_s\": " << p.bubble_s
     << ", \"transfer_s\": " << p.transfer_s << ", \"reduction_s\": " << p.reduction_s
@@ -378,9 +395,12 @@ int run(const Args& a) {
   if (!a.cluster.empty()) profile = load_cluster(a.cluster, profile);
   const ModelView model = view_of<Model>(a.model, 1, matmul_precision(a));
   if (a.command == "predict") {
-    if (a.ranks % a.stages) fail("--stages must divide --ranks");
+    const std::size_t group = a.split.splits() ? a.split.group : 1;
+    if (a.ranks % (a.stages * group)) {
+      fail(group == 1 ? "--stages must divide --ranks" : "--stages times --split's group must divide --ranks");
+    }
     if (a.stages > model.cut_places) fail("the model has only " + std::to_string(model.cut_places) + " places to cut");
-    const std::size_t replicas = a.ranks / a.stages;
+    const std::size_t replicas = a.ranks / (a.stages * group);
     if (a.batch % replicas || a.micro_batches > a.batch / replicas) fail("the batch does not split into the micro-batches");
     std::vector<std::size_t> bounds = model.balanced_bounds(a.stages);
     if (!a.cuts.empty()) {
@@ -390,7 +410,8 @@ int run(const Args& a) {
     }
     const Plan plan{.stages = a.stages, .replicas = replicas, .batch = a.batch, .micro_batches = a.micro_batches,
                     .schedule = a.schedule == "gpipe" ? hpf::Schedule::gpipe : hpf::Schedule::one_f_one_b,
-                    .bounds = bounds, .exchange_precision = exchange_precision(a), .recompute = a.recompute};
+                    .bounds = bounds, .exchange_precision = exchange_precision(a), .recompute = a.recompute,
+                    .split = a.split};
     const Prediction p = predict(model, plan, profile, a.memory_budget_mib * (1 << 20));
     if (a.json) {
       std::printf("%s\n", json_of(p, a.model).c_str());
@@ -415,6 +436,7 @@ int run(const Args& a) {
   o.max_stages = a.max_stages;
   o.recompute = a.recompute;
   o.exchange_precision = exchange_precision(a);
+  o.layer_splits = a.layer_splits;
   const auto start = std::chrono::steady_clock::now();
   const std::vector<Prediction> ranked = rank_strategies(model, a.ranks, a.batch, profile, o);
   const double query_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();

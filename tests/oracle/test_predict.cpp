@@ -626,3 +626,52 @@ TEST_CASE("re-materialization: each Repeat copy's forward again in backward, N b
   static_assert(A > 9);
   CHECK(a.stage_memory[0].activations - b.stage_memory[0].activations == (3 * A - (3 * 6 + A)) * 4 * sizeof(float));
 }
+
+TEST_CASE("layer splits: the split products' share of a unit's FLOPs runs on 1/G, each layer's rings at the p2p line") {
+  using Mlp2 = Sequential<Input<8>, Dense<16>, ReLU, Dense<4>, SoftmaxCrossEntropy>;
+  oracle::MachineProfile profile;
+  profile.label = "test";
+  profile.cores = 64;
+  for (const std::string& key : oracle::layer_keys<Mlp2>()) {
+    profile.units[key] = {{1, 64}, {1e-3, 64e-3}, {2e-3, 128e-3}, {0, 0}, {0, 0}, {}, {}};
+  }
+  const auto view = oracle::view_of<Mlp2>("mlp2");
+  const auto planned = [&](LayerSplit split) {
+    return oracle::Plan{.stages = 1, .replicas = 1, .batch = 8, .micro_batches = 2, .schedule = Schedule::one_f_one_b,
+                        .bounds = oracle::balanced_bounds<Mlp2>(1), .split = split};
+  };
+  // Per sample: 1 ms forward and 2 ms backward per unit, of which a Dense layer's products are
+  // 2 in out / (2 in out + out) forward and 4 in out / (4 in out + out) backward.
+  double expected = 0;
+  for (const auto& u : view.units) {
+    const double f = u.cost.forward_flops ? 2.0 * u.cost.split_macs / u.cost.forward_flops : 0;
+    const double b = u.cost.backward_flops ? 4.0 * u.cost.split_macs / u.cost.backward_flops : 0;
+    expected += 8 * (1e-3 * (1 - f / 2) + 2e-3 * (1 - b / 2));
+  }
+  const auto whole = oracle::predict(view, planned({}), profile);
+  CHECK(whole.time_s == doctest::Approx(8 * 4 * 3e-3));
+  for (const auto split : {LayerSplit::filter(2), LayerSplit::channel(2)}) {
+    INFO(split.describe());
+    const auto p = oracle::predict(view, planned(split), profile);
+    CHECK(p.plan.ranks() == 2);
+    CHECK(p.time_s == doctest::Approx(expected));
+    // 1 ms per message: each of the 2 Dense layers rings once in forward and twice in backward
+    // among 2 ranks (one step each), per micro-batch.
+    auto paid = profile;
+    paid.comm["p2p_latency"].by_ranks[2] = {{0, 1e30, 1e-3, 0}};
+    CHECK(oracle::predict(view, planned(split), paid).time_s == doctest::Approx(expected + 2 * 2 * 3e-3));
+  }
+
+  // Ranked with the others: data parallel 1 x 2 (M = 1, 2, 4), pipelines 2 x 1 (M = 1, 2, 4, 8, two
+  // schedules), and filter and channel splits over 2 of one replica (M = 1, 2, 4, 8).
+  oracle::SearchOptions with_splits;
+  with_splits.layer_splits = true;
+  const auto ranked = oracle::rank_strategies(view, 2, 8, profile, with_splits);
+  CHECK(ranked.size() == 3 + 8 + 8);
+  const auto splits = std::count_if(ranked.begin(), ranked.end(), [](const auto& p) { return p.plan.split.splits(); });
+  CHECK(splits == 8);
+  CHECK(oracle::rank_strategies(view, 2, 8, profile).size() == 3 + 8);
+  const auto it = std::find_if(ranked.begin(), ranked.end(), [](const auto& p) { return p.plan.split.splits(); });
+  REQUIRE(it != ranked.end());
+  CHECK(it->plan.describe().find("split over 2") != std::string::npos);
+}

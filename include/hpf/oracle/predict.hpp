@@ -2,6 +2,7 @@
 #ifndef HPF_ORACLE_PREDICT_HPP
 #define HPF_ORACLE_PREDICT_HPP
 
+#include <hpf/layers/layer_split.hpp>
 #include <hpf/oracle/memory.hpp>
 #include <hpf/oracle/model_facts.hpp>
 #include <hpf/oracle/profile.hpp>
@@ -46,12 +47,18 @@ struct Plan {
   HostHierarchy hierarchy = HostHierarchy::automatic;  ///< hpf::StepOptions::hierarchy
   ExchangePrecision exchange_precision = ExchangePrecision::full;  ///< hpf::StepOptions::exchange_precision
   bool recompute = false;  ///< re-materialization of Repeat blocks (NetworkOptions::recompute)
+  LayerSplit split{};      ///< Dense layers split over groups (Pipeline<..., Filter<G>>): R x S x G ranks
 
-  std::size_t ranks() const { return stages * replicas; }
+  /// Ranks of one replica: its stages x its group.
+  std::size_t ranks_per_replica() const { return stages * group(); }
+  std::size_t group() const { return split.splits() ? split.group : 1; }
+  std::size_t ranks() const { return replicas * ranks_per_replica(); }
   std::string describe() const {
-    std::string s = stages == 1 ? "data parallel" : replicas == 1 ? "pipeline" : "hybrid";
+    std::string s = stages == 1 ? (split.splits() && replicas == 1 ? "layer split" : "data parallel")
+                    : replicas == 1 ? "pipeline" : "hybrid";
     s += " " + std::to_string(stages) + "x" + std::to_string(replicas) + ", M=" + std::to_string(micro_batches);
     if (stages > 1) s += std::string(", ") + to_string(schedule);
+    if (split.splits()) s += ", " + split.describe();
     return s;
   }
 };
@@ -110,10 +117,49 @@ class OnAverage {
   double long_run_;
 };
 
-/// With `recompute`, a Repeat's block runs its forward again inside its backward.
+/// A unit's Dense layers split over a group (LayerSplit) on micro-batches of m samples: the share
+/// of its forward and backward that stays (the split products' FLOPs over the unit's, 1/G of them
+/// left) and what its group's collectives add, each a ring among the group's neighbouring ranks:
+/// filter splits gather the outputs in forward and, in backward, the weight gradients and all G
+/// members' input-gradient parts; channel splits gather all members' partial outputs in forward
+/// and the input and weight gradients in backward.
+inline double transfer_seconds(const MachineProfile& profile, double bytes, std::size_t ranks, std::size_t a, std::size_t b);
+
+struct SplitUnit {
+  double forward_kept = 1, backward_kept = 1;
+  double forward_s = 0, backward_s = 0;
+};
+inline SplitUnit split_unit(const MachineProfile& profile, const LayerCost& c, const LayerSplit& split, double m,
+                            std::size_t scalar_bytes, std::size_t ranks) {
+  SplitUnit out;
+  if (!split.splits() || c.split_layers == 0) return out;
+  const double g = static_cast<double>(split.group), layers = static_cast<double>(c.split_layers);
+  const double split_forward = 2.0 * static_cast<double>(c.split_macs), split_backward = 4.0 * static_cast<double>(c.split_macs);
+  if (c.forward_flops > 0) out.forward_kept = 1 - split_forward / static_cast<double>(c.forward_flops) * (1 - 1 / g);
+  if (c.backward_flops > 0) out.backward_kept = 1 - split_backward / static_cast<double>(c.backward_flops) * (1 - 1 / g);
+  // One ring of G - 1 steps per layer, receiving `elements` in all.
+  const auto rings = [&](double elements) {
+    const double step_bytes = elements * static_cast<double>(scalar_bytes) / layers / (g - 1);
+    return layers * (g - 1) * transfer_seconds(profile, step_bytes, ranks, 0, 1);
+  };
+  const double in = m * static_cast<double>(c.split_inputs), out_elements = m * static_cast<double>(c.split_outputs);
+  const double weights = static_cast<double>(c.split_weights), gathered = (g - 1) / g, summed = g - 1;
+  if (split.kind == SplitKind::filter) {
+    out.forward_s = rings(gathered * out_elements);
+    out.backward_s = rings(gathered * weights) + rings(summed * in);
+  } else {
+    out.forward_s = rings(summed * out_elements);
+    out.backward_s = rings(gathered * weights) + rings(gathered * in);
+  }
+  return out;
+}
+
+/// With `recompute`, a Repeat's block runs its forward again inside its backward; with `split`, the
+/// units' Dense layers are split (split_unit) in a job of `ranks` ranks.
 inline StageTimes stage_times(const ModelView& model, const MachineProfile& profile,
                               const std::vector<const UnitTiming*>& timings, std::size_t begin, std::size_t end, bool last,
-                              double m, HostLoad load, const OnAverage& on_average, bool recompute = false) {
+                              double m, HostLoad load, const OnAverage& on_average, bool recompute = false,
+                              const LayerSplit& split = {}, std::size_t ranks = 1) {
   StageTimes t;
   for (const UnitFacts& u : model.units) {
     if (!in_stage(u, begin, end, last)) continue;
@@ -123,9 +169,11 @@ inline StageTimes stage_times(const ModelView& model, const MachineProfile& prof
                          model.layer_keys[u.layer] + "' (model " + model.name +
                          "): run hpf-oracle calibrate for this model (or hpf::oracle::calibrate<Model>)");
     }
-    const double forward = on_average(timing->forward(m, load));
+    const SplitUnit parts = split_unit(profile, u.cost, split, m, model.scalar_bytes, ranks);
+    const double forward = on_average(timing->forward(m, load)) * parts.forward_kept + parts.forward_s;
     t.forward += forward;
-    t.backward_units.push_back(on_average(timing->backward(m, load)) + (recompute && u.repeated ? forward : 0.0));
+    t.backward_units.push_back(on_average(timing->backward(m, load)) * parts.backward_kept + parts.backward_s +
+                               (recompute && u.repeated ? forward : 0.0));
     t.unit_params.push_back(u.cost.parameters);
     t.backward += t.backward_units.back();
   }
@@ -431,7 +479,9 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
                           double memory_budget_bytes = 0) {
   Prediction out;
   out.plan = plan;
-  const std::size_t S = plan.stages, R = plan.replicas, M = plan.micro_batches, P = plan.ranks();
+  // The replicas of a stage are stride = S x G ranks apart (ProcessGrid): the exchange's host layout.
+  const std::size_t S = plan.stages, R = plan.replicas, M = plan.micro_batches, P = plan.ranks(), G = plan.group();
+  const std::size_t stride = plan.ranks_per_replica();
   const double local = static_cast<double>(plan.batch) / static_cast<double>(R);
   const double m = local / static_cast<double>(M);
   const std::size_t capacity = (plan.batch / R + M - 1) / M;
@@ -449,7 +499,7 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
     const bool last = s + 1 == S;
     facts[s] = stage_facts(model.units, plan.bounds[s], plan.bounds[s + 1], last);
     times[s] = detail::stage_times(model, profile, timings, plan.bounds[s], plan.bounds[s + 1], last, m, load, on_average,
-                                   plan.recompute);
+                                   plan.recompute, plan.split, P);
     const double load =
         s == 0 ? on_average(profile.load_s_per_element * static_cast<double>(facts[s].input_elements) * m) : 0;
     times[s].forward = (times[s].forward + load) / speed;  // sharing the cores: in the playing below
@@ -574,7 +624,7 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
           wake = std::min(wake, f.start);
         }
       }
-      const double per_host = std::ceil(static_cast<double>(active * R) / hosts_used);
+      const double per_host = std::ceil(static_cast<double>(active * R * G) / hosts_used);
       const double shared_rate = active ? std::min(1.0, slots / per_host) : 1.0;
       auto rate_of = [&](std::size_t s) { return shared_rate * std::max(0.0, 1.0 - moving[s]); };
       for (std::size_t s = 0; s < S; ++s) {
@@ -615,7 +665,7 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
     if (R > 1 && facts[s].cost.parameters > 0) {
       const std::size_t params = facts[s].cost.parameters;
       const std::size_t bucket_bytes = choose_bucket_bytes(plan.bucket_bytes, params * model.scalar_bytes,
-                                                           exchange_cost(profile, R, S, reduction, plan.hierarchy,
+                                                           exchange_cost(profile, R, stride, reduction, plan.hierarchy,
                                                                          plan.exchange_precision));
       const std::size_t per_bucket = std::max<std::size_t>(1, bucket_bytes / model.scalar_bytes);
       const double stretch = times[s].backward > 0 ? (backward_end[s] - backward_start[s]) / times[s].backward : 1;
@@ -633,7 +683,7 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
         const std::size_t bucket_end = std::min(params, bucket_begin + per_bucket);
         const double bytes = static_cast<double>((bucket_end - bucket_begin) * model.scalar_bytes);
         const double seconds =
-            detail::bucket_seconds(profile, bytes, R, S, reduction, plan.hierarchy, plan.exchange_precision);
+            detail::bucket_seconds(profile, bytes, R, stride, reduction, plan.hierarchy, plan.exchange_precision);
         reduced = std::max(reduced, std::max(ready_clock, slowest_start)) + seconds;
         linked += seconds;
         if (bucket_begin == 0) break;
@@ -643,7 +693,7 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
       // the kernel move it), and the stream fit is of one direction: the exchange ends when the
       // replica the noise slowed most during it has sent and received. A benchmark of the whole
       // reduction (the buckets fits) already waited for its slowest rank.
-      if (detail::exchange_over_links(profile, R, S)) {
+      if (detail::exchange_over_links(profile, R, stride)) {
         const double lag = (profile.noise.expected_max_ratio(linked, R) - 1) * linked;
         reduced += lag;
         out.replica_skew_s = std::max(out.replica_skew_s, skew + lag);
@@ -682,7 +732,7 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
     in.label_size = model.label_size;
     in.optimizer_values = model.optimizer_values;
     in.replicas = R;
-    in.gathered_copies = detail::gathered_copies(profile, R, S, reduction, plan.hierarchy, plan.exchange_precision);
+    in.gathered_copies = detail::gathered_copies(profile, R, stride, reduction, plan.hierarchy, plan.exchange_precision);
     in.runtime_bytes = profile.runtime_bytes;
     in.empty_view_bytes = profile.empty_view_bytes;
     std::map<std::size_t, std::size_t> copies;  // per top-level layer: its units in this stage

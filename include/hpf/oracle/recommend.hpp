@@ -23,12 +23,17 @@ struct SearchOptions {
   std::size_t max_stages = 0;  ///< 0: as many as the model has places to cut
   bool recompute = false;      ///< re-materialization of Repeat blocks (NetworkOptions::recompute)
   ExchangePrecision exchange_precision = ExchangePrecision::full;  ///< hpf::StepOptions::exchange_precision
+  /// Also layer splits (filter and channel, every group size G dividing the ranks of each stage
+  /// count): the strategies of ParaDL's comparison. hpf::Auto trains partitions only and asks
+  /// without them.
+  bool layer_splits = false;
 };
 
 /// Every feasible strategy of `ranks` processes for a global `batch`: S stages dividing the
-/// ranks (Balanced<S> cuts), R = ranks / S replicas dividing the batch, M micro-batches per
-/// replica, both schedules when S > 1; predicted and ranked fastest first, those that fit the
-/// memory budget before those that do not, each with the reason it loses to the first.
+/// ranks (Balanced<S> cuts), with SearchOptions::layer_splits groups of G splitting each stage's
+/// Dense layers, R = ranks / (S G) replicas dividing the batch, M micro-batches per replica, both
+/// schedules when S > 1; predicted and ranked fastest first, those that fit the memory budget
+/// before those that do not, each with the reason it loses to the first.
 inline std::vector<Prediction> rank_strategies(const ModelView& model, std::size_t ranks, std::size_t batch,
                                                const MachineProfile& profile, const SearchOptions& o = {}) {
   const double budget = o.memory_budget_bytes > 0 ? o.memory_budget_bytes
@@ -36,19 +41,28 @@ inline std::vector<Prediction> rank_strategies(const ModelView& model, std::size
                                                  : 0;
   std::vector<Prediction> all;
   const std::size_t most_stages = o.max_stages ? std::min(o.max_stages, model.cut_places) : model.cut_places;
+  std::vector<LayerSplit> splits{LayerSplit{}};
+  for (std::size_t g = 2; o.layer_splits && g <= std::min(ranks, ordered_sum_max_parts); ++g) {
+    splits.push_back(LayerSplit::filter(g));
+    splits.push_back(LayerSplit::channel(g));
+  }
   for (std::size_t S = 1; S <= std::min(ranks, most_stages); ++S) {
     if (ranks % S) continue;
-    const std::size_t R = ranks / S;
-    if (batch % R) continue;
     const std::vector<std::size_t> bounds = model.balanced_bounds(S);
-    for (const std::size_t M : o.micro_batches) {
-      if (M > batch / R) continue;
-      for (const Schedule schedule : {Schedule::one_f_one_b, Schedule::gpipe}) {
-        if (S == 1 && schedule == Schedule::gpipe) continue;  // one stage: the schedules are the same
-        Plan plan{.stages = S, .replicas = R, .batch = batch, .micro_batches = M, .schedule = schedule, .bounds = bounds,
-                  .bucket_bytes = o.bucket_bytes, .reduction = o.reduction,
-                  .exchange_precision = o.exchange_precision, .recompute = o.recompute};
-        all.push_back(predict(model, plan, profile, budget));
+    for (const LayerSplit& split : splits) {
+      const std::size_t per_replica = S * (split.splits() ? split.group : 1);
+      if (ranks % per_replica) continue;
+      const std::size_t R = ranks / per_replica;
+      if (batch % R) continue;
+      for (const std::size_t M : o.micro_batches) {
+        if (M > batch / R) continue;
+        for (const Schedule schedule : {Schedule::one_f_one_b, Schedule::gpipe}) {
+          if (S == 1 && schedule == Schedule::gpipe) continue;  // one stage: the schedules are the same
+          Plan plan{.stages = S, .replicas = R, .batch = batch, .micro_batches = M, .schedule = schedule, .bounds = bounds,
+                    .bucket_bytes = o.bucket_bytes, .reduction = o.reduction,
+                    .exchange_precision = o.exchange_precision, .recompute = o.recompute, .split = split};
+          all.push_back(predict(model, plan, profile, budget));
+        }
       }
     }
   }
