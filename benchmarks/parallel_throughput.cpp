@@ -34,6 +34,7 @@
 #include <hpf/data/synthetic.hpp>
 #include <hpf/data/text.hpp>
 #include <hpf/parallel/grid.hpp>
+#include <hpf/parallel/mpi_layer_group.hpp>
 #include <hpf/parallel/partition.hpp>
 #include <hpf/parallel/schedule.hpp>
 #include <hpf/parallel/stage_engine.hpp>
@@ -59,6 +60,7 @@
 #include <exception>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <numeric>
 #include <optional>
 #include <sstream>
@@ -169,6 +171,7 @@ struct Settings {
   hpf::GradientReduction reduction = hpf::GradientReduction::automatic;
   hpf::HostHierarchy hierarchy = hpf::HostHierarchy::automatic;
   hpf::ExchangePrecision exchange_precision = hpf::ExchangePrecision::full;
+  hpf::LayerSplit split{};
   bool stage_times = false, side_by_side = false, help = false;
   std::uint64_t seed = 0;
 };
@@ -178,8 +181,8 @@ const char* const usage_text =
     "         [--batch B] [--micro-batches M] [--schedule gpipe|1f1b] [--reduction automatic|ordered|allreduce]\n"
     "         [--bucket-bytes N] [--piece-bytes N] [--cut LEAF] [--steps N] [--warmup W] [--repeats R] [--stage-times] [--seed S]\n"
     "         [--shards C] [--side-by-side] [--profile FILE] [--hierarchy automatic|on|off]\n"
-    "         [--exchange-precision full|bf16]\n"
-    "  P processes form P / stages replicas; --batch is the global mini-batch (default: mlp 128, cnn and\n"
+    "         [--exchange-precision full|bf16] [--split filter:G|channel:G]\n"
+    "  P processes form P / stages replicas (P / (stages x G) with --split); --batch is the global mini-batch (default: mlp 128, cnn and\n"
     "  resnets 64, gpt 32, cosmoflow 8 per replica), split into M micro-batches per replica (pipelined over the\n"
     "  stages, accumulated on one).\n"
     "  --stages 2 places the cut with hpf::Balanced<2>, or with --cut at a compiled leaf (hpf::Cuts<LEAF>):\n"
@@ -199,7 +202,9 @@ const char* const usage_text =
     "  --hierarchy    whether replicas on one host sum gradients there first (StepOptions::hierarchy)\n"
     "  --exchange-precision  what gradients travel as between replicas (StepOptions::exchange_precision)\n"
     "  --piece-bytes N  messages between ranks on different hosts (gradient buckets, between stages)\n"
-    "                 of at most N bytes (StepOptions::exchange_piece_bytes; 0: whole messages)\n";
+    "                 of at most N bytes (StepOptions::exchange_piece_bytes; 0: whole messages)\n"
+    "  --split K:G    Dense layers split over groups of G ranks, by filters or by channels (hpf::Filter<G>,\n"
+    "                 hpf::Channel<G>); --batch stays the global batch\n";
 
 std::size_t to_size(const std::string& flag, const std::string& text) {
   const auto value = hpf_bench::whole_number(text);
@@ -273,6 +278,17 @@ Settings parse(int argc, char** argv) {
       s.seed = to_size(flag, value);
     } else if (flag == "--shards") {
       s.shards = to_size(flag, value);
+    } else if (flag == "--split") {
+      const auto colon = value.find(':');
+      const std::string kind = value.substr(0, colon);
+      if (colon == std::string::npos || (kind != "filter" && kind != "channel")) fail("--split must be filter:G or channel:G");
+      const std::size_t group = to_size(flag, value.substr(colon + 1));
+      s.split = kind == "filter" ? hpf::LayerSplit::filter(group) : hpf::LayerSplit::channel(group);
+      try {
+        s.split.check();
+      } catch (const std::invalid_argument& e) {
+        fail(std::string("--split: ") + e.what());
+      }
     } else {
       fail("unknown option " + flag);
     }
@@ -318,6 +334,7 @@ hpf::TrainOptions options_for(const Settings& s, std::size_t replicas) {
   o.reduction = s.reduction;
   o.hierarchy = s.hierarchy;
   o.exchange_precision = s.exchange_precision;
+  o.network.split = s.split;
   o.shards_per_replica = s.shards;
   o.shards_side_by_side = s.side_by_side;
   if (s.bucket_bytes) o.bucket_bytes = s.bucket_bytes;
@@ -377,8 +394,11 @@ void run_stage(const hpf::comm::Communicator& world, const hpf::ProcessGrid& gri
   const MemoryMarks memory;
   const bool count_views = !o.shards_side_by_side;
   if (count_views) views::install(true);
+  hpf::TrainOptions stage_options = o;  // as hpf::fit makes them
+  if (o.network.split.splits())
+    stage_options.network.split_group = std::make_shared<hpf::MpiLayerGroup<float, Kokkos::DefaultExecutionSpace>>(grid.group());
   auto engine = hpf::make_stage_engine<StageModel, float, Kokkos::DefaultExecutionSpace, Links>(
-      {grid, o.shards_per_replica, o.shards_side_by_side}, o, data.train, nullptr);
+      {grid, o.shards_per_replica, o.shards_side_by_side}, stage_options, data.train, nullptr);
   // Messages one replica's gradient exchange takes per step (pieces of buckets; 0 alone).
   const std::vector<std::size_t> pieces = engine.links().bucket_pieces();
   const std::size_t exchange_messages =
@@ -458,7 +478,8 @@ void run_stage(const hpf::comm::Communicator& world, const hpf::ProcessGrid& gri
       "cut=%s rank_stage_gflop_per_sample=%s rank_stage_train_mflop_per_sample=%s rank_first_leaf=%s model_leaves=%zu "
       "tool_loaded_while_timing=%s blas=%s blas_threads=%d kokkos_space=%s loss_first=%.5f loss_last=%.5f "
       "block_images_per_s=%s block_ms_per_step=%s shards_per_replica=%zu shard_threads=%zu "
-      "exchange_piece_bytes=%zu exchange_messages=%zu summed_per_host=%s parameters=%zu exchange_precision=%s\n",
+      "exchange_piece_bytes=%zu exchange_messages=%zu summed_per_host=%s parameters=%zu exchange_precision=%s "
+      "split=%s group=%zu\n",
       s.model.c_str(), world.size(), stages, grid.replicas(), o.batch, local, o.micro_batches,
       (local + o.micro_batches - 1) / o.micro_batches, hpf::to_string(o.schedule),
       hpf::to_string(hpf::resolve(o.reduction, grid.replicas() * o.shards_per_replica)), engine.links().bucket_bytes(), steps, warmup, repeats, best_rate,
@@ -470,7 +491,8 @@ void run_stage(const hpf::comm::Communicator& world, const hpf::ProcessGrid& gri
       Kokkos::DefaultExecutionSpace::name(), first_loss, last_loss, blocks.str().c_str(), block_ms.str().c_str(),
       o.shards_per_replica, engine.shard_threads(), o.exchange_piece_bytes, exchange_messages,
       engine.links().summed_per_host() ? "yes" : "no", static_cast<std::size_t>(Model::cost.parameters),
-      hpf::to_string(o.exchange_precision));
+      hpf::to_string(o.exchange_precision), o.network.split.splits() ? (o.network.split.kind == hpf::SplitKind::filter ? "filter" : "channel") : "none",
+      grid.group_size());
   std::fflush(stdout);
 }
 
@@ -484,7 +506,7 @@ void run_stages(const hpf::comm::Communicator& world, const hpf::ProcessGrid& gr
 template <class Model, class Partition>
 void run(const hpf::comm::Communicator& world, const Settings& s) {
   constexpr std::size_t stages = hpf::stage_count_v<Model, Partition>;
-  hpf::ProcessGrid grid(world, stages);
+  hpf::ProcessGrid grid(world, stages, s.split.splits() ? s.split.group : 1);
   // The exchange cost from --profile, as hpf::fit reads it.
   const hpf::TrainOptions o = hpf::detail::with_profile_exchange_cost(world, options_for(s, grid.replicas()), stages);
   hpf::detail::check_layout<float>(o, grid);  // the checks hpf::fit makes before it builds a float engine

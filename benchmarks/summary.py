@@ -145,6 +145,19 @@ def precision():
             ", ".join(f"{model(r['model'])} {r[columns[0]]} ({r[columns[1]]})" for r in first))
 
 
+def layer_splits():
+    """Per model and global batch of `layer-splits`: data parallel, filter and channel split on 2 ranks over 1 rank."""
+    column, layouts = "speed-up over 1 rank", ("data parallel 2", "filter split 2", "channel split 2")
+    found = rows("layer-splits", column, lambda r: r.get("layout") in layouts)
+    by = {}
+    for r in found:
+        by.setdefault((r["model"], r["global batch"]), {})[r["layout"]] = r[column]
+    if any(len(v) != len(layouts) for v in by.values()):
+        raise Stale("block 'layer-splits': a model and batch without all of " + ", ".join(layouts))
+    return ("2 ranks over 1 rank at one global batch: data parallel / filter split / channel split",
+            ", ".join(f"{model(m)} batch {b} {' / '.join(v[x] for x in layouts)}" for (m, b), v in by.items()))
+
+
 def threads_breakdown():
     found = re.findall(r"^\*\*(\w+)\*\*, batch .*?\*\*\+[\d.]+ ms \((\+[\d.]+ %)\)\*\* per step more",
                        body("threads-breakdown"), re.M)
@@ -246,7 +259,7 @@ ROWS = [(["single-process"], single_process), (["single-process-models"], single
         (["two-cores"], two_cores), (["two-cores-models"], two_cores_models), (["threads-breakdown"], threads_breakdown),
         (["compile-flat"], compile_flat),
         (["comm"], comm), (["trace-overhead"], trace_overhead), (["fabrics"], fabrics),
-        (["across-hosts"], across_hosts), (["precision"], precision), (["fuzzing"], fuzzing), (["fuzzing-npy"], fuzzing_npy),
+        (["across-hosts"], across_hosts), (["layer-splits"], layer_splits), (["precision"], precision), (["fuzzing"], fuzzing), (["fuzzing-npy"], fuzzing_npy),
         (["sanitizers"], sanitizers), (["reliability"], reliability), (["oracle"], oracle),
         (["oracle"], oracle_memory), (["oracle-1gbit", "oracle-10gbit"], oracle_fabrics)]
 
