@@ -46,6 +46,7 @@ BLOCK_DATA = {
     "fabrics": ["benchmarks/results/fabrics"],
     "across-hosts": ["benchmarks/results/across-hosts"],
     "precision": ["benchmarks/results/precision"],
+    "layer-splits": ["benchmarks/results/layer-splits"],
     "fuzzing": ["benchmarks/results/fuzzing"],
     "sanitizers": ["benchmarks/results/sanitizers"],
     "reliability": ["benchmarks/results/reliability"],
