@@ -106,7 +106,8 @@ class Bf16Gemm : public KernelResources::SharedState {
   template <class AView, class BView, class CView>
   void operator()(const char* trans_a, const char* trans_b, float alpha, const AView& a, const BView& b, float beta,
                   const CView& c) {
-    const bool ta = *trans_a == 'T', tb = *trans_b == 'T';
+    const bool ta = *trans_a == 'T';
+    [[maybe_unused]] const bool tb = *trans_b == 'T';  // read by the oneDNN path only
     const std::size_t k = ta ? a.extent(0) : a.extent(1);
 #if HPF_ENABLE_ONEDNN
     if constexpr (on_host) {
