@@ -222,12 +222,12 @@ void print_table(const std::vector<Prediction>& ranked, const Args& a, const Mac
   if (a.recompute) std::printf(", Repeat blocks re-materialized");
   if (a.precision != "float") std::printf(", %s products", a.precision.c_str());
   if (a.exchange_precision != "full") std::printf(", gradients exchanged as %s", a.exchange_precision.c_str());
-  std::printf("\n%-4s %-30s %10s %9s %9s %9s %9s %9s %11s  %s\n", "#", "strategy", "step ms", "compute", "bubble",
+  std::printf("\n%-4s %-44s %10s %9s %9s %9s %9s %9s %11s  %s\n", "#", "strategy", "step ms", "compute", "bubble",
               "transfer", "reduce", "other", "peak MiB", "why");
   const std::size_t shown = a.top ? std::min(a.top, ranked.size()) : ranked.size();
   for (std::size_t i = 0; i < shown; ++i) {
     const Prediction& p = ranked[i];
-    std::printf("%-4zu %-30s %10.2f %9.2f %9.2f %9.2f %9.2f %9.2f %11.1f  %s\n", i + 1, p.plan.describe().c_str(),
+    std::printf("%-4zu %-44s %10.2f %9.2f %9.2f %9.2f %9.2f %9.2f %11.1f  %s\n", i + 1, p.plan.describe().c_str(),
                 p.time_s * 1e3, p.compute_s * 1e3, p.bubble_s * 1e3, p.transfer_s * 1e3, p.reduction_s * 1e3,
                 p.other_s * 1e3, static_cast<double>(p.peak_memory_bytes) / (1 << 20), p.reason.c_str());
   }

@@ -17,13 +17,8 @@ using Model = hpf::Sequential<hpf::Input<1, 8, 8>, hpf::Flatten, hpf::Dense<48>,
                               hpf::Dense<10>, hpf::SoftmaxCrossEntropy>;
 
 hpf::TrainOptions options() {
-  hpf::TrainOptions o;
-  o.batch = 24;
-  o.micro_batches = 2;
-  o.optimizer = hpf::SgdOptions{.learning_rate = 0.05, .momentum = 0.9};
-  o.network.seed = 5;
-  o.data_seed = 6;
-  o.bucket_bytes = 4 << 10;  // several buckets
+  hpf::TrainOptions o = hpf_test::cnn_options();  // batch 24 in 2 micro-batches, SGD with momentum
+  o.bucket_bytes = 4 << 10;                        // several buckets
   return o;
 }
 const auto source = hpf_test::synthetic_source<Model>(24 * 6 + 5);
@@ -70,6 +65,22 @@ TEST_CASE("Layer splits: every layout of the world size trains bit for bit as on
       break;
     default:
       FAIL("no layouts listed for ", hpf_test::world_size(), " ranks");
+  }
+}
+
+TEST_CASE("Layer splits: a CNN's Dense head split behind whole convolutions and BatchNorm, bit for bit as one process") {
+  // Every member runs the convolutions and BatchNorm whole (the same running statistics on each)
+  // and splits the two Dense layers.
+  using Cnn = hpf::Sequential<hpf::Input<1, 8, 8>, hpf::Conv2D<4, 3, hpf::Pad<1>>, hpf::BatchNorm, hpf::ReLU,
+                              hpf::MaxPool<2>, hpf::Flatten, hpf::Dense<16>, hpf::ReLU, hpf::Dense<10>,
+                              hpf::SoftmaxCrossEntropy>;
+  const auto cnn_source = hpf_test::synthetic_source<Cnn>(24 * 4 + 5);
+  const auto o = options();
+  if (hpf_test::world_size() % 2 != 0) {
+    hpf_test::check_strategy_all<Cnn, Channeled<1>>(o, cnn_source, 5);
+  } else {
+    hpf_test::check_strategy_all<Cnn, Filtered<2>>(o, cnn_source, 5);
+    hpf_test::check_strategy_all<Cnn, Channeled<2>>(o, cnn_source, 5);
   }
 }
 
