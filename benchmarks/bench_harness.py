@@ -335,6 +335,17 @@ def add_train_binary_options(parser, root):
                                  f"(default: {folder}/benchmarks/...)")
 
 
+def add_oracle_binary_options(parser, root):
+    """--hpf (hpf_bench_parallel_throughput), --oracle (hpf-oracle) and --profile (the machine profile
+    the oracle predicts from), for the runners that set measurements beside predictions."""
+    parser.add_argument("--hpf", default=os.path.join(root, "build", "benchmarks", "hpf_bench_parallel_throughput"),
+                        help="the hpf_bench_parallel_throughput executable (default: build/benchmarks/...)")
+    parser.add_argument("--oracle", default=os.path.join(root, "build", "tools", "hpf-oracle"),
+                        help="the hpf-oracle executable (default: build/tools/hpf-oracle)")
+    parser.add_argument("--profile", default=os.path.join(root, "benchmarks", "comm", "profiles", "local.json"),
+                        help="the machine profile the oracle predicts from (default: benchmarks/comm/profiles/local.json)")
+
+
 def add_alternation_options(parser, rounds=3, max_rounds=5, quiet=0.10, min_quiet=2, max_busy=0.10, max_wait=60.0):
     """--rounds, --max-rounds, --quiet, --min-quiet, --max-busy, --max-wait: how `alternate` runs
     the configurations of a runner that uses the whole machine."""

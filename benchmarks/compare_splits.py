@@ -41,12 +41,7 @@ LAYOUTS = (("1 rank", 1, None), ("data parallel 2", 2, None), ("filter split 2",
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--hpf", default=os.path.join(ROOT, "build", "benchmarks", "hpf_bench_parallel_throughput"),
-                   help="the hpf_bench_parallel_throughput executable (default: build/benchmarks/...)")
-    p.add_argument("--oracle", default=os.path.join(ROOT, "build", "tools", "hpf-oracle"),
-                   help="the hpf-oracle executable (default: build/tools/hpf-oracle)")
-    p.add_argument("--profile", default=os.path.join(HERE, "comm", "profiles", "local.json"),
-                   help="the machine profile the oracle predicts from (default: benchmarks/comm/profiles/local.json)")
+    h.add_oracle_binary_options(p, ROOT)
     p.add_argument("--calibrate", action="store_true",
                    help="first calibrate the models into a copy of --profile, benchmarks/results/layer_splits_profile.json "
                         "(before any measurement, as a user would), and predict from that copy")

@@ -129,12 +129,7 @@ def runnable(c):
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--hpf", default=os.path.join(ROOT, "build", "benchmarks", "hpf_bench_parallel_throughput"),
-                   help="the hpf_bench_parallel_throughput executable (default: build/benchmarks/...)")
-    p.add_argument("--oracle", default=os.path.join(ROOT, "build", "tools", "hpf-oracle"),
-                   help="the hpf-oracle executable (default: build/tools/hpf-oracle)")
-    p.add_argument("--profile", default=os.path.join(BENCHMARKS, "comm", "profiles", "local.json"),
-                   help="machine profile given to the oracle (default benchmarks/comm/profiles/local.json)")
+    h.add_oracle_binary_options(p, ROOT)
     p.add_argument("--label", default="local",
                    help="name of this machine/fabric: section oracle-LABEL (oracle for local) and the CSV's name")
     p.add_argument("--models", default=",".join(MODELS), help="comma-separated subset of " + ",".join(MODELS))
