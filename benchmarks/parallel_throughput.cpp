@@ -279,13 +279,8 @@ Settings parse(int argc, char** argv) {
     } else if (flag == "--shards") {
       s.shards = to_size(flag, value);
     } else if (flag == "--split") {
-      const auto colon = value.find(':');
-      const std::string kind = value.substr(0, colon);
-      if (colon == std::string::npos || (kind != "filter" && kind != "channel")) fail("--split must be filter:G or channel:G");
-      const std::size_t group = to_size(flag, value.substr(colon + 1));
-      s.split = kind == "filter" ? hpf::LayerSplit::filter(group) : hpf::LayerSplit::channel(group);
       try {
-        s.split.check();
+        s.split = hpf::LayerSplit::parse(value);
       } catch (const std::invalid_argument& e) {
         fail(std::string("--split: ") + e.what());
       }
@@ -491,8 +486,7 @@ void run_stage(const hpf::comm::Communicator& world, const hpf::ProcessGrid& gri
       Kokkos::DefaultExecutionSpace::name(), first_loss, last_loss, blocks.str().c_str(), block_ms.str().c_str(),
       o.shards_per_replica, engine.shard_threads(), o.exchange_piece_bytes, exchange_messages,
       engine.links().summed_per_host() ? "yes" : "no", static_cast<std::size_t>(Model::cost.parameters),
-      hpf::to_string(o.exchange_precision), o.network.split.splits() ? (o.network.split.kind == hpf::SplitKind::filter ? "filter" : "channel") : "none",
-      grid.group_size());
+      hpf::to_string(o.exchange_precision), o.network.split.kind_name(), grid.group_size());
   std::fflush(stdout);
 }
 
@@ -506,7 +500,7 @@ void run_stages(const hpf::comm::Communicator& world, const hpf::ProcessGrid& gr
 template <class Model, class Partition>
 void run(const hpf::comm::Communicator& world, const Settings& s) {
   constexpr std::size_t stages = hpf::stage_count_v<Model, Partition>;
-  hpf::ProcessGrid grid(world, stages, s.split.splits() ? s.split.group : 1);
+  hpf::ProcessGrid grid(world, stages, s.split.ranks());
   // The exchange cost from --profile, as hpf::fit reads it.
   const hpf::TrainOptions o = hpf::detail::with_profile_exchange_cost(world, options_for(s, grid.replicas()), stages);
   hpf::detail::check_layout<float>(o, grid);  // the checks hpf::fit makes before it builds a float engine

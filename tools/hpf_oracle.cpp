@@ -150,12 +150,11 @@ Args parse(int argc, char** argv) {
     else if (flag == "--max-stages") a.max_stages = count(flag, value);
     else if (flag == "--ready-fd" && a.command == "load") a.ready_fd = count(flag, value);
     else if (flag == "--split" && a.command == "predict") {
-      const auto colon = value.find(':');
-      const std::string kind = value.substr(0, colon);
-      if (colon == std::string::npos || (kind != "filter" && kind != "channel")) fail("--split must be filter:G or channel:G");
-      const std::size_t group = count(flag, value.substr(colon + 1));
-      if (group == 0 || group > hpf::ordered_sum_max_parts) fail("--split: a group has 1 to 64 ranks");
-      a.split = kind == "filter" ? hpf::LayerSplit::filter(group) : hpf::LayerSplit::channel(group);
+      try {
+        a.split = hpf::LayerSplit::parse(value);
+      } catch (const std::invalid_argument& e) {
+        fail(std::string("--split: ") + e.what());
+      }
     }
     else if (flag == "--noise-seconds" && a.command == "calibrate") {
       char* end = nullptr;
@@ -200,7 +199,7 @@ std::string json_of(const Prediction& p, const std::string& model) {
   o << "{\"model\": \"" << model << "\", \"ranks\": " << p.plan.ranks() << ", \"stages\": " << p.plan.stages
     << ", \"replicas\": " << p.plan.replicas << ", \"batch\": " << p.plan.batch << ", \"micro_batches\": " << p.plan.micro_batches
     << ", \"schedule\": \"" << hpf::to_string(p.plan.schedule) << "\", \"split\": \"" << p.plan.split.describe()
-    << "\", \"group\": " << p.plan.group() << ", \"bounds\": [";
+    << "\", \"group\": " << p.plan.split.ranks() << ", \"bounds\": [";
   for (std::size_t i = 0; i < p.plan.bounds.size(); ++i) o << (i ? ", " : "") << p.plan.bounds[i];
   o << "], \"time_s\": " << p.time_s << ", \"compute_s\": " << p.compute_s << ", \"bubble_s\": " << p.bubble_s
     << ", \"transfer_s\": " << p.transfer_s << ", \"reduction_s\": " << p.reduction_s
@@ -395,7 +394,7 @@ int run(const Args& a) {
   if (!a.cluster.empty()) profile = load_cluster(a.cluster, profile);
   const ModelView model = view_of<Model>(a.model, 1, matmul_precision(a));
   if (a.command == "predict") {
-    const std::size_t group = a.split.splits() ? a.split.group : 1;
+    const std::size_t group = a.split.ranks();
     if (a.ranks % (a.stages * group)) {
       fail(group == 1 ? "--stages must divide --ranks" : "--stages times --split's group must divide --ranks");
     }

@@ -129,6 +129,15 @@ TEST_CASE("Dense split over a group: checked options") {
   CHECK(hpf::LayerSplit{}.describe() == "none");
   CHECK(hpf::LayerSplit::filter(1).describe() == "none");
   CHECK(hpf::LayerSplit::channel(4).describe() == "channel split over 4");
+  CHECK(hpf::LayerSplit::channel(1).ranks() == 1);
+  CHECK(hpf::LayerSplit::parse("filter:3") == hpf::LayerSplit::filter(3));
+  CHECK(hpf::LayerSplit::parse("channel:2") == hpf::LayerSplit::channel(2));
+  for (const char* bad : {"rows:2", "filter:", "filter", "channel:two", "filter:-1"}) {
+    INFO(bad);
+    CHECK_THROWS_WITH_AS(hpf::LayerSplit::parse(bad), doctest::Contains("is filter:G or channel:G, not"),
+                         std::invalid_argument);
+  }
+  CHECK_THROWS_WITH_AS(hpf::LayerSplit::parse("filter:0"), doctest::Contains("group has 0 members"), std::invalid_argument);
   CHECK_THROWS_WITH_AS(hpf::Network<Single>(split_options(hpf::LayerSplit::filter(0))),
                        doctest::Contains("a layer split's group has 0 members"), std::invalid_argument);
   CHECK_THROWS_WITH_AS(hpf::Network<Single>(split_options(hpf::LayerSplit::channel(65))),

@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdio>
+#include <sstream>
 #include <string>
 
 // Dense layers split over groups of ranks (filter and channel parallelism), alone and with data
@@ -110,41 +111,55 @@ TEST_CASE("Layer splits: a world the groups do not divide, and a split in the op
                        hpf::comm::UsageError);
 }
 
-TEST_CASE("Layer splits: the timeline shows each split layer's collectives in its group as their own rows") {
+TEST_CASE("Layer splits: the log names the split; the timeline shows each split layer's collectives as their own rows") {
   hpf::comm::Communicator world;
-  if (world.size() % 2 != 0) {
-    CHECK(world.size() == 1);  // the registered odd world size: no group of 2 fits
-    return;
-  }
   const std::string path = "hpf_test_split_timeline.json";
   if (world.rank() == 0) std::remove(path.c_str());
+  std::ostringstream log;
   auto traced = options();
   traced.progress = hpf::ProgressMode::none;
+  traced.log = &log;
   traced.trace.path = path;
   traced.trace.first_step = 1;
   traced.trace.last_step = 1;
+  // Every rank's count of the collective spans of step 1 named `name`, each carrying bytes.
+  const auto check_spans = [&](const std::string& name, std::size_t expected) {
+    world.barrier();
+    const auto trace = hpf_test::read_trace(path);
+    REQUIRE(trace.processes.size() == static_cast<std::size_t>(world.size()));
+    for (const auto& [pid, p] : trace.processes) {
+      INFO("rank ", pid, ", ", name);
+      const auto spans = trace.select(pid, "collective", name, 1);
+      CHECK(spans.size() == expected);
+      for (const auto& span : spans) CHECK(span.bytes > 0);
+    }
+    world.barrier();
+  };
+  if (world.size() % 2 != 0) {  // the registered odd world size: a group of one splits nothing
+    hpf::fit<Model, Filtered<1>>(world, traced, source);
+    check_spans("gather in group", 0);
+    check_spans("sum in group", 0);
+    CHECK(log.str().find("layer split") == std::string::npos);
+  }
   for (const bool filter : {true, false}) {
+    if (world.size() % 2 != 0) break;
     INFO(std::string(filter ? "filter" : "channel"));
+    log.str("");
     if (filter) {
       hpf::fit<Model, Filtered<2>>(world, traced, source);
     } else {
       hpf::fit<Model, Channeled<2>>(world, traced, source);
     }
-    world.barrier();
-    const auto trace = hpf_test::read_trace(path);
-    REQUIRE(trace.processes.size() == static_cast<std::size_t>(world.size()));
-    for (const auto& [pid, p] : trace.processes) {
-      INFO("rank ", pid);
-      // Three Dense layers, 2 micro-batches: forward gathers (filter) or sums (channel) each output;
-      // backward gathers each weight gradient (and a filter split's bias gradient) and the input
-      // gradients of the two layers that pass one back (sums for filter, gathers for channel).
-      const auto gathers = trace.select(pid, "collective", "gather in group", 1).size();
-      const auto sums = trace.select(pid, "collective", "sum in group", 1).size();
-      CHECK(gathers == 2 * (filter ? 3 + 3 + 3 : 3 + 2));
-      CHECK(sums == 2 * (filter ? 2 : 3));
-      for (const auto& span : trace.select(pid, "collective", "gather in group", 1)) CHECK(span.bytes > 0);
+    // Three Dense layers, 2 micro-batches: forward gathers (filter) or sums (channel) each output;
+    // backward gathers each weight gradient (and a filter split's bias gradient) and the input
+    // gradients of the two layers that pass one back (sums for filter, gathers for channel).
+    check_spans("gather in group", 2 * (filter ? 3 + 3 + 3 : 3 + 2));
+    check_spans("sum in group", 2 * (filter ? 2 : 3));
+    if (world.rank() == 0) {
+      const std::string line = std::string("hpf: layer split, Dense layers in ") + (filter ? "filter" : "channel") +
+                               " split over 2 ranks: " + std::to_string(world.size() / 2) + " replica(s) x 1 stage(s) x 2 ranks";
+      CHECK_MESSAGE(log.str().find(line) != std::string::npos, log.str());
     }
-    world.barrier();
   }
   if (world.rank() == 0) std::remove(path.c_str());
 }

@@ -95,7 +95,7 @@ Reference<P> single_process_reference(const hpf::comm::Communicator& world, hpf:
 
 /// Processes of one replica of Strategy: its stages x its layer split's group.
 template <class Model, class Strategy>
-constexpr std::size_t processes_per_replica = hpf::stage_count_v<Model, typename Strategy::partition> * Strategy::split.group;
+constexpr std::size_t processes_per_replica = hpf::stage_count_v<Model, typename Strategy::partition> * Strategy::split.ranks();
 
 /// Replicas of Strategy on `world`.
 template <class Model, class Strategy>
@@ -166,7 +166,7 @@ Comparison compare_with_single_process(const hpf::comm::Communicator& world, hpf
   }
   if (losses.size() != c.steps) c.different_losses += std::max(losses.size(), c.steps) - std::min(losses.size(), c.steps);
   c.tensors = hpf::comm::allreduce_value(world, tensors);
-  c.expected_tensors = replicas * Strategy::split.group * layout.tensors().size();
+  c.expected_tensors = replicas * Strategy::split.ranks() * layout.tensors().size();
   c.different_values = hpf::comm::allreduce_value(world, different);
   c.worst_parameter = hpf::comm::allreduce_value(world, c.worst_parameter, MPI_MAX);
   c.worst_buffer = hpf::comm::allreduce_value(world, c.worst_buffer, MPI_MAX);
@@ -184,7 +184,7 @@ void check_strategy(const hpf::TrainOptions& options, const hpf::DataSource& sou
   constexpr std::size_t stages = hpf::stage_count_v<Model, typename Strategy::partition>;
   constexpr std::size_t per_replica = processes_per_replica<Model, Strategy>;
   REQUIRE_MESSAGE(world.size() % per_replica == 0, world.size(), " ranks do not fit ", stages, " stages x groups of ",
-                  Strategy::split.group);
+                  Strategy::split.ranks());
   const std::size_t replicas = replicas_of<Model, Strategy>(world);
   const auto c = compare_with_single_process<Model, Strategy, P>(world, options, source, given);
   INFO(stages, " stage(s) x ", replicas, " replica(s) x ", options.shards_per_replica, " shard(s), layer split: ",

@@ -36,12 +36,19 @@ struct LayerSplit {
   static constexpr LayerSplit channel(std::size_t group) { return {SplitKind::channel, group}; }
   /// Whether layers split at all (a group of one computes everything).
   constexpr bool splits() const { return kind != SplitKind::none && group > 1; }
+  /// Ranks that share each stage of a replica: the group, or 1 without a split.
+  constexpr std::size_t ranks() const { return splits() ? group : 1; }
   constexpr bool operator==(const LayerSplit&) const = default;
 
+  /// "none", "filter" or "channel" (none for a group of one).
+  const char* kind_name() const {
+    if (!splits()) return "none";
+    return kind == SplitKind::filter ? "filter" : "channel";
+  }
   /// "none", "filter split over 2", "channel split over 4".
   std::string describe() const {
     if (!splits()) return "none";
-    return std::string(kind == SplitKind::filter ? "filter" : "channel") + " split over " + std::to_string(group);
+    return std::string(kind_name()) + " split over " + std::to_string(group);
   }
   /// Throws std::invalid_argument unless the group has 1 to ordered_sum_max_parts members.
   void check() const {
@@ -49,6 +56,19 @@ struct LayerSplit {
       throw std::invalid_argument("hpf: a layer split's group has " + std::to_string(group) + " members; it takes 1 to " +
                                   std::to_string(ordered_sum_max_parts));
     }
+  }
+  /// The split "filter:G" or "channel:G" names (command lines), checked; std::invalid_argument
+  /// saying what was wrong otherwise.
+  static LayerSplit parse(const std::string& text) {
+    const auto colon = text.find(':');
+    const std::string kind = text.substr(0, colon), count = colon == std::string::npos ? "" : text.substr(colon + 1);
+    if ((kind != "filter" && kind != "channel") || count.empty() ||
+        count.find_first_not_of("0123456789") != std::string::npos || count.size() > 6) {
+      throw std::invalid_argument("hpf: a layer split is filter:G or channel:G, not '" + text + "'");
+    }
+    const LayerSplit split{kind == "filter" ? SplitKind::filter : SplitKind::channel, std::stoul(count)};
+    split.check();
+    return split;
   }
 };
 

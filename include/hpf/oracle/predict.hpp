@@ -50,8 +50,7 @@ struct Plan {
   LayerSplit split{};      ///< Dense layers split over groups (Pipeline<..., Filter<G>>): R x S x G ranks
 
   /// Ranks of one replica: its stages x its group.
-  std::size_t ranks_per_replica() const { return stages * group(); }
-  std::size_t group() const { return split.splits() ? split.group : 1; }
+  std::size_t ranks_per_replica() const { return stages * split.ranks(); }
   std::size_t ranks() const { return replicas * ranks_per_replica(); }
   std::string describe() const {
     std::string s = stages == 1 ? (split.splits() && replicas == 1 ? "layer split" : "data parallel")
@@ -480,7 +479,7 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
   Prediction out;
   out.plan = plan;
   // The replicas of a stage are stride = S x G ranks apart (ProcessGrid): the exchange's host layout.
-  const std::size_t S = plan.stages, R = plan.replicas, M = plan.micro_batches, P = plan.ranks(), G = plan.group();
+  const std::size_t S = plan.stages, R = plan.replicas, M = plan.micro_batches, P = plan.ranks(), G = plan.split.ranks();
   const std::size_t stride = plan.ranks_per_replica();
   const double local = static_cast<double>(plan.batch) / static_cast<double>(R);
   const double m = local / static_cast<double>(M);

@@ -50,7 +50,7 @@ inline std::vector<Prediction> rank_strategies(const ModelView& model, std::size
     if (ranks % S) continue;
     const std::vector<std::size_t> bounds = model.balanced_bounds(S);
     for (const LayerSplit& split : splits) {
-      const std::size_t per_replica = S * (split.splits() ? split.group : 1);
+      const std::size_t per_replica = S * split.ranks();
       if (ranks % per_replica) continue;
       const std::size_t R = ranks / per_replica;
       if (batch % R) continue;

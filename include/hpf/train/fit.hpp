@@ -302,11 +302,11 @@ TrainReport fit(const comm::Communicator& world, const TrainOptions& given, cons
   comm::require_same_facts(
       world, detail::run_facts({type_name<Model>(), type_name<Strategy>(), type_name<T>(), type_name<Space>()}, options, stages),
       "hpf::fit");
-  const ProcessGrid grid(world, stages, split.group);
+  const ProcessGrid grid(world, stages, split.ranks());
   detail::check_layout<T>(options, grid);
   if (split.splits() && options.log && world.rank() == 0) {
     *options.log << "hpf: layer split, Dense layers in " << split.describe() << " ranks: " << grid.replicas()
-                 << " replica(s) x " << stages << " stage(s) x " << split.group << " ranks" << std::endl;
+                 << " replica(s) x " << stages << " stage(s) x " << split.ranks() << " ranks" << std::endl;
   }
   NetworkFacts facts;
   StagePosition position;
