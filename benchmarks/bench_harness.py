@@ -12,6 +12,7 @@ import os
 import re
 import resource
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -344,6 +345,50 @@ def add_oracle_binary_options(parser, root):
                         help="the hpf-oracle executable (default: build/tools/hpf-oracle)")
     parser.add_argument("--profile", default=os.path.join(root, "benchmarks", "comm", "profiles", "local.json"),
                         help="the machine profile the oracle predicts from (default: benchmarks/comm/profiles/local.json)")
+
+
+def add_mpiexec_options(parser):
+    """--mpiexec and --mpiexec-flags: how the runners that start MPI jobs launch them."""
+    parser.add_argument("--mpiexec", default="mpiexec", help="MPI launcher (default: mpiexec on PATH)")
+    parser.add_argument("--mpiexec-flags", default="--allow-run-as-root --oversubscribe --bind-to none",
+                        help="launcher flags before -n (default: %(default)s)")
+
+
+def check_oracle_binaries(parser, args):
+    """Stops with a parser error unless --hpf and --oracle are executables and --mpiexec is on PATH."""
+    for exe in (args.hpf, args.oracle):
+        if not os.access(exe, os.X_OK):
+            parser.error(f"{exe} is not an executable: build it first (see --help)")
+    if not shutil.which(args.mpiexec):
+        parser.error(f"no MPI launcher '{args.mpiexec}'")
+
+
+def commands_block(script, argv, commands, root):
+    """The lines of a fenced block with a runner's own command line (`script` and the options in
+    `argv` that shape the measurement) and the commands it launched, paths relative to `root`."""
+    own = " ".join([f"/usr/bin/python3 {script}"] + runner_options(argv, ("--hpf", "--oracle", "--results", "--profile")))
+    return ["```sh", own] + [command_text([repo_relative(str(c), root) for c in cmd]) for cmd in commands] + ["```"]
+
+
+def calibrate_copy(args, models, copy):
+    """Copies args.profile to `copy`, calibrates every model into it with args.oracle (before any
+    measurement, as a user would) and points args.profile at the copy."""
+    shutil.copyfile(args.profile, copy)
+    for model in models:
+        log(f"calibrating {model} into {copy}")
+        subprocess.run([args.oracle, "calibrate", "--model", model, "--profile", copy, "--noise-seconds", "0"],
+                       check=True, stdout=subprocess.DEVNULL)
+    args.profile = copy
+
+
+def oracle_json(args, command, options):
+    """`hpf-oracle COMMAND ... --profile args.profile --json` parsed, or None (its error logged)."""
+    done = subprocess.run([args.oracle, command] + [str(o) for o in options] + ["--profile", args.profile, "--json"],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        log(f"oracle: {done.stderr.strip()}")
+        return None
+    return json.loads(done.stdout)
 
 
 def add_alternation_options(parser, rounds=3, max_rounds=5, quiet=0.10, min_quiet=2, max_busy=0.10, max_wait=60.0):

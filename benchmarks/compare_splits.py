@@ -1,12 +1,13 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
 """Strong scaling past data parallelism, in one run: the same global batch on 1 rank, on 2 ranks
-data parallel, and on 2 ranks that split every Dense layer by filters or by channels
-(hpf::Filter<2>, hpf::Channel<2>), with the oracle's prediction of each beside the measurement.
+data parallel, and on 2 ranks that split every Dense and convolution layer by filters or by
+channels (hpf::Filter<2>, hpf::Channel<2>), with the oracle's prediction of each beside the
+measurement.
 Prints the table and writes the `layer-splits` section of benchmarks/RESULTS.md.
 
   cmake --build build --target hpf_bench_parallel_throughput hpf-oracle
-  /usr/bin/python3 benchmarks/compare_splits.py --calibrate     # ~15 min
+  /usr/bin/python3 benchmarks/compare_splits.py --calibrate     # ~30 min
   /usr/bin/python3 benchmarks/compare_splits.py --models mlp --batches 2 --no-write
 
 Every configuration runs in its own job, alternately with the others, at least --rounds times;
@@ -17,8 +18,6 @@ speed: benchmarks are not tests.
 import argparse
 import json
 import os
-import shutil
-import subprocess
 import sys
 import time
 
@@ -31,6 +30,8 @@ import provenance  # noqa: E402
 # name: (description, steps per block at a batch of 64 or more, warm-up steps, blocks)
 MODELS = {
     "mlp": ("MLP 784-512-512-10 (zoo::Mlp), Fashion-MNIST, SGD", 100, 20, 3),
+    "cnn": ("CNN conv32-pool-conv64-pool-fc128-fc10 (zoo::Cnn), Fashion-MNIST, SGD", 20, 5, 3),
+    "resnet20": ("ResNet-20 (option A, zoo::ResNet20), synthetic 3x32x32, SGD", 5, 2, 3),
     "gpt": ("GPT of examples/03_language_model (4 blocks, D 64, 4 heads, 64 bytes), Adam", 10, 2, 3),
 }
 SECTION = "layer-splits"
@@ -45,9 +46,7 @@ def parse_args():
     p.add_argument("--calibrate", action="store_true",
                    help="first calibrate the models into a copy of --profile, benchmarks/results/layer_splits_profile.json "
                         "(before any measurement, as a user would), and predict from that copy")
-    p.add_argument("--mpiexec", default="mpiexec", help="MPI launcher (default: mpiexec on PATH)")
-    p.add_argument("--mpiexec-flags", default="--allow-run-as-root --oversubscribe --bind-to none",
-                   help="launcher flags before -n (default: %(default)s)")
+    h.add_mpiexec_options(p)
     p.add_argument("--models", default=",".join(MODELS), help="comma-separated subset of " + ",".join(MODELS))
     p.add_argument("--batches", default="2,32", help="global batches (default 2: one sample per replica, and 32)")
     h.add_alternation_options(p, max_rounds=4)
@@ -60,11 +59,7 @@ def parse_args():
             p.error(f"unknown model '{m}' (known: {', '.join(MODELS)})")
     if any(b < 2 or b % 2 for b in args.batches):
         p.error("every batch must be even (2 replicas)")
-    for exe in (args.hpf, args.oracle):
-        if not os.access(exe, os.X_OK):
-            p.error(f"{exe} is not an executable: build it first (see --help)")
-    if not shutil.which(args.mpiexec):
-        p.error(f"no MPI launcher '{args.mpiexec}'")
+    h.check_oracle_binaries(p, args)
     return args
 
 
@@ -92,32 +87,23 @@ def measure(args):
 
 
 def calibrate(args):
-    """Copies --profile and calibrates every model into the copy; args.profile becomes the copy."""
-    copy = os.path.join(HERE, "results", "layer_splits_profile.json")
-    shutil.copyfile(args.profile, copy)
-    for model in args.models:
-        h.log(f"calibrating {model} into {h.repo_relative(copy, ROOT)}")
-        subprocess.run([args.oracle, "calibrate", "--model", model, "--profile", copy, "--noise-seconds", "0"],
-                       check=True, stdout=subprocess.DEVNULL)
-    args.profile = copy
+    """Calibrates every model into benchmarks/results/layer_splits_profile.json, a copy of --profile."""
+    h.calibrate_copy(args, args.models, os.path.join(HERE, "results", "layer_splits_profile.json"))
 
 
 def predicted_ms(args, model, batch, ranks, split):
     """The oracle's step time for one layout (None where it has no calibration of the model)."""
-    cmd = [args.oracle, "predict", "--model", model, "--ranks", str(ranks), "--batch", str(batch), "--stages", "1",
-           "--micro-batches", "1", "--profile", args.profile, "--json"] + (["--split", split] if split else [])
-    done = subprocess.run(cmd, capture_output=True, text=True)
-    if done.returncode != 0:
-        h.log(f"oracle: {done.stderr.strip()}")
-        return None
-    return 1e3 * json.loads(done.stdout)["time_s"]
+    p = h.oracle_json(args, "predict", ["--model", model, "--ranks", ranks, "--batch", batch, "--stages", 1,
+                                        "--micro-batches", 1] + (["--split", split] if split else []))
+    return p and 1e3 * p["time_s"]
 
 
 def report(args, data, predictions):
     out = ["## Layer splits: filter and channel parallelism against data parallelism", ""]
     out.append("Measured by `benchmarks/compare_splits.py` (when, at which commit and where: its provenance line). "
                "The same global batch trains on 1 rank, on 2 ranks as 2 replicas, and on 2 ranks as one replica "
-               "whose `Dense` layers split by filters (`hpf::Filter<2>`) or by channels (`hpf::Channel<2>`); "
+               "whose `Dense` and convolution layers split by filters (`hpf::Filter<2>`) or by channels "
+               "(`hpf::Channel<2>`); split convolutions run as im2col GEMMs, unsplit ones through oneDNN; "
                "`hpf_bench_parallel_throughput --split`. Ranks share the machine's cores under mpiexec (Kokkos "
                "Serial, Open MPI over shared memory). Predicted: `hpf-oracle predict` from the profile named "
                "below, calibrated before the measurements (`--calibrate`); the oracle's split terms were written "
@@ -151,13 +137,9 @@ def report(args, data, predictions):
     out.append("Commands (run from the repository root; the runner launches exactly these; "
                f"{args.models[-1]}, batch {args.batches[-1]} shown):")
     out.append("")
-    out.append("```sh")
-    out.append(" ".join(["/usr/bin/python3 benchmarks/compare_splits.py"]
-                        + h.runner_options(sys.argv[1:], ("--hpf", "--oracle", "--results", "--profile"))))
-    for _, ranks, split in LAYOUTS:
-        cmd = command(args, args.models[-1], args.batches[-1], ranks, split)
-        out.append(h.command_text([h.repo_relative(c, ROOT) for c in cmd]))
-    out.append("```")
+    out.extend(h.commands_block("benchmarks/compare_splits.py", sys.argv[1:],
+                                [command(args, args.models[-1], args.batches[-1], ranks, split)
+                                 for _, ranks, split in LAYOUTS], ROOT))
     return "\n".join(out) + "\n"
 
 

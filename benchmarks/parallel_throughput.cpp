@@ -203,8 +203,8 @@ const char* const usage_text =
     "  --exchange-precision  what gradients travel as between replicas (StepOptions::exchange_precision)\n"
     "  --piece-bytes N  messages between ranks on different hosts (gradient buckets, between stages)\n"
     "                 of at most N bytes (StepOptions::exchange_piece_bytes; 0: whole messages)\n"
-    "  --split K:G    Dense layers split over groups of G ranks, by filters or by channels (hpf::Filter<G>,\n"
-    "                 hpf::Channel<G>); --batch stays the global batch\n";
+    "  --split K:G    Dense and convolution layers split over groups of G ranks, by filters or by\n"
+    "                 channels (hpf::Filter<G>, hpf::Channel<G>); --batch stays the global batch\n";
 
 std::size_t to_size(const std::string& flag, const std::string& text) {
   const auto value = hpf_bench::whole_number(text);

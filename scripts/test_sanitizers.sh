@@ -99,7 +99,7 @@ if [ "$configuration" = openmp-mpich ]; then
     CI_TESTS='^hpf\.(comm|io|system)\.|^hpf\.trace\.test_recorder$|^hpf\.checkpoint\.resume$|^hpf\.data\.test_(idx|npy|text)$'
     CI_TESTS+='|^hpf\.parallel\.(test_equivalence_cnn|test_equivalence_split|test_message_pieces|test_host_hierarchy)\.np[0-9]+$'
     CI_TESTS+='|^hpf\.parallel\.test_thread_groups$'
-    CI_TESTS+='|^hpf\.layers\.(test_bf16_gemm|test_matmul_precision|test_dense_split)$'
+    CI_TESTS+='|^hpf\.layers\.(test_bf16_gemm|test_matmul_precision|test_layer_split)$'
     filters=(-LE "compile|consumer|accuracy|readme|bench" -R "$CI_TESTS")
   fi
 fi

@@ -1,4 +1,5 @@
 #include <hpf/layers/gelu.hpp>
+#include <hpf/zoo/cosmoflow.hpp>
 #include <hpf/zoo/models.hpp>
 
 #include <support/equivalence.hpp>
@@ -10,9 +11,9 @@
 #include <sstream>
 #include <string>
 
-// Dense layers split over groups of ranks (filter and channel parallelism), alone and with data
-// and pipeline parallelism: every layout of the world size (1, 2, 4 or 6 ranks) must reproduce
-// one process that computes every member's part, bit for bit.
+// Dense and convolution layers split over groups of ranks (filter and channel parallelism), alone
+// and with data and pipeline parallelism: every layout of the world size (1, 2, 4 or 6 ranks) must
+// reproduce one process that computes every member's part, bit for bit.
 namespace {
 using Model = hpf::Sequential<hpf::Input<1, 8, 8>, hpf::Flatten, hpf::Dense<48>, hpf::ReLU, hpf::Dense<30>, hpf::GELU,
                               hpf::Dense<10>, hpf::SoftmaxCrossEntropy>;
@@ -69,20 +70,60 @@ TEST_CASE("Layer splits: every layout of the world size trains bit for bit as on
   }
 }
 
-TEST_CASE("Layer splits: a CNN's Dense head split behind whole convolutions and BatchNorm, bit for bit as one process") {
-  // Every member runs the convolutions and BatchNorm whole (the same running statistics on each)
-  // and splits the two Dense layers.
+TEST_CASE("Layer splits: a CNN's convolutions and Dense head split around whole BatchNorm, bit for bit as one process") {
+  // Every member holds each split layer's whole output, so BatchNorm, pooling and ReLU run whole
+  // on each (the same running statistics on every member).
   using Cnn = hpf::Sequential<hpf::Input<1, 8, 8>, hpf::Conv2D<4, 3, hpf::Pad<1>>, hpf::BatchNorm, hpf::ReLU,
-                              hpf::MaxPool<2>, hpf::Flatten, hpf::Dense<16>, hpf::ReLU, hpf::Dense<10>,
-                              hpf::SoftmaxCrossEntropy>;
+                              hpf::MaxPool<2>, hpf::Conv2D<6, 3, hpf::Stride<2>>, hpf::ReLU, hpf::Flatten, hpf::Dense<16>,
+                              hpf::ReLU, hpf::Dense<10>, hpf::SoftmaxCrossEntropy>;
   const auto cnn_source = hpf_test::synthetic_source<Cnn>(24 * 4 + 5);
   const auto o = options();
-  if (hpf_test::world_size() % 2 != 0) {
-    hpf_test::check_strategy_all<Cnn, Channeled<1>>(o, cnn_source, 5);
-  } else {
-    hpf_test::check_strategy_all<Cnn, Filtered<2>>(o, cnn_source, 5);
-    hpf_test::check_strategy_all<Cnn, Channeled<2>>(o, cnn_source, 5);
+  switch (hpf_test::world_size()) {
+    case 4:  // the convolutions and the head on stages of their own, each split over 2 ranks
+      hpf_test::check_strategy_all<Cnn, hpf::Pipeline<hpf::Cuts<7>, hpf::Channel<2>>>(o, cnn_source, 5);
+      [[fallthrough]];
+    case 2:
+      hpf_test::check_strategy_all<Cnn, Filtered<2>>(o, cnn_source, 5);
+      hpf_test::check_strategy_all<Cnn, Channeled<2>>(o, cnn_source, 5);
+      break;
+    case 6:
+      hpf_test::check_strategy_all<Cnn, Filtered<3>>(o, cnn_source, 5);
+      hpf_test::check_strategy_all<Cnn, Channeled<2>>(o, cnn_source, 5);
+      break;
+    default:
+      hpf_test::check_strategy_all<Cnn, Channeled<1>>(o, cnn_source, 5);
   }
+}
+
+TEST_CASE("Layer splits: a ResNet's convolutions, projection shortcut included, bit for bit as one process") {
+  using ResNet = hpf::Sequential<hpf::Input<3, 8, 8>, hpf::Conv2D<4, 3, hpf::Pad<1>, hpf::NoBias>, hpf::BatchNorm,
+                                 hpf::ReLU, hpf::zoo::BasicBlock<4>,
+                                 hpf::zoo::BasicBlock<6, 2, false, hpf::zoo::Shortcut::projection>, hpf::GlobalAvgPool,
+                                 hpf::Dense<10>, hpf::SoftmaxCrossEntropy>;
+  const auto resnet_source = hpf_test::synthetic_source<ResNet>(24 * 3 + 5);
+  const auto o = options();
+  if (hpf_test::world_size() % 2 != 0) {
+    hpf_test::check_strategy_all<ResNet, Filtered<1>>(o, resnet_source, 4);
+    return;
+  }
+  hpf_test::check_strategy_all<ResNet, Filtered<2>>(o, resnet_source, 4);
+  hpf_test::check_strategy_all<ResNet, Channeled<2>>(o, resnet_source, 4);
+  if (hpf_test::world_size() == 4) {
+    hpf_test::check_strategy_all<ResNet, hpf::Pipeline<hpf::Balanced<2>, hpf::Filter<2>>>(o, resnet_source, 4);
+  }
+}
+
+TEST_CASE("Layer splits: a 3-D CNN's volume convolutions split, bit for bit as one process") {
+  using Volumes = hpf::Sequential<hpf::Input<2, 6, 6, 6>, hpf::Conv3D<4, 3, hpf::Pad<1>>, hpf::ReLU, hpf::MaxPool3D<2>,
+                                  hpf::Conv3D<6, 3>, hpf::ReLU, hpf::Flatten, hpf::Dense<10>, hpf::SoftmaxCrossEntropy>;
+  const auto volume_source = hpf_test::synthetic_source<Volumes>(24 * 3 + 5);
+  const auto o = options();
+  if (hpf_test::world_size() % 2 != 0) {
+    hpf_test::check_strategy_all<Volumes, Channeled<1>>(o, volume_source, 4);
+    return;
+  }
+  hpf_test::check_strategy_all<Volumes, Filtered<2>>(o, volume_source, 4);
+  hpf_test::check_strategy_all<Volumes, Channeled<2>>(o, volume_source, 4);
 }
 
 TEST_CASE("Layer splits: mixed precision and two shards per replica train bit for bit as one process") {
@@ -156,7 +197,7 @@ TEST_CASE("Layer splits: the log names the split; the timeline shows each split 
     check_spans("gather in group", 2 * (filter ? 3 + 3 + 3 : 3 + 2));
     check_spans("sum in group", 2 * (filter ? 2 : 3));
     if (world.rank() == 0) {
-      const std::string line = std::string("hpf: layer split, Dense layers in ") + (filter ? "filter" : "channel") +
+      const std::string line = std::string("hpf: layer split, Dense and convolution layers in ") + (filter ? "filter" : "channel") +
                                " split over 2 ranks: " + std::to_string(world.size() / 2) + " replica(s) x 1 stage(s) x 2 ranks";
       CHECK_MESSAGE(log.str().find(line) != std::string::npos, log.str());
     }

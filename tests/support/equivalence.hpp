@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -77,16 +78,24 @@ Reference<P> single_process_reference(const hpf::comm::Communicator& world, hpf:
   options.progress = hpf::ProgressMode::none;
   options.evaluate = false;
   Reference<P> r;
+  std::vector<char> error;  // rank 0's exception, so that every rank fails with it instead of waiting
   if (world.rank() == 0) {
-    options.data_shards = replicas * options.shards_per_replica;
-    const auto data = source(hpf::data::Shard{});
-    hpf::Trainer<Model, P> trainer(options, data.train);
-    r.losses = trainer.fit().step_losses;
-    auto p = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, trainer.network().parameters());
-    auto b = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, trainer.network().buffers());
-    r.parameters.assign(p.data(), p.data() + p.size());
-    r.buffers.assign(b.data(), b.data() + b.size());
+    try {
+      options.data_shards = replicas * options.shards_per_replica;
+      const auto data = source(hpf::data::Shard{});
+      hpf::Trainer<Model, P> trainer(options, data.train);
+      r.losses = trainer.fit().step_losses;
+      auto p = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, trainer.network().parameters());
+      auto b = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, trainer.network().buffers());
+      r.parameters.assign(p.data(), p.data() + p.size());
+      r.buffers.assign(b.data(), b.data() + b.size());
+    } catch (const std::exception& e) {
+      const std::string what = e.what();
+      error.assign(what.begin(), what.end());
+    }
   }
+  broadcast_vector(world, error);
+  if (!error.empty()) throw std::runtime_error("the single-process reference failed: " + std::string(error.begin(), error.end()));
   broadcast_vector(world, r.losses);
   broadcast_vector(world, r.parameters);
   broadcast_vector(world, r.buffers);

@@ -10,6 +10,7 @@
 #include <hpf/layers/detail/rows.hpp>
 #include <hpf/layers/detail/im2col.hpp>
 #include <hpf/layers/detail/onednn_convolution.hpp>
+#include <hpf/layers/detail/split_convolution.hpp>
 #include <hpf/layers/detail/window.hpp>
 #include <hpf/layers/options.hpp>
 #include <hpf/layers/parameters.hpp>
@@ -61,10 +62,12 @@ class Conv2DImpl {
         transposed_backward_(!pointwise_ && g.stride == 1 && g.pad < g.kernel) {}
 
   void bind(ParameterBinder<T, Space>& binder) {
-    gemm_ = Gemm<T, Space>(binder.kernels());
+    const KernelResources& kernels = binder.kernels();
+    gemm_ = Gemm<T, Space>(kernels);
+    if (kernels.split.splits()) split_.emplace(kernels.layer_group<T, Space>(), kernels.split.kind, g_, out_, gemm_);
 #if HPF_ENABLE_ONEDNN
     if constexpr (onednn_possible) {
-      vendor_ = vendor_convolution(g_, out_, bias_, binder.kernels(), static_cast<std::size_t>(Space().concurrency()));
+      if (!split_) vendor_ = vendor_convolution(g_, out_, bias_, kernels, static_cast<std::size_t>(Space().concurrency()));
     }
 #endif
     const std::size_t k = g_.kernel;
@@ -80,6 +83,7 @@ class Conv2DImpl {
   }
   void reserve(tape_type&, std::size_t) {}
   std::size_t workspace(std::size_t capacity) const {
+    if (split_) return 0;  // the split keeps its own scratch
 #if HPF_ENABLE_ONEDNN
     if (vendor_) return vendor_->workspace(capacity);
 #endif
@@ -97,6 +101,10 @@ class Conv2DImpl {
   void forward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, Activation<T, Space> y,
                tape_type&) const {
     trace::Region region("hpf::Conv2D::forward");
+    if (split_) {
+      split_->forward(ctx.space, weight_, bias_value_, x, y);
+      return;
+    }
 #if HPF_ENABLE_ONEDNN
     if constexpr (onednn_possible) {
       if (vendor_) {
@@ -124,6 +132,10 @@ class Conv2DImpl {
   void backward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, ConstActivation<T, Space>,
                 ConstActivation<T, Space> dy, Activation<T, Space> dx, tape_type&) const {
     trace::Region region("hpf::Conv2D::backward");
+    if (split_) {
+      split_->backward(ctx.space, weight_, weight_grad_, bias_grad_, x, dy, dx);
+      return;
+    }
 #if HPF_ENABLE_ONEDNN
     if constexpr (onednn_possible) {
       if (vendor_) {
@@ -206,6 +218,7 @@ class Conv2DImpl {
   Gemm<T, Space> gemm_;
   std::size_t out_;
   bool bias_, pointwise_, transposed_backward_;
+  std::optional<SplitConvolution<T, Space, WindowGeometry>> split_;  // under NetworkOptions::split
 #if HPF_ENABLE_ONEDNN
   std::optional<OneDnnConvolution> vendor_;  // float on the host, unless ConvolutionAlgorithm::gemm
 #endif
@@ -246,12 +259,7 @@ struct Conv2D {
 
     using input_shape = In;
     using output_shape = std::conditional_t<accepted, Shape<Out, geometry.out_height, geometry.out_width>, InvalidShape>;
-    static constexpr LayerCost cost{
-        .parameters = Out * patch + (has_bias ? Out : 0),
-        .forward_flops = 2 * Out * patch * out_spatial + (has_bias ? Out * out_spatial : 0),
-        .backward_flops = 4 * Out * patch * out_spatial + (has_bias ? Out * out_spatial : 0),
-        .activations = Out * out_spatial,
-        .macs = Out * patch * out_spatial};
+    static constexpr LayerCost cost = product_cost(Out, patch, out_spatial, In::size, has_bias);
     static constexpr bool backward_reads_output = false;
     static constexpr bool in_place = false;
     static constexpr std::size_t leaves = 1;

@@ -27,7 +27,7 @@ struct LayerCost {
   /// int32 indices per sample the layer keeps from forward to backward besides its activations
   /// (max pooling's argmax).
   std::size_t saved_indices = 0;
-  /// What a layer split (LayerSplit: Dense layers only) divides and moves: the split layers'
+  /// What a layer split (LayerSplit: Dense, Conv2D, Conv3D) divides and moves: the split layers'
   /// multiply-accumulates per sample (forward; backward does twice as many), their input and output
   /// elements per sample, their weights and biases (per layer), and how many layers split.
   std::size_t split_macs = 0;
@@ -61,6 +61,25 @@ struct LayerCost {
   constexpr std::size_t training_flops() const noexcept { return forward_flops + backward_flops; }
   friend constexpr bool operator==(const LayerCost&, const LayerCost&) = default;
 };
+
+/// The cost of a convolution (Conv2D, Conv3D) or dense product of `outputs` filters, each over
+/// `patch` inputs at `positions` output positions, reading `inputs` elements per sample: a layer
+/// a LayerSplit divides.
+constexpr LayerCost product_cost(std::size_t outputs, std::size_t patch, std::size_t positions, std::size_t inputs,
+                                 bool bias) noexcept {
+  const std::size_t macs = outputs * patch * positions, bias_flops = bias ? outputs * positions : 0;
+  const std::size_t weights = outputs * patch + (bias ? outputs : 0);
+  return {.parameters = weights,
+          .forward_flops = 2 * macs + bias_flops,
+          .backward_flops = 4 * macs + bias_flops,
+          .activations = outputs * positions,
+          .macs = macs,
+          .split_macs = macs,
+          .split_inputs = inputs,
+          .split_outputs = outputs * positions,
+          .split_weights = weights,
+          .split_layers = 1};
+}
 
 }  // namespace hpf
 

@@ -110,17 +110,7 @@ struct Dense {
     using output_shape = std::conditional_t<accepted, std::conditional_t<In::sequence, Shape<In::positions, Out>, Shape<Out>>,
                                             InvalidShape>;
     static constexpr std::size_t in_features = In::channels, positions = In::positions;
-    static constexpr LayerCost cost{
-        .parameters = Out * in_features + (has_bias ? Out : 0),
-        .forward_flops = positions * (2 * Out * in_features + (has_bias ? Out : 0)),
-        .backward_flops = positions * (4 * Out * in_features + (has_bias ? Out : 0)),
-        .activations = positions * Out,
-        .macs = positions * Out * in_features,
-        .split_macs = positions * Out * in_features,
-        .split_inputs = positions * in_features,
-        .split_outputs = positions * Out,
-        .split_weights = Out * in_features + (has_bias ? Out : 0),
-        .split_layers = 1};
+    static constexpr LayerCost cost = product_cost(Out, in_features, positions, positions * in_features, has_bias);
     static constexpr bool backward_reads_output = false;
     static constexpr bool in_place = false;
     static constexpr std::size_t leaves = 1;

@@ -62,7 +62,7 @@ struct KernelResources {
   bool recompute_blocks = false;
   /// The inputs of float layers' products (NetworkOptions::matmul_precision).
   MatmulPrecision matmul_precision = MatmulPrecision::full;
-  /// How Dense layers divide their work (NetworkOptions::split).
+  /// How Dense and convolution layers divide their work (NetworkOptions::split).
   LayerSplit split{};
   /// The split's collectives (NetworkOptions::split_group); null: this process computes every
   /// member's part.

@@ -12,19 +12,19 @@
 
 namespace hpf {
 
-/// How Dense layers divide their work among the members of a group (ParaDL's filter and channel
-/// parallelism; Megatron's column- and row-parallel linear layers).
+/// How Dense, Conv2D and Conv3D layers divide their work among the members of a group (ParaDL's
+/// filter and channel parallelism; Megatron's column- and row-parallel linear layers).
 enum class SplitKind {
   none,
-  /// Member m computes outputs (filters) [m F / G, (m + 1) F / G) from the whole input; forward
+  /// Member m computes outputs (filters, output channels) [m F / G, (m + 1) F / G) from the whole input; forward
   /// gathers the outputs, backward adds the members' input gradients in a fixed tree.
   filter,
-  /// Member m reads inputs (channels) [m C / G, (m + 1) C / G); forward adds the members'
+  /// Member m reads inputs (input channels) [m C / G, (m + 1) C / G); forward adds the members'
   /// partial outputs in a fixed tree, backward gathers the input gradient.
   channel,
 };
 
-/// \brief A split of a network's Dense layers over `group` members. The parts are added in
+/// \brief A split of a network's Dense and convolution layers over `group` members. The parts are added in
 /// hpf::ordered_sum's tree, so one process that computes every member's part (hpf::Trainer)
 /// and G processes that compute one each (hpf::fit) get the same bits; a split network's bits
 /// differ from an unsplit one's only by the order of those additions.

@@ -54,7 +54,7 @@ struct NetworkOptions {
   /// or rounded to bfloat16 with float sums (what hpf::Mixed<hpf::bf16> training sets; see
   /// docs/precision.md). Other scalar types take `full` only.
   MatmulPrecision matmul_precision = MatmulPrecision::full;
-  /// Dense layers' work divided among a group (filter or channel parallelism; see
+  /// Dense and convolution layers' work divided among a group (filter or channel parallelism; see
   /// docs/strategies.md). hpf::fit sets it from its strategy (Pipeline<..., Filter<G>>); a
   /// Trainer given a split computes every member's part and gets the bits of G processes.
   LayerSplit split{};

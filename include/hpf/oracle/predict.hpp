@@ -47,7 +47,7 @@ struct Plan {
   HostHierarchy hierarchy = HostHierarchy::automatic;  ///< hpf::StepOptions::hierarchy
   ExchangePrecision exchange_precision = ExchangePrecision::full;  ///< hpf::StepOptions::exchange_precision
   bool recompute = false;  ///< re-materialization of Repeat blocks (NetworkOptions::recompute)
-  LayerSplit split{};      ///< Dense layers split over groups (Pipeline<..., Filter<G>>): R x S x G ranks
+  LayerSplit split{};      ///< layers split over groups (Pipeline<..., Filter<G>>): R x S x G ranks
 
   /// Ranks of one replica: its stages x its group.
   std::size_t ranks_per_replica() const { return stages * split.ranks(); }
@@ -116,9 +116,9 @@ class OnAverage {
   double long_run_;
 };
 
-/// A unit's Dense layers split over a group (LayerSplit) on micro-batches of m samples: the share
-/// of its forward and backward that stays (the split products' FLOPs over the unit's, 1/G of them
-/// left) and what its group's collectives add, each a ring among the group's neighbouring ranks:
+/// A unit's Dense and convolution layers split over a group (LayerSplit) on micro-batches of m
+/// samples: the share of its forward and backward that stays (the split products' FLOPs over the
+/// unit's, 1/G of them left) and what its group's collectives add, each a ring among the group's neighbouring ranks:
 /// filter splits gather the outputs in forward and, in backward, the weight gradients and all G
 /// members' input-gradient parts; channel splits gather all members' partial outputs in forward
 /// and the input and weight gradients in backward.
@@ -154,7 +154,7 @@ inline SplitUnit split_unit(const MachineProfile& profile, const LayerCost& c, c
 }
 
 /// With `recompute`, a Repeat's block runs its forward again inside its backward; with `split`, the
-/// units' Dense layers are split (split_unit) in a job of `ranks` ranks.
+/// units' Dense and convolution layers are split (split_unit) in a job of `ranks` ranks.
 inline StageTimes stage_times(const ModelView& model, const MachineProfile& profile,
                               const std::vector<const UnitTiming*>& timings, std::size_t begin, std::size_t end, bool last,
                               double m, HostLoad load, const OnAverage& on_average, bool recompute = false,

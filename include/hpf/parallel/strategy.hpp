@@ -66,7 +66,7 @@ constexpr LayerSplit layer_split_of() {
 /// \tparam Options optionally one Kokkos execution space per stage (a CPU stage next to a GPU
 ///         stage; by default every stage runs on fit's execution space), and at most one layer
 ///         split, Filter<G> or Channel<G>: each stage of each replica then runs on G processes
-///         that divide its Dense layers (R x S x G processes). Activations crossing between
+///         that divide its Dense and convolution layers (R x S x G processes). Activations crossing between
 ///         stages move through MPI, staged through host memory where a space's memory is not
 ///         host-accessible (unless hpf is configured for a GPU-aware MPI).
 template <class Partition, class... Options>
@@ -75,7 +75,7 @@ struct Pipeline {
                 "hpf::Pipeline: name at most one layer split (Filter<G> or Channel<G>)");
   using partition = Partition;
   using stage_spaces = detail::stage_spaces_of<Options...>;
-  /// How each stage's Dense layers divide among a group (LayerSplit{} without a split).
+  /// How each stage's Dense and convolution layers divide among a group (LayerSplit{} without a split).
   static constexpr LayerSplit split = detail::layer_split_of<Options...>();
 };
 

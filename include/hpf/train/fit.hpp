@@ -290,7 +290,8 @@ TrainReport fit(const comm::Communicator& world, const TrainOptions& given, cons
   static_assert(Strategy::stage_spaces::size == 0 || Strategy::stage_spaces::size == stages,
                 "hpf::Pipeline: name one execution space per stage, or none");
   static_assert(!Strategy::split.splits() || Model::cost.split_layers > 0,
-                "hpf::fit: the strategy's layer split (Filter<G> or Channel<G>) divides Dense layers, and the model has none");
+                "hpf::fit: the strategy's layer split (Filter<G> or Channel<G>) divides Dense, Conv2D and Conv3D layers, "
+                "and the model has none");
 
   constexpr LayerSplit split = Strategy::split;
   const TrainOptions options = detail::with_profile_exchange_cost(
@@ -305,7 +306,7 @@ TrainReport fit(const comm::Communicator& world, const TrainOptions& given, cons
   const ProcessGrid grid(world, stages, split.ranks());
   detail::check_layout<T>(options, grid);
   if (split.splits() && options.log && world.rank() == 0) {
-    *options.log << "hpf: layer split, Dense layers in " << split.describe() << " ranks: " << grid.replicas()
+    *options.log << "hpf: layer split, Dense and convolution layers in " << split.describe() << " ranks: " << grid.replicas()
                  << " replica(s) x " << stages << " stage(s) x " << split.ranks() << " ranks" << std::endl;
   }
   NetworkFacts facts;

@@ -2,8 +2,10 @@
 #ifndef HPF_LAYERS_DETAIL_SPLIT_DENSE_HPP
 #define HPF_LAYERS_DETAIL_SPLIT_DENSE_HPP
 
+#include <hpf/layers/detail/column_blocks.hpp>
 #include <hpf/layers/detail/gemm.hpp>
 #include <hpf/layers/detail/rows.hpp>
+#include <hpf/layers/detail/split_members.hpp>
 #include <hpf/layers/layer_split.hpp>
 #include <hpf/tensor/views.hpp>
 
@@ -13,26 +15,6 @@
 #include <vector>
 
 namespace hpf::detail {
-
-/// packed(r, j) = m(r, first + j): a block of columns as a matrix of its own (a GEMM operand).
-template <class Space, class T>
-void pack_columns(const Space& space, Matrix<const T, Space> m, std::size_t first, Matrix<T, Space> packed) {
-  const std::size_t width = packed.extent(1);
-  Kokkos::parallel_for("hpf::Dense::pack_columns", Kokkos::RangePolicy<Space>(space, 0, packed.extent(0)),
-                       KOKKOS_LAMBDA(const std::size_t r) {
-                         for (std::size_t j = 0; j < width; ++j) packed(r, j) = m(r, first + j);
-                       });
-}
-
-/// m(r, first + j) = packed(r, j).
-template <class Space, class T>
-void unpack_columns(const Space& space, Matrix<const T, Space> packed, std::size_t first, Matrix<T, Space> m) {
-  const std::size_t width = packed.extent(1);
-  Kokkos::parallel_for("hpf::Dense::unpack_columns", Kokkos::RangePolicy<Space>(space, 0, packed.extent(0)),
-                       KOKKOS_LAMBDA(const std::size_t r) {
-                         for (std::size_t j = 0; j < width; ++j) m(r, first + j) = packed(r, j);
-                       });
-}
 
 /// \brief The products of a Dense layer whose work a LayerGroup splits (KernelResources::split).
 /// Every member holds the whole weight; member m computes its block of it:
@@ -49,9 +31,10 @@ class SplitDense {
  public:
   SplitDense() = default;
   SplitDense(const LayerGroup<T, Space>& group, SplitKind kind, std::size_t in, std::size_t out, Gemm<T, Space> gemm)
-      : group_(&group), filter_(kind == SplitKind::filter), in_(in), out_(out), gemm_(std::move(gemm)) {}
+      : members_(group, kind == SplitKind::filter ? out : in), filter_(kind == SplitKind::filter), in_(in), out_(out),
+        gemm_(std::move(gemm)) {}
 
-  explicit operator bool() const { return group_ != nullptr; }
+  explicit operator bool() const { return static_cast<bool>(members_); }
 
   void forward(const Space& space, Matrix<const T, Space> weight, Vector<T, Space> bias, Matrix<const T, Space> x,
                Matrix<T, Space> y) const {
@@ -64,7 +47,7 @@ class SplitDense {
         if (has_bias) broadcast_rows(space, Vector<T, Space>(bias.data() + r, rows), ym, "hpf::Dense::bias");
         gemm_("N", "N", T(1), Matrix<const T, Space>(weight.data() + r * in_, rows, in_), x, has_bias ? T(1) : T(0), ym);
       }
-      group_->gather(y.data(), bounds(cols));
+      members_.group().gather(y.data(), bounds(cols));
       return;
     }
     ensure_capacity(partials_, (end() - first()) * out_ * cols, "hpf::Dense::split_partials");
@@ -80,7 +63,7 @@ class SplitDense {
       const Matrix<const T, Space> xm(x.data() + c * cols, width, cols);
       gemm_("N", "N", T(1), packed_weight(space, weight, c, width), xm, adds_bias ? T(1) : T(0), part);
     }
-    group_->sum(partials_.data(), out_ * cols, y.data());
+    members_.group().sum(partials_.data(), out_ * cols, y.data());
   }
 
   void backward(const Space& space, Matrix<const T, Space> weight, Matrix<T, Space> weight_grad,
@@ -95,8 +78,8 @@ class SplitDense {
         gemm_("N", "T", T(1), dym, x, T(1), Matrix<T, Space>(weight_grad.data() + r * in_, rows, in_));
         if (has_bias) add_row_sums(space, dym, Vector<T, Space>(bias_grad.data() + r, rows), "hpf::Dense::bias_grad");
       }
-      group_->gather(weight_grad.data(), bounds(in_));
-      if (has_bias) group_->gather(bias_grad.data(), bounds(1));
+      members_.group().gather(weight_grad.data(), bounds(in_));
+      if (has_bias) members_.group().gather(bias_grad.data(), bounds(1));
       if (!wants_dx) return;
       ensure_capacity(partials_, (end() - first()) * in_ * cols, "hpf::Dense::split_partials");
       for (std::size_t m = first(); m < end(); ++m) {
@@ -109,7 +92,7 @@ class SplitDense {
         gemm_("T", "N", T(1), Matrix<const T, Space>(weight.data() + r * in_, rows, in_),
               Matrix<const T, Space>(dy.data() + r * cols, rows, cols), T(0), part);
       }
-      group_->sum(partials_.data(), in_ * cols, dx.data());
+      members_.group().sum(partials_.data(), in_ * cols, dx.data());
       return;
     }
     if (has_bias) add_row_sums(space, dy, bias_grad, "hpf::Dense::bias_grad");
@@ -121,8 +104,8 @@ class SplitDense {
       pack_columns(space, Matrix<const T, Space>(weight_grad), c, block);
       gemm_("N", "T", T(1), dy, Matrix<const T, Space>(x.data() + c * cols, width, cols), T(1), block);
     }
-    group_->gather(packed_grad_.data(), bounds(out_));
-    for (std::size_t m = 0; m < group_->size(); ++m) {
+    members_.group().gather(packed_grad_.data(), bounds(out_));
+    for (std::size_t m = 0; m < members_.size(); ++m) {
       const std::size_t c = begin(m), width = begin(m + 1) - c;
       unpack_columns(space, Matrix<const T, Space>(packed_grad_.data() + out_ * c, out_, width), c, weight_grad);
     }
@@ -133,20 +116,14 @@ class SplitDense {
       const Matrix<T, Space> dxm(dx.data() + c * cols, width, cols);
       gemm_("T", "N", T(1), packed_weight(space, weight, c, width), dy, T(0), dxm);
     }
-    group_->gather(dx.data(), bounds(cols));
+    members_.group().gather(dx.data(), bounds(cols));
   }
 
  private:
-  /// First output (filter) or input (channel) of member m.
-  std::size_t begin(std::size_t m) const { return split_begin(filter_ ? out_ : in_, group_->size(), m); }
-  std::size_t first() const { return group_->first_member(); }
-  std::size_t end() const { return group_->first_member() + group_->local_members(); }
-  /// Every member's part of a [out or in][per_row] array, in elements.
-  std::vector<std::size_t> bounds(std::size_t per_row) const {
-    std::vector<std::size_t> b(group_->size() + 1);
-    for (std::size_t m = 0; m < b.size(); ++m) b[m] = begin(m) * per_row;
-    return b;
-  }
+  std::size_t begin(std::size_t m) const { return members_.begin(m); }
+  std::size_t first() const { return members_.first(); }
+  std::size_t end() const { return members_.end(); }
+  std::vector<std::size_t> bounds(std::size_t per_row) const { return members_.bounds(per_row); }
   /// W's columns [c, c + width) as a matrix of their own.
   Matrix<const T, Space> packed_weight(const Space& space, Matrix<const T, Space> weight, std::size_t c,
                                        std::size_t width) const {
@@ -156,7 +133,7 @@ class SplitDense {
     return packed;
   }
 
-  const LayerGroup<T, Space>* group_ = nullptr;
+  SplitMembers<T, Space> members_;
   bool filter_ = true;
   std::size_t in_ = 0, out_ = 0;
   Gemm<T, Space> gemm_;

@@ -1,4 +1,7 @@
-// Dense layers split over a group (filter and channel parallelism), computed in one process.
+// Dense and convolution layers split over a group (filter and channel parallelism), computed in
+// one process.
+#include <hpf/layers/conv2d.hpp>
+#include <hpf/layers/conv3d.hpp>
 #include <hpf/layers/dense.hpp>
 #include <hpf/layers/flatten.hpp>
 #include <hpf/layers/relu.hpp>
@@ -25,20 +28,37 @@ using Single = hpf::Sequential<hpf::Input<13>, hpf::Dense<6>>;
 using NoBiasLayer = hpf::Sequential<hpf::Input<7>, hpf::Dense<9, hpf::NoBias>>;
 using PerPosition = hpf::Sequential<hpf::Input<4, 10>, hpf::Dense<6>>;
 
+using PaddedConv = hpf::Sequential<hpf::Input<3, 5, 5>, hpf::Conv2D<4, 3, hpf::Pad<1>>>;
+using StridedConv = hpf::Sequential<hpf::Input<5, 7, 6>, hpf::Conv2D<3, 3, hpf::Stride<2>, hpf::NoBias>>;
+using PointwiseConv = hpf::Sequential<hpf::Input<4, 3, 3>, hpf::Conv2D<6, 1>>;
+using Cnn = hpf::Sequential<hpf::Input<3, 6, 6>, hpf::Conv2D<4, 3>, hpf::ReLU, hpf::Conv2D<5, 3, hpf::Stride<2>, hpf::Pad<1>>,
+                            hpf::Flatten, hpf::Dense<3>, hpf::SoftmaxCrossEntropy>;
+using VolumeConv = hpf::Sequential<hpf::Input<3, 4, 5, 4>, hpf::Conv3D<4, 3, hpf::Pad<1>>>;
+
+// The split facts the oracle prices (LayerCost): every Dense and convolution layer, nothing else.
+static_assert(Cnn::cost.split_layers == 3 && Mlp::cost.split_layers == 2);
+static_assert(PaddedConv::cost.split_macs == 4 * 27 * 25 && PaddedConv::cost.split_inputs == 75 &&
+              PaddedConv::cost.split_outputs == 100 && PaddedConv::cost.split_weights == 4 * 27 + 4);
+static_assert(VolumeConv::cost.split_macs == 4 * 81 * 80 && VolumeConv::cost.split_weights == 4 * 81 + 4);
+
 hpf::NetworkOptions split_options(hpf::LayerSplit split) {
   hpf::NetworkOptions o;
   o.split = split;
   return o;
 }
 
+/// The split model's analytic gradients against central differences: within 1e-6, or within twice
+/// the unsplit model's own discrepancy (the differences' truncation error through a ReLU network).
 template <class Model>
 void check_gradients(hpf::LayerSplit split) {
   INFO(split.describe());
-  const auto r = hpf_test::gradient_check<Model>(5, 3, 24, 1e-5, [](hpf::Rng& g) { return g.uniform(-1.0, 1.0); },
-                                                 split_options(split));
+  const auto check = [](const hpf::NetworkOptions& o) {
+    return hpf_test::gradient_check<Model>(5, 3, 24, 1e-5, [](hpf::Rng& g) { return g.uniform(-1.0, 1.0); }, o);
+  };
+  const auto whole = check({}), r = check(split_options(split));
   CHECK(r.checked > 0);
-  CHECK(r.worst_input_error < 1e-6);
-  CHECK(r.worst_parameter_error < 1e-6);
+  CHECK(r.worst_input_error < std::max(1e-6, 2 * whole.worst_input_error));
+  CHECK(r.worst_parameter_error < std::max(1e-6, 2 * whole.worst_parameter_error));
 }
 
 /// Output, input gradient and parameter gradients of one forward and backward of Model (double)
@@ -100,6 +120,35 @@ TEST_CASE("Dense split over a group: finite-difference gradients") {
   SUBCASE("more members than outputs or inputs: some compute nothing") {
     check_gradients<Single>(hpf::LayerSplit::filter(8));
     check_gradients<hpf::Sequential<hpf::Input<3>, hpf::Dense<6>>>(hpf::LayerSplit::channel(5));
+  }
+}
+
+TEST_CASE("Conv2D and Conv3D split over a group: finite-difference gradients") {
+  // Filters 3 to 6 and channels 3 to 5 over 2, 3 and 5 members: some members own nothing.
+  for (const std::size_t g : {2, 3, 5}) {
+    for (const auto split : {hpf::LayerSplit::filter(g), hpf::LayerSplit::channel(g)}) {
+      check_gradients<PaddedConv>(split);
+      check_gradients<StridedConv>(split);
+      check_gradients<PointwiseConv>(split);
+      check_gradients<Cnn>(split);
+      check_gradients<VolumeConv>(split);
+    }
+  }
+}
+
+TEST_CASE("Conv2D and Conv3D split over a group: the unsplit layer's values up to the order of additions") {
+  const Pass image = run_pass<PaddedConv>({}, 3), volume = run_pass<VolumeConv>({}, 2);
+  for (const auto split : {hpf::LayerSplit::filter(2), hpf::LayerSplit::filter(3), hpf::LayerSplit::channel(2),
+                           hpf::LayerSplit::channel(3)}) {
+    INFO(split.describe());
+    const Pass part = run_pass<PaddedConv>(split_options(split), 3);
+    const Pass volume_part = run_pass<VolumeConv>(split_options(split), 2);
+    CHECK(worst_relative(part.output, image.output) < 1e-14);
+    CHECK(worst_relative(part.input_grad, image.input_grad) < 1e-14);
+    CHECK(worst_relative(part.gradients, image.gradients) < 1e-14);
+    CHECK(worst_relative(volume_part.output, volume.output) < 1e-14);
+    CHECK(worst_relative(volume_part.input_grad, volume.input_grad) < 1e-14);
+    CHECK(worst_relative(volume_part.gradients, volume.gradients) < 1e-14);
   }
 }
 
