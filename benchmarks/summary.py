@@ -158,6 +158,16 @@ def layer_splits():
             ", ".join(f"{model(m)} batch {b} {' / '.join(v[x] for x in layouts)}" for (m, b), v in by.items()))
 
 
+def cuts():
+    """Per model of `cuts`: how much slower than the measured best cut the chosen and Balanced<2>'s ran."""
+    found = re.findall(r"^- (\w+): the chosen cut \d+ measured (-?[\d.]+) % slower than the measured best \(\d+\); "
+                       r"Balanced<2>'s \(\d+\) (-?[\d.]+) %\.$", body("cuts"), re.M)
+    if not found:
+        raise Stale("block 'cuts': no '- MODEL: the chosen cut L measured X % slower than the measured best' line")
+    return ("2-stage pipeline, % slower than the measured best cut: the cut the oracle chose / Balanced<2>'s",
+            ", ".join(f"{model(m)} {c} % / {b} %" for m, c, b in found))
+
+
 def threads_breakdown():
     found = re.findall(r"^\*\*(\w+)\*\*, batch .*?\*\*\+[\d.]+ ms \((\+[\d.]+ %)\)\*\* per step more",
                        body("threads-breakdown"), re.M)
@@ -259,7 +269,8 @@ ROWS = [(["single-process"], single_process), (["single-process-models"], single
         (["two-cores"], two_cores), (["two-cores-models"], two_cores_models), (["threads-breakdown"], threads_breakdown),
         (["compile-flat"], compile_flat),
         (["comm"], comm), (["trace-overhead"], trace_overhead), (["fabrics"], fabrics),
-        (["across-hosts"], across_hosts), (["layer-splits"], layer_splits), (["precision"], precision), (["fuzzing"], fuzzing), (["fuzzing-npy"], fuzzing_npy),
+        (["across-hosts"], across_hosts), (["layer-splits"], layer_splits), (["cuts"], cuts),
+        (["precision"], precision), (["fuzzing"], fuzzing), (["fuzzing-npy"], fuzzing_npy),
         (["sanitizers"], sanitizers), (["reliability"], reliability), (["oracle"], oracle),
         (["oracle"], oracle_memory), (["oracle-1gbit", "oracle-10gbit"], oracle_fabrics)]
 

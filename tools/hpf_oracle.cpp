@@ -5,12 +5,14 @@
 //   hpf-oracle calibrate --model resnet56 --profile benchmarks/comm/profiles/local.json
 //   hpf-oracle rank --model resnet56 --ranks 4 --batch 64 [--profile FILE] [--cluster FILE]
 //   hpf-oracle predict --model cnn --ranks 4 --batch 128 --stages 2 --micro-batches 4 --schedule gpipe
+//   hpf-oracle partition --model resnet56 --ranks 4 --batch 64 --stages 4 --micro-batches 8
 //
 // Models: the zoo's (hpf::zoo). A user's model gets the same from hpf::oracle::calibrate<Model>
 // and hpf::oracle::rank_strategies(view_of<Model>(...), ...) in their own program.
 #include <hpf/data/fashion_mnist.hpp>
 #include <hpf/data/synthetic.hpp>
 #include <hpf/data/text.hpp>
+#include <hpf/oracle/best_cuts.hpp>
 #include <hpf/oracle/calibrate.hpp>
 #include <hpf/oracle/noise_probe.hpp>
 #include <hpf/oracle/recommend.hpp>
@@ -48,18 +50,23 @@ const char* const usage_text =
     "                            [--data fashion-mnist|synthetic|random] [--noise-seconds S] [--precision P]\n"
     "       hpf-oracle rank      --model NAME --ranks P --batch B [--profile FILE] [--cluster FILE]\n"
     "                            [--memory-budget MIB] [--max-stages S] [--top N] [--recompute] [--precision P]\n"
-    "                            [--exchange-precision full|bf16] [--layer-splits] [--json]\n"
+    "                            [--exchange-precision full|bf16] [--layer-splits] [--search-cuts] [--json]\n"
     "       hpf-oracle predict   --model NAME --ranks P --batch B --stages S --micro-batches M\n"
     "                            [--schedule 1f1b|gpipe] [--cuts L1,L2,...] [--profile FILE] [--cluster FILE]\n"
     "                            [--recompute] [--precision P] [--exchange-precision full|bf16]\n"
     "                            [--split filter:G|channel:G] [--json]\n"
+    "       hpf-oracle partition --model NAME --ranks P --batch B --stages S --micro-batches M\n"
+    "                            [predict's options but --cuts]\n"
     "  --cuts: the leaves where stages 2..S begin (hpf::Cuts<...>; default: hpf::Balanced<S>'s)\n"
+    "  partition: the cuts of S stages that minimise the predicted step (within --memory-budget), the\n"
+    "             hpf::Cuts<...> to name in hpf::Pipeline, against hpf::Balanced<S>'s\n"
     "  --recompute: training re-materializes Repeat blocks (NetworkOptions::recompute)\n"
     "  --precision: float (default), or bf16: the products of dense, convolution and attention layers read\n"
     "             bf16 inputs (hpf::Mixed<hpf::bf16>); calibrated and predicted apart from float\n"
     "  --exchange-precision: what gradients travel as between replicas (StepOptions::exchange_precision)\n"
     "  --layer-splits: rank filter and channel splits of the Dense and convolution layers too\n"
     "                  (hpf::Filter<G>, hpf::Channel<G>)\n"
+    "  --search-cuts: each pipeline at the cuts partition finds, not only at hpf::Balanced<S>'s\n"
     "  --split: the plan's Dense and convolution layers split over groups of G ranks\n"
     "           (P = replicas x stages x G)\n"
     "  models: mlp cnn resnet20 resnet56 resnet164 resnet1001 (hpf::zoo), gpt (examples/03_language_model's\n"
@@ -83,7 +90,7 @@ struct Args {
   std::size_t ready_fd = 0;  ///< load: where to tell the calibration it computes (0: nowhere)
   double memory_budget_mib = 0;
   double noise_seconds = 10;
-  bool json = false, recompute = false, layer_splits = false;
+  bool json = false, recompute = false, layer_splits = false, search_cuts = false;
   hpf::LayerSplit split{};
   std::vector<std::size_t> batches, cuts;
 };
@@ -121,7 +128,8 @@ Args parse(int argc, char** argv) {
     std::fputs(usage_text, stdout);
     std::exit(0);
   }
-  if (a.command != "calibrate" && a.command != "rank" && a.command != "predict" && a.command != "load") {
+  if (a.command != "calibrate" && a.command != "rank" && a.command != "predict" && a.command != "partition" &&
+      a.command != "load") {
     fail("unknown command '" + a.command + "'");
   }
   for (int i = 2; i < argc; ++i) {
@@ -131,8 +139,8 @@ Args parse(int argc, char** argv) {
       (flag == "--json" ? a.json : a.recompute) = true;
       continue;
     }
-    if (flag == "--layer-splits" && a.command == "rank") {
-      a.layer_splits = true;
+    if ((flag == "--layer-splits" || flag == "--search-cuts") && a.command == "rank") {
+      (flag == "--layer-splits" ? a.layer_splits : a.search_cuts) = true;
       continue;
     }
     if (i + 1 >= argc) fail(flag + " needs a value");
@@ -151,7 +159,7 @@ Args parse(int argc, char** argv) {
     else if (flag == "--top") a.top = count(flag, value);
     else if (flag == "--max-stages") a.max_stages = count(flag, value);
     else if (flag == "--ready-fd" && a.command == "load") a.ready_fd = count(flag, value);
-    else if (flag == "--split" && a.command == "predict") {
+    else if (flag == "--split" && (a.command == "predict" || a.command == "partition")) {
       try {
         a.split = hpf::LayerSplit::parse(value);
       } catch (const std::invalid_argument& e) {
@@ -165,7 +173,7 @@ Args parse(int argc, char** argv) {
         fail("--noise-seconds needs seconds from 0 to 3600, not '" + value + "'");
       }
     } else if (flag == "--memory-budget") a.memory_budget_mib = static_cast<double>(count(flag, value));
-    else if (flag == "--batches" || flag == "--cuts") {
+    else if (flag == "--batches" || (flag == "--cuts" && a.command != "partition")) {
       auto& list = flag == "--batches" ? a.batches : a.cuts;
       std::stringstream items(value);
       for (std::string item; std::getline(items, item, ',');) list.push_back(count(flag, item));
@@ -187,7 +195,9 @@ Args parse(int argc, char** argv) {
     fail("--data must be fashion-mnist, synthetic or random, not '" + a.data + "'");
   }
   if (a.command != "calibrate" && a.command != "load" && (a.ranks == 0 || a.batch == 0)) fail(a.command + " needs --ranks and --batch");
-  if (a.command == "predict" && (a.stages == 0 || a.micro_batches == 0)) fail("predict needs --stages and --micro-batches");
+  if ((a.command == "predict" || a.command == "partition") && (a.stages == 0 || a.micro_batches == 0)) {
+    fail(a.command + " needs --stages and --micro-batches");
+  }
   if (a.profile.empty()) {
     const char* env = std::getenv("HPF_ORACLE_PROFILE");
     a.profile = env && *env ? env : HPF_ORACLE_DEFAULT_PROFILE;
@@ -236,6 +246,29 @@ void print_table(const std::vector<Prediction>& ranked, const Args& a, const Mac
   std::printf("recommended: %s, %.2f ms per step (%.0f samples/s); %zu strategies ranked in %.0f us\n",
               ranked.front().plan.describe().c_str(), ranked.front().time_s * 1e3,
               static_cast<double>(a.batch) / ranked.front().time_s, ranked.size(), query_us);
+}
+
+/// partition's answer: the best cuts found against Balanced<S>'s, as text or JSON.
+int print_partition(const CutSearch& search, const Args& a) {
+  const Prediction &best = search.best, &balanced = search.balanced;
+  if (a.json) {
+    std::printf("{\"cuts\": \"%s\", \"predictions\": %zu, \"best\": %s, \"balanced\": %s}\n",
+                cuts_type(best.plan.bounds).c_str(), search.predictions, json_of(best, a.model).c_str(),
+                json_of(balanced, a.model).c_str());
+    return 0;
+  }
+  std::printf("hpf-oracle: cuts of %s: %s\n", a.model.c_str(), best.plan.describe().c_str());
+  const auto row = [](const char* name, const Prediction& p) {
+    std::printf("  %-14s %-26s %10.2f ms per step, compute %8.2f ms, imbalance %.2f, peak %.1f MiB%s\n", name,
+                cuts_type(p.plan.bounds).c_str(), p.time_s * 1e3, p.compute_s * 1e3, p.imbalance,
+                static_cast<double>(p.peak_memory_bytes) / (1 << 20), p.fits ? "" : " (over the budget)");
+  };
+  row("Balanced<S>", balanced);
+  row("best", best);
+  std::printf("use: hpf::Pipeline<%s> (%.1f %% faster than Balanced<%zu>; %zu plans predicted)\n",
+              cuts_type(best.plan.bounds).c_str(), 100 * (balanced.time_s - best.time_s) / balanced.time_s,
+              best.plan.stages, search.predictions);
+  return 0;
 }
 
 /// The samples calibrate and load run the model on (--data); none for `random`.
@@ -395,7 +428,7 @@ int run(const Args& a) {
   MachineProfile profile = load_profile(a.profile);
   if (!a.cluster.empty()) profile = load_cluster(a.cluster, profile);
   const ModelView model = view_of<Model>(a.model, 1, matmul_precision(a));
-  if (a.command == "predict") {
+  if (a.command == "predict" || a.command == "partition") {
     const std::size_t group = a.split.ranks();
     if (a.ranks % (a.stages * group)) {
       fail(group == 1 ? "--stages must divide --ranks" : "--stages times --split's group must divide --ranks");
@@ -413,6 +446,9 @@ int run(const Args& a) {
                     .schedule = a.schedule == "gpipe" ? hpf::Schedule::gpipe : hpf::Schedule::one_f_one_b,
                     .bounds = bounds, .exchange_precision = exchange_precision(a), .recompute = a.recompute,
                     .split = a.split};
+    if (a.command == "partition") {
+      return print_partition(search_cuts(model, plan, profile, a.memory_budget_mib * (1 << 20)), a);
+    }
     const Prediction p = predict(model, plan, profile, a.memory_budget_mib * (1 << 20));
     if (a.json) {
       std::printf("%s\n", json_of(p, a.model).c_str());
@@ -438,6 +474,7 @@ int run(const Args& a) {
   o.recompute = a.recompute;
   o.exchange_precision = exchange_precision(a);
   o.layer_splits = a.layer_splits;
+  o.search_cuts = a.search_cuts;
   const auto start = std::chrono::steady_clock::now();
   const std::vector<Prediction> ranked = rank_strategies(model, a.ranks, a.batch, profile, o);
   const double query_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();

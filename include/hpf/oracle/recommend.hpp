@@ -2,6 +2,7 @@
 #ifndef HPF_ORACLE_RECOMMEND_HPP
 #define HPF_ORACLE_RECOMMEND_HPP
 
+#include <hpf/oracle/best_cuts.hpp>
 #include <hpf/oracle/model_view.hpp>
 #include <hpf/oracle/predict.hpp>
 #include <hpf/oracle/profile.hpp>
@@ -27,6 +28,9 @@ struct SearchOptions {
   /// count): the strategies of ParaDL's comparison. hpf::Auto trains partitions only and asks
   /// without them.
   bool layer_splits = false;
+  /// Pipelines at the cuts search_cuts finds for each of them, instead of Balanced<S>'s (hpf::Auto
+  /// trains Balanced<S> and asks without).
+  bool search_cuts = false;
 };
 
 /// Every feasible strategy of `ranks` processes for a global `batch`: S stages dividing the
@@ -61,7 +65,8 @@ inline std::vector<Prediction> rank_strategies(const ModelView& model, std::size
           Plan plan{.stages = S, .replicas = R, .batch = batch, .micro_batches = M, .schedule = schedule, .bounds = bounds,
                     .bucket_bytes = o.bucket_bytes, .reduction = o.reduction,
                     .exchange_precision = o.exchange_precision, .recompute = o.recompute, .split = split};
-          all.push_back(predict(model, plan, profile, budget));
+          all.push_back(o.search_cuts && S > 1 ? search_cuts(model, plan, profile, budget).best
+                                               : predict(model, plan, profile, budget));
         }
       }
     }
