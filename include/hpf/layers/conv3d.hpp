@@ -52,7 +52,9 @@ class Conv3DImpl {
   void bind(ParameterBinder<T, Space>& binder) {
     const KernelResources& kernels = binder.kernels();
     gemm_ = Gemm<T, Space>(kernels);
-    if (kernels.split.splits()) split_.emplace(kernels.layer_group<T, Space>(), kernels.split.kind, g_, out_, gemm_);
+    if (kernels.split.splits()) {
+      split_.emplace(kernels.layer_group<T, Space>(), kernels.split.kind, g_, out_, bias_, gemm_, kernels);
+    }
 #if HPF_ENABLE_ONEDNN
     if constexpr (onednn_possible) {
       if (!split_) vendor_ = vendor_convolution(g_, out_, bias_, kernels, static_cast<std::size_t>(Space().concurrency()));

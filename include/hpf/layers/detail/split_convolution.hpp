@@ -6,15 +6,21 @@
 #include <hpf/layers/detail/column_blocks.hpp>
 #include <hpf/layers/detail/gemm.hpp>
 #include <hpf/layers/detail/im2col.hpp>
+#include <hpf/layers/detail/onednn_convolution.hpp>
 #include <hpf/layers/detail/rows.hpp>
 #include <hpf/layers/detail/split_members.hpp>
 #include <hpf/layers/detail/vol2col.hpp>
+#include <hpf/layers/kernel_options.hpp>
 #include <hpf/layers/layer_split.hpp>
 #include <hpf/tensor/views.hpp>
 
 #include <Kokkos_Core.hpp>
 
+#include <algorithm>
 #include <cstddef>
+#include <optional>
+#include <type_traits>
+#include <vector>
 
 namespace hpf::detail {
 
@@ -63,19 +69,56 @@ void from_columns(const Space& space, const VolumeGeometry& g, Matrix<const T, S
 ///   backward gathers dX by channels and dW by column blocks, and every member computes the
 ///   whole bias gradient.
 /// Afterwards every member holds the whole output, input gradient and weight gradient, as for
-/// SplitDense. Split layers use the GEMM path on every space (not oneDNN's convolution).
+/// SplitDense. In float on a host space with oneDNN, a filter split's member runs oneDNN's
+/// convolution of its output channels (a contiguous block of W, Y and dY in hpf's layouts); the
+/// other splits and spaces run the GEMMs.
 template <class T, class Space, class Geometry>
 class SplitConvolution {
+#if HPF_ENABLE_ONEDNN
+  static constexpr bool onednn_possible =
+      std::is_same_v<T, float> && Kokkos::SpaceAccessibility<Kokkos::HostSpace, memory_space_t<Space>>::accessible;
+#endif
+
  public:
   SplitConvolution(const LayerGroup<T, Space>& group, SplitKind kind, const Geometry& g, std::size_t out,
-                   Gemm<T, Space> gemm)
+                   [[maybe_unused]] bool bias, Gemm<T, Space> gemm, [[maybe_unused]] const KernelResources& kernels)
       : members_(group, kind == SplitKind::filter ? out : channels_of(g)), filter_(kind == SplitKind::filter), g_(g),
-        out_(out), gemm_(std::move(gemm)) {}
+        out_(out), gemm_(std::move(gemm)) {
+#if HPF_ENABLE_ONEDNN
+    if constexpr (onednn_possible) {
+      const auto lanes = static_cast<std::size_t>(Space().concurrency());
+      bool all = true;
+      for (std::size_t m = members_.first(); filter_ && m < members_.end(); ++m) {
+        const std::size_t rows = members_.begin(m + 1) - members_.begin(m);
+        vendors_.push_back(rows == 0 ? std::nullopt : vendor_convolution(g, rows, bias, kernels, lanes));
+        all = all && (rows == 0 || vendors_.back());
+      }
+      // Every member of this process that owns channels runs oneDNN, or none does (the GEMMs).
+      const bool any = std::any_of(vendors_.begin(), vendors_.end(), [](const auto& v) { return v.has_value(); });
+      if (!all || !any) vendors_.clear();
+    }
+#endif
+  }
 
   void forward(const Space& space, Matrix<const T, Space> weight, Vector<T, Space> bias, ConstActivation<T, Space> x,
                Activation<T, Space> y) const {
     const std::size_t n = x.extent(1), cols = n * g_.out_spatial();
     const bool has_bias = bias.extent(0) > 0;
+#if HPF_ENABLE_ONEDNN
+    if constexpr (onednn_possible) {
+      if (!vendors_.empty()) {
+        for (std::size_t m = members_.first(); m < members_.end(); ++m) {
+          const auto& vendor = vendors_[m - members_.first()];
+          if (!vendor) continue;  // owns no output channel
+          const std::size_t r = members_.begin(m);
+          vendor->forward(x.data(), weight.data() + r * g_.patch(), has_bias ? bias.data() + r : nullptr,
+                          y.data() + r * cols, n, vendor_scratch(n));
+        }
+        members_.group().gather(y.data(), members_.bounds(cols));
+        return;
+      }
+    }
+#endif
     if (filter_) {
       for (std::size_t m = members_.first(); m < members_.end(); ++m) {
         if (has_bias) broadcast_rows(space, bias_rows(bias, m), output_rows(y.data(), m, cols), "hpf::Conv::bias");
@@ -117,6 +160,30 @@ class SplitConvolution {
                 Activation<T, Space> dx) const {
     const std::size_t n = x.extent(1), cols = n * g_.out_spatial(), in_elements = channels_of(g_) * n * g_.in_spatial();
     const bool has_bias = bias_grad.extent(0) > 0, wants_dx = dx.data() != nullptr;
+#if HPF_ENABLE_ONEDNN
+    if constexpr (onednn_possible) {
+      if (!vendors_.empty()) {  // each member's weight, bias and input gradients at once; then as below
+        const std::size_t local = members_.end() - members_.first();
+        if (wants_dx) ensure_capacity(partials_, local * in_elements, "hpf::Conv::split_partials");
+        for (std::size_t m = members_.first(); m < members_.end(); ++m) {
+          T* part = wants_dx ? partials_.data() + (m - members_.first()) * in_elements : nullptr;
+          const auto& vendor = vendors_[m - members_.first()];
+          if (!vendor) {
+            if (part) Kokkos::deep_copy(space, Vector<T, Space>(part, in_elements), T(0));
+            continue;
+          }
+          const std::size_t r = members_.begin(m);
+          vendor->backward(space, x.data(), weight.data() + r * g_.patch(), dy.data() + r * cols, part,
+                           weight_grad.data() + r * g_.patch(), has_bias ? bias_grad.data() + r : nullptr, n,
+                           vendor_scratch(n));
+        }
+        members_.group().gather(weight_grad.data(), members_.bounds(g_.patch()));
+        if (has_bias) members_.group().gather(bias_grad.data(), members_.bounds(1));
+        if (wants_dx) members_.group().sum(partials_.data(), in_elements, dx.data());
+        return;
+      }
+    }
+#endif
     if (filter_) {
       for (std::size_t m = members_.first(); m < members_.end(); ++m) {
         if (has_bias) add_row_sums(space, grad_rows(dy, m, cols), bias_rows(bias_grad, m), "hpf::Conv::bias_grad");
@@ -239,6 +306,17 @@ class SplitConvolution {
     return Kokkos::subview(m, Kokkos::ALL, Kokkos::make_pair(first * os, (first + count) * os));
   }
 
+#if HPF_ENABLE_ONEDNN
+  /// Scratch for this process's members' oneDNN convolutions of a batch of n.
+  T* vendor_scratch(std::size_t n) const {
+    std::size_t need = 0;
+    for (const auto& v : vendors_) need = std::max(need, v ? v->workspace(n) : 0);
+    ensure_capacity(vendor_scratch_, need, "hpf::Conv::split_vendor_scratch");
+    return vendor_scratch_.data();
+  }
+  std::vector<std::optional<OneDnnConvolution>> vendors_;  // per member this process computes; empty: GEMMs
+  mutable Buffer<T, Space> vendor_scratch_;
+#endif
   SplitMembers<T, Space> members_;
   bool filter_ = true;
   Geometry g_;
