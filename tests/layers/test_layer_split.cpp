@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <initializer_list>
 #include <stdexcept>
 #include <vector>
 
@@ -106,6 +107,20 @@ double worst_relative(const std::vector<double>& a, const std::vector<double>& b
   return worst / std::max(scale, 1e-300);
 }
 
+/// Every split of Model agrees with the unsplit Model (output, input and parameter gradients)
+/// within `tolerance` of the largest value.
+template <class Model, class T = double>
+void check_agreement(std::initializer_list<hpf::LayerSplit> splits, std::size_t batch, double tolerance) {
+  const Pass whole = run_pass<Model, T>({}, batch);
+  for (const auto split : splits) {
+    INFO(split.describe());
+    const Pass part = run_pass<Model, T>(split_options(split), batch);
+    CHECK(worst_relative(part.output, whole.output) < tolerance);
+    CHECK(worst_relative(part.input_grad, whole.input_grad) < tolerance);
+    CHECK(worst_relative(part.gradients, whole.gradients) < tolerance);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("Dense split over a group: finite-difference gradients") {
@@ -137,48 +152,24 @@ TEST_CASE("Conv2D and Conv3D split over a group: finite-difference gradients") {
 }
 
 TEST_CASE("Conv2D and Conv3D split over a group: the unsplit layer's values up to the order of additions") {
-  const Pass image = run_pass<PaddedConv>({}, 3), volume = run_pass<VolumeConv>({}, 2);
-  for (const auto split : {hpf::LayerSplit::filter(2), hpf::LayerSplit::filter(3), hpf::LayerSplit::channel(2),
-                           hpf::LayerSplit::channel(3)}) {
-    INFO(split.describe());
-    const Pass part = run_pass<PaddedConv>(split_options(split), 3);
-    const Pass volume_part = run_pass<VolumeConv>(split_options(split), 2);
-    CHECK(worst_relative(part.output, image.output) < 1e-14);
-    CHECK(worst_relative(part.input_grad, image.input_grad) < 1e-14);
-    CHECK(worst_relative(part.gradients, image.gradients) < 1e-14);
-    CHECK(worst_relative(volume_part.output, volume.output) < 1e-14);
-    CHECK(worst_relative(volume_part.input_grad, volume.input_grad) < 1e-14);
-    CHECK(worst_relative(volume_part.gradients, volume.gradients) < 1e-14);
-  }
+  const auto splits = {hpf::LayerSplit::filter(2), hpf::LayerSplit::filter(3), hpf::LayerSplit::channel(2),
+                       hpf::LayerSplit::channel(3)};
+  check_agreement<PaddedConv>(splits, 3, 1e-14);
+  check_agreement<VolumeConv>(splits, 2, 1e-14);
 }
 
 TEST_CASE("Conv2D and Conv3D split over a group in float: the unsplit layer's values to float rounding") {
   // In float on the host, filter-split members run oneDNN's convolution of their output channels
   // where hpf is built with oneDNN; channel splits run the GEMMs.
-  const Pass image = run_pass<PaddedConv, float>({}, 5), volume = run_pass<VolumeConv, float>({}, 2);
-  for (const auto split : {hpf::LayerSplit::filter(2), hpf::LayerSplit::filter(3), hpf::LayerSplit::channel(2)}) {
-    INFO(split.describe());
-    const Pass part = run_pass<PaddedConv, float>(split_options(split), 5);
-    const Pass volume_part = run_pass<VolumeConv, float>(split_options(split), 2);
-    CHECK(worst_relative(part.output, image.output) < 1e-5);
-    CHECK(worst_relative(part.input_grad, image.input_grad) < 1e-5);
-    CHECK(worst_relative(part.gradients, image.gradients) < 1e-5);
-    CHECK(worst_relative(volume_part.output, volume.output) < 1e-5);
-    CHECK(worst_relative(volume_part.input_grad, volume.input_grad) < 1e-5);
-    CHECK(worst_relative(volume_part.gradients, volume.gradients) < 1e-5);
-  }
+  const auto splits = {hpf::LayerSplit::filter(2), hpf::LayerSplit::filter(3), hpf::LayerSplit::channel(2)};
+  check_agreement<PaddedConv, float>(splits, 5, 1e-5);
+  check_agreement<VolumeConv, float>(splits, 2, 1e-5);
 }
 
 TEST_CASE("Dense split over a group: the unsplit layer's values up to the order of additions") {
-  const Pass whole = run_pass<PerPosition>({}, 3);
-  for (const auto split : {hpf::LayerSplit::filter(2), hpf::LayerSplit::filter(4), hpf::LayerSplit::channel(2),
-                           hpf::LayerSplit::channel(3)}) {
-    INFO(split.describe());
-    const Pass part = run_pass<PerPosition>(split_options(split), 3);
-    CHECK(worst_relative(part.output, whole.output) < 1e-14);
-    CHECK(worst_relative(part.input_grad, whole.input_grad) < 1e-14);
-    CHECK(worst_relative(part.gradients, whole.gradients) < 1e-14);
-  }
+  check_agreement<PerPosition>({hpf::LayerSplit::filter(2), hpf::LayerSplit::filter(4), hpf::LayerSplit::channel(2),
+                                hpf::LayerSplit::channel(3)},
+                               3, 1e-14);
 }
 
 TEST_CASE("Dense split over a group: a filter split's outputs and weight gradients add no parts") {
