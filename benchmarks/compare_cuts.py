@@ -7,7 +7,7 @@ hpf_bench_parallel_throughput (--cut), with the oracle's prediction of each, and
 benchmarks/RESULTS.md.
 
   cmake --build build --target hpf_bench_parallel_throughput hpf-oracle
-  /usr/bin/python3 benchmarks/compare_cuts.py --calibrate      # ~20 min
+  /usr/bin/python3 benchmarks/compare_cuts.py --calibrate      # ~5 min
   /usr/bin/python3 benchmarks/compare_cuts.py --models resnet20 --no-write
 
 Every cut runs in its own job, alternately with the others, at least --rounds times; each figure

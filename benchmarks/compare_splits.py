@@ -7,7 +7,7 @@ measurement.
 Prints the table and writes the `layer-splits` section of benchmarks/RESULTS.md.
 
   cmake --build build --target hpf_bench_parallel_throughput hpf-oracle
-  /usr/bin/python3 benchmarks/compare_splits.py --calibrate     # ~30 min
+  /usr/bin/python3 benchmarks/compare_splits.py --calibrate     # ~10 min
   /usr/bin/python3 benchmarks/compare_splits.py --models mlp --batches 2 --no-write
 
 Every configuration runs in its own job, alternately with the others, at least --rounds times;
