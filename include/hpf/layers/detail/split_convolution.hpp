@@ -107,12 +107,13 @@ class SplitConvolution {
 #if HPF_ENABLE_ONEDNN
     if constexpr (onednn_possible) {
       if (!vendors_.empty()) {
+        T* const scratch = vendor_scratch(n);
         for (std::size_t m = members_.first(); m < members_.end(); ++m) {
           const auto& vendor = vendors_[m - members_.first()];
           if (!vendor) continue;  // owns no output channel
           const std::size_t r = members_.begin(m);
           vendor->forward(x.data(), weight.data() + r * g_.patch(), has_bias ? bias.data() + r : nullptr,
-                          y.data() + r * cols, n, vendor_scratch(n));
+                          y.data() + r * cols, n, scratch);
         }
         members_.group().gather(y.data(), members_.bounds(cols));
         return;
@@ -165,6 +166,7 @@ class SplitConvolution {
       if (!vendors_.empty()) {  // each member's weight, bias and input gradients at once; then as below
         const std::size_t local = members_.end() - members_.first();
         if (wants_dx) ensure_capacity(partials_, local * in_elements, "hpf::Conv::split_partials");
+        T* const scratch = vendor_scratch(n);
         for (std::size_t m = members_.first(); m < members_.end(); ++m) {
           T* part = wants_dx ? partials_.data() + (m - members_.first()) * in_elements : nullptr;
           const auto& vendor = vendors_[m - members_.first()];
@@ -175,7 +177,7 @@ class SplitConvolution {
           const std::size_t r = members_.begin(m);
           vendor->backward(space, x.data(), weight.data() + r * g_.patch(), dy.data() + r * cols, part,
                            weight_grad.data() + r * g_.patch(), has_bias ? bias_grad.data() + r : nullptr, n,
-                           vendor_scratch(n));
+                           scratch);
         }
         members_.group().gather(weight_grad.data(), members_.bounds(g_.patch()));
         if (has_bias) members_.group().gather(bias_grad.data(), members_.bounds(1));
