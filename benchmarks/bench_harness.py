@@ -347,6 +347,13 @@ def add_oracle_binary_options(parser, root):
                         help="the machine profile the oracle predicts from (default: benchmarks/comm/profiles/local.json)")
 
 
+def check_models(parser, names, known):
+    """Stops with a parser error naming the first of `names` not in `known` (a runner's model table)."""
+    for m in names:
+        if m not in known:
+            parser.error(f"unknown model '{m}' (known: {', '.join(known)})")
+
+
 def add_mpiexec_options(parser):
     """--mpiexec and --mpiexec-flags: how the runners that start MPI jobs launch them."""
     parser.add_argument("--mpiexec", default="mpiexec", help="MPI launcher (default: mpiexec on PATH)")

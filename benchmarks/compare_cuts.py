@@ -49,9 +49,7 @@ def parse_args():
     h.add_results_options(p, os.path.join(HERE, "RESULTS.md"))
     args = p.parse_args()
     args.models = [m for m in args.models.split(",") if m]
-    for m in args.models:
-        if m not in MODELS:
-            p.error(f"unknown model '{m}' (known: {', '.join(MODELS)})")
+    h.check_models(p, args.models, MODELS)
     h.check_oracle_binaries(p, args)
     return args
 

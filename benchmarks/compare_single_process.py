@@ -87,9 +87,7 @@ def parse_args():
     args = p.parse_args()
     args.models = [m for m in args.models.split(",") if m]
     args.settings = [s for s in args.settings.split(",") if s]
-    for m in args.models:
-        if m not in MODELS:
-            p.error(f"unknown model '{m}' (known: {', '.join(MODELS)})")
+    h.check_models(p, args.models, MODELS)
     for s in args.settings:
         if s not in h.BLAS_SETTINGS:
             p.error(f"unknown setting '{s}' (known: {', '.join(h.BLAS_SETTINGS)})")

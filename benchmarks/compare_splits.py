@@ -54,9 +54,7 @@ def parse_args():
     args = p.parse_args()
     args.models = [m for m in args.models.split(",") if m]
     args.batches = [int(b) for b in args.batches.split(",") if b]
-    for m in args.models:
-        if m not in MODELS:
-            p.error(f"unknown model '{m}' (known: {', '.join(MODELS)})")
+    h.check_models(p, args.models, MODELS)
     if any(b < 2 or b % 2 for b in args.batches):
         p.error("every batch must be even (2 replicas)")
     h.check_oracle_binaries(p, args)

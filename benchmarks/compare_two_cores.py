@@ -79,9 +79,7 @@ def parse_args():
     h.add_results_options(p, os.path.join(HERE, "RESULTS.md"))
     args = p.parse_args()
     args.models = [m for m in args.models.split(",") if m] or SECTIONS[args.section][1]
-    for m in args.models:
-        if m not in MODELS:
-            p.error(f"unknown model '{m}' (known: {', '.join(MODELS)})")
+    h.check_models(p, args.models, MODELS)
     # A section holds its own models only: gpt in `two-cores` would replace the classic table.
     others = [m for m in args.models if m not in SECTIONS[args.section][1]]
     if others and not args.no_write:

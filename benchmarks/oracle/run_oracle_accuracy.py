@@ -178,9 +178,7 @@ def parse_args():
     args.models = [m for m in args.models.split(",") if m]
     if args.quick and not explicit_models:
         args.models = ["mlp"]
-    for m in args.models:
-        if m not in MODELS:
-            p.error(f"unknown model '{m}' (known: {', '.join(MODELS)})")
+    h.check_models(p, args.models, MODELS)
     try:
         args.rank_counts = sorted({int(r) for r in args.ranks.split(",") if r.strip()})
         args.micro = sorted({int(m) for m in args.micro_batches.split(",") if m.strip()})
