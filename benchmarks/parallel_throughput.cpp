@@ -177,7 +177,7 @@ struct Settings {
 };
 
 const char* const usage_text =
-    "usage: mpiexec -n P hpf_bench_parallel_throughput [--model mlp|cnn|resnet20|resnet56|gpt|cosmoflow] [--stages 1|2|4]\n"
+    "usage: mpiexec -n P hpf_bench_parallel_throughput [--model mlp|cnn|resnet20|resnet56|resnet164|gpt|cosmoflow] [--stages 1|2|4]\n"
     "         [--batch B] [--micro-batches M] [--schedule gpipe|1f1b] [--reduction automatic|ordered|allreduce]\n"
     "         [--bucket-bytes N] [--piece-bytes N] [--cut LEAF] [--steps N] [--warmup W] [--repeats R] [--stage-times] [--seed S]\n"
     "         [--shards C] [--side-by-side] [--profile FILE] [--hierarchy automatic|on|off]\n"
@@ -190,7 +190,8 @@ const char* const usage_text =
     "  (after 1 to 3 transformer blocks), cosmoflow 6 (after 2 convolution blocks).\n"
     "  --stages 4 places three cuts with hpf::Balanced<4>.\n"
     "  Defaults: 1f1b, hpf's gradient reduction and buckets; steps/warm-up per block mlp 100/20,\n"
-    "  cnn 20/5, resnet20 5/2, resnet56 3/1, gpt 10/2, cosmoflow 3/1; 3 blocks.\n"
+    "  cnn 20/5, resnet20 5/2, resnet56 3/1, resnet164 2/1, gpt 10/2, cosmoflow 3/1; 3 blocks.\n"
+    "  resnet164: PreActResNet-164 (bottleneck blocks), trained as the ResNets.\n"
     "  gpt: examples/03_language_model's byte-level GPT (4 blocks, D 64, 4 heads, context 64), Adam lr 3e-3,\n"
     "  one fixed batch of text windows; cosmoflow: CosmoFlow<32> (4 x 32^3 volumes, 4 targets), SGD lr 0.01\n"
     "  momentum 0.9, one fixed batch (as hpf_bench_train_throughput).\n"
@@ -234,9 +235,9 @@ Settings parse(int argc, char** argv) {
     if (i + 1 >= argc) fail(flag + " needs a value");
     const std::string value = argv[++i];
     if (flag == "--model") {
-      if (value != "mlp" && value != "cnn" && value != "resnet20" && value != "resnet56" && value != "gpt" &&
-          value != "cosmoflow")
-        fail("--model must be mlp, cnn, resnet20, resnet56, gpt or cosmoflow");
+      if (value != "mlp" && value != "cnn" && value != "resnet20" && value != "resnet56" && value != "resnet164" &&
+          value != "gpt" && value != "cosmoflow")
+        fail("--model must be mlp, cnn, resnet20, resnet56, resnet164, gpt or cosmoflow");
       s.model = value;
     } else if (flag == "--schedule") {
       if (value != "gpipe" && value != "1f1b") fail("--schedule must be gpipe or 1f1b");
@@ -313,6 +314,7 @@ ModelDefaults defaults_for(const std::string& model) {
   if (model == "resnet20") return {64, 5, 2};
   if (model == "gpt") return {32, 10, 2};
   if (model == "cosmoflow") return {8, 3, 1};
+  if (model == "resnet164") return {64, 2, 1};
   return {64, 3, 1};  // resnet56
 }
 
@@ -550,6 +552,8 @@ int main(int argc, char** argv) {
       run_model<hpf::zoo::Gpt<4, 64, 4, 64, hpf::data::byte_vocabulary>, 8, 14, 20>(world, s);
     } else if (s.model == "cosmoflow") {
       run_model<hpf::zoo::CosmoFlow<32>, 6>(world, s);  // Balanced<2> cuts at 3, after the first block
+    } else if (s.model == "resnet164") {
+      run_model<hpf::zoo::PreActResNet164>(world, s);
     } else {
       run_model<hpf::zoo::ResNet56, 64, 70, 76, 82>(world, s);
     }

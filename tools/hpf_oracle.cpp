@@ -14,6 +14,8 @@
 #include <hpf/data/text.hpp>
 #include <hpf/oracle/best_cuts.hpp>
 #include <hpf/oracle/calibrate.hpp>
+#include <hpf/oracle/canary.hpp>
+#include <hpf/oracle/closed_form.hpp>
 #include <hpf/oracle/noise_probe.hpp>
 #include <hpf/oracle/recommend.hpp>
 #include <hpf/system/runtime.hpp>
@@ -51,10 +53,13 @@ const char* const usage_text =
     "       hpf-oracle rank      --model NAME --ranks P --batch B [--profile FILE] [--cluster FILE]\n"
     "                            [--memory-budget MIB] [--max-stages S] [--top N] [--recompute] [--precision P]\n"
     "                            [--exchange-precision full|bf16] [--layer-splits] [--search-cuts] [--json]\n"
+    "                            [--canary S | --compute-scale X] [--without TERMS]\n"
     "       hpf-oracle predict   --model NAME --ranks P --batch B --stages S --micro-batches M\n"
     "                            [--schedule 1f1b|gpipe] [--cuts L1,L2,...] [--profile FILE] [--cluster FILE]\n"
     "                            [--recompute] [--precision P] [--exchange-precision full|bf16]\n"
-    "                            [--split filter:G|channel:G] [--json]\n"
+    "                            [--split filter:G|channel:G] [--canary S | --compute-scale X] [--without TERMS]\n"
+    "                            [--closed-form]\n"
+    "                            [--json]\n"
     "       hpf-oracle partition --model NAME --ranks P --batch B --stages S --micro-batches M\n"
     "                            [predict's options but --cuts]\n"
     "  --cuts: the leaves where stages 2..S begin (hpf::Cuts<...>; default: hpf::Balanced<S>'s)\n"
@@ -67,6 +72,11 @@ const char* const usage_text =
     "  --layer-splits: rank filter and channel splits of the Dense and convolution layers too\n"
     "                  (hpf::Filter<G>, hpf::Channel<G>)\n"
     "  --search-cuts: each pipeline at the cuts partition finds, not only at hpf::Balanced<S>'s\n"
+    "  --canary: first time the model's layers for about S seconds and rescale the profile's compute by\n"
+    "           their time now over their calibrated time (a host that drifted since calibration)\n"
+    "  --compute-scale: multiply the profile's compute by X (a ratio --canary printed earlier)\n"
+    "  --without: leave these refinements out (comma-separated: noise, skew, burst, in-flight, poll)\n"
+    "  --closed-form: ParaDL's closed form on the same calibration instead of the played step\n"
     "  --split: the plan's Dense and convolution layers split over groups of G ranks\n"
     "           (P = replicas x stages x G)\n"
     "  models: mlp cnn resnet20 resnet56 resnet164 resnet1001 (hpf::zoo), gpt (examples/03_language_model's\n"
@@ -90,7 +100,10 @@ struct Args {
   std::size_t ready_fd = 0;  ///< load: where to tell the calibration it computes (0: nowhere)
   double memory_budget_mib = 0;
   double noise_seconds = 10;
-  bool json = false, recompute = false, layer_splits = false, search_cuts = false;
+  bool json = false, recompute = false, layer_splits = false, search_cuts = false, closed_form = false;
+  double canary_seconds = 0;  ///< 0: no canary
+  double compute_scale = 1;
+  Terms terms{};
   hpf::LayerSplit split{};
   std::vector<std::size_t> batches, cuts;
 };
@@ -139,6 +152,10 @@ Args parse(int argc, char** argv) {
       (flag == "--json" ? a.json : a.recompute) = true;
       continue;
     }
+    if (flag == "--closed-form" && a.command == "predict") {
+      a.closed_form = true;
+      continue;
+    }
     if ((flag == "--layer-splits" || flag == "--search-cuts") && a.command == "rank") {
       (flag == "--layer-splits" ? a.layer_splits : a.search_cuts) = true;
       continue;
@@ -164,6 +181,22 @@ Args parse(int argc, char** argv) {
         a.split = hpf::LayerSplit::parse(value);
       } catch (const std::invalid_argument& e) {
         fail(std::string("--split: ") + e.what());
+      }
+    }
+    else if ((flag == "--canary" || flag == "--compute-scale" || flag == "--without") && a.command != "calibrate" &&
+             a.command != "load") {
+      try {
+        if (flag == "--without") {
+          a.terms = Terms::without(value);
+        } else {
+          std::size_t used = 0;
+          const double v = std::stod(value, &used);
+          if (used != value.size() || !(v > 0 && v <= 600)) throw std::invalid_argument(value);
+          (flag == "--canary" ? a.canary_seconds : a.compute_scale) = v;
+        }
+      } catch (const std::exception& e) {
+        fail(flag == "--without" ? std::string("--without: ") + e.what()
+                                 : flag + " needs a number above 0, at most 600, not '" + value + "'");
       }
     }
     else if (flag == "--noise-seconds" && a.command == "calibrate") {
@@ -426,6 +459,16 @@ int run(const Args& a) {
     return 0;
   }
   MachineProfile profile = load_profile(a.profile);
+  if (a.canary_seconds > 0) {
+    const std::optional<hpf::data::Dataset> data = samples<Model>(a, 128);
+    const Canary c = canary<Model>(profile, a.canary_seconds, matmul_precision(a), data ? &*data : nullptr);
+    if (c.batch == 0) fail("--canary: the profile has no calibration of " + a.model);
+    rescale_compute(profile, c.ratio);
+    // On stderr: --json's stdout stays one document.
+    std::fprintf(stderr, "hpf-oracle: canary: %s's layers at %g samples took %.3f x their calibrated time (%.1f s); "
+                 "compute rescaled by it\n", a.model.c_str(), c.batch, c.ratio, c.seconds);
+  }
+  if (a.compute_scale != 1) rescale_compute(profile, a.compute_scale);
   if (!a.cluster.empty()) profile = load_cluster(a.cluster, profile);
   const ModelView model = view_of<Model>(a.model, 1, matmul_precision(a));
   if (a.command == "predict" || a.command == "partition") {
@@ -447,9 +490,10 @@ int run(const Args& a) {
                     .bounds = bounds, .exchange_precision = exchange_precision(a), .recompute = a.recompute,
                     .split = a.split};
     if (a.command == "partition") {
-      return print_partition(search_cuts(model, plan, profile, a.memory_budget_mib * (1 << 20)), a);
+      return print_partition(search_cuts(model, plan, profile, a.memory_budget_mib * (1 << 20), a.terms), a);
     }
-    const Prediction p = predict(model, plan, profile, a.memory_budget_mib * (1 << 20));
+    const Prediction p = a.closed_form ? closed_form(model, plan, profile, a.memory_budget_mib * (1 << 20))
+                                       : predict(model, plan, profile, a.memory_budget_mib * (1 << 20), a.terms);
     if (a.json) {
       std::printf("%s\n", json_of(p, a.model).c_str());
     } else {
@@ -475,6 +519,7 @@ int run(const Args& a) {
   o.exchange_precision = exchange_precision(a);
   o.layer_splits = a.layer_splits;
   o.search_cuts = a.search_cuts;
+  o.terms = a.terms;
   const auto start = std::chrono::steady_clock::now();
   const std::vector<Prediction> ranked = rank_strategies(model, a.ranks, a.batch, profile, o);
   const double query_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
@@ -503,10 +548,11 @@ int main(int argc, char** argv) {
       {"gpt", &run<hpf::zoo::Gpt<4, 64, 4, 64, hpf::data::byte_vocabulary>>}, {"cosmoflow", &run<hpf::zoo::CosmoFlow<32>>}};
   const auto model = models.find(a.model);
   if (model == models.end()) fail("unknown model '" + a.model + "'");
-  // Only calibration runs kernels; rank and predict stay free of Kokkos' start-up messages, which
-  // some backends print on stdout (OpenMP's OMP_PROC_BIND warning would corrupt --json).
+  // Only calibration and the canary run kernels; rank and predict stay free of Kokkos' start-up
+  // messages otherwise, which some backends print on stdout (OpenMP's OMP_PROC_BIND warning
+  // would corrupt --json).
   std::optional<Kokkos::ScopeGuard> kokkos;
-  if (a.command == "calibrate" || a.command == "load") {
+  if (a.command == "calibrate" || a.command == "load" || a.canary_seconds > 0) {
     // Time the layers as training runs them (hpf::comm::Environment does the same): OpenBLAS'
     // widest kernels (may re-execute this program), and OpenBLAS' and oneDNN's threads sized to
     // Kokkos' host space. Without it oneDNN took every core: on 2 cores, the busy calibration's

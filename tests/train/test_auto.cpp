@@ -50,6 +50,7 @@ TEST_CASE("Auto trains with the oracle's first choice among the compiled stage c
   const hpf::comm::Communicator world;
   hpf::TrainOptions o = options();
   o.oracle_profile = write_profile(world);
+  o.oracle_canary_seconds = 0;  // the profile as written: the same ranking as rank_strategies' below
   const auto report = hpf::fit<Model, hpf::Auto<1, 2>>(world, o, hpf_test::synthetic_source<Model>(96));
   CHECK(std::isfinite(report.epochs.back().loss));
   CHECK(report.predicted_step_seconds > 0);
@@ -64,6 +65,32 @@ TEST_CASE("Auto trains with the oracle's first choice among the compiled stage c
   CHECK(report.chosen_strategy == first->plan.describe());
   CHECK(report.predicted_step_seconds == doctest::Approx(first->time_s));
   world.barrier();  // every rank has read it
+  if (world.rank() == 0) std::filesystem::remove(o.oracle_profile);
+}
+
+TEST_CASE("Auto's canary rescales a profile whose compute is 20 times too slow before it chooses") {
+  const hpf::comm::Communicator world;
+  hpf::TrainOptions o = options();
+  o.oracle_profile = write_profile(world);
+  if (world.rank() == 0) {
+    auto slow = hpf::oracle::load_profile(o.oracle_profile);
+    hpf::oracle::rescale_compute(slow, 20);
+    hpf::oracle::save_compute(slow, o.oracle_profile);
+  }
+  world.barrier();
+  std::ostringstream log;
+  o.log = world.rank() == 0 ? &log : nullptr;
+  const auto report = hpf::fit<Model, hpf::Auto<1, 2>>(world, o, hpf_test::synthetic_source<Model>(96));
+  const auto profile = hpf::oracle::load_profile(o.oracle_profile);
+  const auto ranked = hpf::oracle::rank_strategies(hpf::oracle::view_of<Model>("cnn"), static_cast<std::size_t>(world.size()),
+                                                   o.batch, profile);
+  const auto first = std::find_if(ranked.begin(), ranked.end(), [](const auto& p) { return p.plan.stages <= 2; });
+  REQUIRE(first != ranked.end());
+  // About 1/20 of the slow profile's prediction; a factor of 4 either way for a busy host.
+  CHECK(report.predicted_step_seconds < first->time_s / 5);
+  CHECK(report.predicted_step_seconds > first->time_s / 80);
+  if (world.rank() == 0) CHECK(log.str().find("hpf::Auto: canary, the layers at ") != std::string::npos);
+  world.barrier();
   if (world.rank() == 0) std::filesystem::remove(o.oracle_profile);
 }
 

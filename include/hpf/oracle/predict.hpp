@@ -6,6 +6,7 @@
 #include <hpf/oracle/memory.hpp>
 #include <hpf/oracle/model_facts.hpp>
 #include <hpf/oracle/profile.hpp>
+#include <hpf/oracle/terms.hpp>
 #include <hpf/parallel/bucket_size.hpp>
 #include <hpf/parallel/gradient_reduction.hpp>
 #include <hpf/parallel/schedule.hpp>
@@ -14,6 +15,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 #include <cstddef>
 #include <span>
 #include <string>
@@ -473,9 +475,20 @@ inline double collective_seconds(const MachineProfile& profile, double bytes, st
 /// \brief Predicts one training step of `plan` for `model` on `profile`: every stage's program
 /// (the engine's own, stage_program) is played with calibrated compute and fitted transfers,
 /// then the bucketed gradient reduction behind the last backward, the loss allgather and the
-/// optimizer. Equations and what is not modelled: docs/oracle.md.
-inline Prediction predict(const ModelView& model, const Plan& plan, const MachineProfile& profile,
-                          double memory_budget_bytes = 0) {
+/// optimizer. `terms`: the refinements to include (all: the oracle as it ships; fewer: an
+/// ablation). Equations and what is not modelled: docs/oracle.md.
+inline Prediction predict(const ModelView& model, const Plan& plan, const MachineProfile& given_profile,
+                          double memory_budget_bytes = 0, const Terms& terms = {}) {
+  // A link without its burst is priced at its streaming rate throughout.
+  std::optional<MachineProfile> without_burst;
+  if (!terms.burst && given_profile.link.burst_bytes > 0) {
+    without_burst = given_profile;
+    without_burst->link.burst_bytes = 0;
+  }
+  const MachineProfile& profile = without_burst ? *without_burst : given_profile;
+  const NoiseProfile quiet{};
+  const NoiseProfile& skew_noise = terms.skew ? profile.noise : quiet;
+  const auto poll_lateness = [&](double waited) { return terms.poll ? detail::poll_lateness(waited) : 0.0; };
   Prediction out;
   out.plan = plan;
   // The replicas of a stage are stride = S x G ranks apart (ProcessGrid): the exchange's host layout.
@@ -491,7 +504,7 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
   const GradientReduction reduction = resolve(plan.reduction, R);
 
   const std::vector<const UnitTiming*> timings = detail::layer_timings(model, profile);
-  const detail::OnAverage on_average(profile.noise);
+  const detail::OnAverage on_average(terms.noise ? profile.noise : quiet);
   std::vector<StageFacts> facts(S);
   std::vector<detail::StageTimes> times(S);
   for (std::size_t s = 0; s < S; ++s) {
@@ -537,7 +550,7 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
   // MPI library and the kernel move it inside the ranks' own MPI calls, so an end that computes
   // meanwhile (testing its messages between layers) is slowed, and one that waits in MPI is not:
   // a transfer past a waiting rank costs nothing. A cluster's links are not this machine's.
-  const double compute_per_byte = profile.cluster ? 0.0 : profile.link.compute_s_per_byte;
+  const double compute_per_byte = profile.cluster || !terms.in_flight ? 0.0 : profile.link.compute_s_per_byte;
   struct InFlight {
     double start, end, share;  ///< share: the part of an endpoint's core the transfer takes
     std::size_t from, to;
@@ -577,7 +590,7 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
             if (in.op == Op::recv_activation || in.op == Op::recv_gradient) {
               const double arrival = in.op == Op::recv_activation ? activation[s * M + mb] : gradient[s * M + mb];
               if (blocked_since[s] < 0) blocked_since[s] = now;
-              const double seen = arrival < 0 ? arrival : arrival + detail::poll_lateness(arrival - blocked_since[s]);
+              const double seen = arrival < 0 ? arrival : arrival + poll_lateness(arrival - blocked_since[s]);
               if (seen < 0 || seen > now) break;
               blocked_since[s] = -1;
             } else if (in.op == Op::forward || in.op == Op::backward) {
@@ -606,7 +619,7 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
         } else {  // waiting for a message: wake when it arrives, if it is on its way
           const Instruction in = programs[s][next[s]];
           const double arrival = in.op == Op::recv_activation ? activation[s * M + in.micro_batch] : gradient[s * M + in.micro_batch];
-          if (arrival >= 0) wake = std::min(wake, std::max(now, arrival + detail::poll_lateness(arrival - blocked_since[s])));
+          if (arrival >= 0) wake = std::min(wake, std::max(now, arrival + poll_lateness(arrival - blocked_since[s])));
         }
       }
       if (done == S) break;
@@ -658,7 +671,7 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
   // most: its compute ends (E[max of R] / E[one] - 1) x its time later (NoiseProfile).
   double step_end = 0, busiest = 0, all_stages = 0, optimizer = 0;
   for (std::size_t s = 0; s < S; ++s) {
-    const double skew = (profile.noise.expected_max_ratio(played.computing[s], R) - 1) * played.computing[s];
+    const double skew = (skew_noise.expected_max_ratio(played.computing[s], R) - 1) * played.computing[s];
     out.replica_skew_s = std::max(out.replica_skew_s, skew);
     double end = ends[s] + skew;
     if (R > 1 && facts[s].cost.parameters > 0) {
@@ -693,7 +706,7 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
       // replica the noise slowed most during it has sent and received. A benchmark of the whole
       // reduction (the buckets fits) already waited for its slowest rank.
       if (detail::exchange_over_links(profile, R, stride)) {
-        const double lag = (profile.noise.expected_max_ratio(linked, R) - 1) * linked;
+        const double lag = (skew_noise.expected_max_ratio(linked, R) - 1) * linked;
         reduced += lag;
         out.replica_skew_s = std::max(out.replica_skew_s, skew + lag);
       }

@@ -10,6 +10,7 @@
 #include <hpf/data/shard.hpp>
 #include <hpf/data/train_test.hpp>
 #include <hpf/meta/type_name.hpp>
+#include <hpf/oracle/canary.hpp>
 #include <hpf/oracle/recommend.hpp>
 #include <hpf/parallel/grid.hpp>
 #include <hpf/parallel/mpi_layer_group.hpp>
@@ -158,8 +159,28 @@ inline TrainOptions with_profile_exchange_cost(const comm::Communicator& world, 
   return o;
 }
 
-template <class Model, std::size_t... Stages>
-AutoChoice choose_strategy(const comm::Communicator& world, const TrainOptions& o) {
+/// `profile` rescaled by Model's canary on rank 0's shard (TrainOptions::oracle_canary_seconds),
+/// reported in the log.
+template <class Model, class T, class Space>
+void apply_canary(oracle::MachineProfile& profile, const comm::Communicator& world, const TrainOptions& o,
+                  const DataSource& source) {
+  if (!(o.oracle_canary_seconds > 0)) return;
+  if constexpr (HPF_ENABLE_TRACE && std::is_floating_point_v<T>) {
+    const data::TrainTest data = source(data::Shard{0, static_cast<std::size_t>(world.size()), true, false});
+    const bool usable = data.train.has_images() && data.train.local_size() > 0;
+    const oracle::Canary c = oracle::canary<Model, T, Space>(profile, o.oracle_canary_seconds, o.network.matmul_precision,
+                                                             usable ? &data.train : nullptr);
+    if (c.batch == 0) return;
+    oracle::rescale_compute(profile, c.ratio);
+    if (o.log) {
+      *o.log << "hpf::Auto: canary, the layers at " << c.batch << " samples took " << c.ratio
+             << " x their calibrated time; compute rescaled" << std::endl;
+    }
+  }
+}
+
+template <class Model, class T, class Space, std::size_t... Stages>
+AutoChoice choose_strategy(const comm::Communicator& world, const TrainOptions& o, const DataSource& source) {
   const std::string text = comm::agree(world, [&]() -> std::string {
     if (o.shards_per_replica != 1) {
       throw std::invalid_argument("hpf::Auto: the oracle plans one data shard per replica; leave shards_per_replica at 1 "
@@ -171,7 +192,8 @@ AutoChoice choose_strategy(const comm::Communicator& world, const TrainOptions& 
       throw std::invalid_argument("hpf::Auto needs a machine profile: TrainOptions::oracle_profile or HPF_ORACLE_PROFILE "
                                   "(hpf-oracle calibrate writes its compute part)");
     }
-    const oracle::MachineProfile profile = oracle::load_profile(path);
+    oracle::MachineProfile profile = oracle::load_profile(path);
+    apply_canary<Model, T, Space>(profile, world, o, source);
     oracle::SearchOptions search;
     search.bucket_bytes = o.bucket_bytes;
     search.reduction = o.reduction;
@@ -344,7 +366,8 @@ TrainReport fit(const comm::Communicator& world, const TrainOptions& given, cons
                 Inspect&& inspect = {}) {
   constexpr auto stages = Strategy::stages;
   const detail::AutoChoice choice = [&]<std::size_t... I>(std::index_sequence<I...>) {
-    return detail::choose_strategy<Model, stages[I]...>(world, with_precision<Precision>(given));
+    return detail::choose_strategy<Model, storage_t<Precision>, Space, stages[I]...>(world, with_precision<Precision>(given),
+                                                                                   source);
   }(std::make_index_sequence<stages.size()>{});
   TrainOptions options = given;
   options.micro_batches = choice.micro_batches;

@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: MIT
+#ifndef HPF_ORACLE_CANARY_HPP
+#define HPF_ORACLE_CANARY_HPP
+
+#include <hpf/oracle/calibrate.hpp>
+
+#include <cmath>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace hpf::oracle {
+
+/// \brief A short pass of Model's layers now against the same layers in the profile: how much
+/// slower (> 1) or faster this host computes than when it was calibrated. Hosts drift (virtual
+/// machines, clock frequency, neighbours): a profile calibrated an hour before its runs predicted
+/// 73 % of their time where one calibrated just before predicted 92 %, with the same ranking
+/// (docs/oracle.md). The canary times every layer alone at the largest calibrated micro-batch
+/// whose `repeats` + 1 passes fit in `seconds` (the median pass), on `samples` like calibration's
+/// (pooling and ReLU take time that depends on the values: give it what calibrate ran on).
+struct Canary {
+  double ratio = 1;      ///< now / at calibration, the model's forward and backward summed
+  double batch = 0;      ///< the micro-batch it ran (0: the profile has none of Model's layers)
+  double seconds = 0;    ///< what it took, calibration of the optimizer and loading included
+};
+
+template <class Model, class T = float, class Space = Kokkos::DefaultExecutionSpace>
+Canary canary(const MachineProfile& profile, double seconds = 1.5, MatmulPrecision precision = MatmulPrecision::full,
+              const data::Dataset* samples = nullptr, std::size_t repeats = 3) {
+  const auto start = detail::Clock::now();
+  const std::vector<std::string> keys = layer_keys<Model>(precision);
+  using where = hpf::detail::layer_positions<Model>;
+  // The model's forward and backward at micro-batch b, as the profile has it (0: a layer missing).
+  auto calibrated = [&](const MachineProfile& p, double b) {
+    double sum = 0;
+    for (std::size_t u = 0; u < keys.size(); ++u) {
+      const UnitTiming* t = p.unit(keys[u]);
+      if (!t) return 0.0;
+      sum += static_cast<double>(where::copies[u]) * (t->forward(b) + t->backward(b));
+    }
+    return sum;
+  };
+  Canary out;
+  const UnitTiming* first = keys.empty() ? nullptr : profile.unit(keys.front());
+  if (!first) return out;
+  for (double b : first->batch) {
+    const double t = calibrated(profile, b);
+    if (t > 0 && t * static_cast<double>(repeats + 1) <= seconds) out.batch = b;
+  }
+  if (out.batch == 0) out.batch = first->batch.front();
+  if (calibrated(profile, out.batch) <= 0) return Canary{};
+  MachineProfile now;
+  CalibrationOptions o;
+  o.batches = {static_cast<std::size_t>(out.batch)};
+  o.repeats = repeats;
+  o.matmul_precision = precision;
+  o.samples = samples;
+  calibrate<Model, T, Space>(now, o);
+  out.ratio = calibrated(now, out.batch) / calibrated(profile, out.batch);
+  out.seconds = detail::seconds_since(start);
+  return out;
+}
+
+/// \brief `profile` with every calibrated compute price multiplied by `ratio` (a Canary's): the
+/// layers alone and busy, the optimizer and batch loading. Communication is left as fitted.
+inline void rescale_compute(MachineProfile& profile, double ratio) {
+  if (!(ratio > 0) || !std::isfinite(ratio)) return;
+  for (auto& [key, t] : profile.units) {
+    for (std::vector<double>* v : {&t.forward_s, &t.backward_s, &t.busy_forward_s, &t.busy_backward_s}) {
+      for (double& s : *v) s *= ratio;
+    }
+  }
+  profile.optimizer_s_per_parameter *= ratio;
+  profile.load_s_per_element *= ratio;
+}
+
+}  // namespace hpf::oracle
+
+#endif  // HPF_ORACLE_CANARY_HPP

@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: MIT
+// The ablation's predictors: each of predict's refinements left out gives the step without it,
+// and ParaDL's closed form on the same calibration, against steps worked out by hand.
+#include <hpf/hpf.hpp>
+#include <hpf/oracle/closed_form.hpp>
+#include <hpf/oracle/model_view.hpp>
+#include <hpf/oracle/predict.hpp>
+#include <hpf/oracle/terms.hpp>
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace {
+
+using namespace hpf;
+using Tiny = Sequential<Input<1, 4, 4>, Conv2D<2, 3, Pad<1>>, ReLU, MaxPool<2>, Flatten, Dense<3>, SoftmaxCrossEntropy>;
+
+/// Every unit of Tiny takes 1 ms per sample forward and 2 ms backward; no communication cost.
+oracle::MachineProfile linear_profile() {
+  oracle::MachineProfile p;
+  p.label = "test";
+  p.cores = 64;
+  for (const std::string& key : oracle::layer_keys<Tiny>()) {
+    p.units[key] = {{1, 64}, {1e-3, 64e-3}, {2e-3, 128e-3}, {0, 0}, {0, 0}, {}, {}};
+  }
+  return p;
+}
+
+oracle::Plan plan(std::size_t stages, std::size_t replicas, std::size_t batch, std::size_t micro, Schedule schedule) {
+  return {.stages = stages, .replicas = replicas, .batch = batch, .micro_batches = micro, .schedule = schedule,
+          .bounds = oracle::balanced_bounds<Tiny>(stages)};
+}
+
+double step(const oracle::MachineProfile& profile, const oracle::Plan& p, const std::string& without = "") {
+  return oracle::predict(oracle::view_of<Tiny>("tiny"), p, profile, 0, oracle::Terms::without(without)).time_s;
+}
+
+}  // namespace
+
+TEST_CASE("terms are named; an unknown one is an error listing them") {
+  CHECK(oracle::Terms{}.all());
+  const auto t = oracle::Terms::without("noise,poll");
+  CHECK_FALSE(t.noise);
+  CHECK_FALSE(t.poll);
+  CHECK((t.skew && t.burst && t.in_flight));
+  CHECK_THROWS_WITH_AS(oracle::Terms::without("noise,stalls"),
+                       "unknown oracle term 'stalls' (terms: noise, skew, burst, in-flight, poll)", std::invalid_argument);
+}
+
+TEST_CASE("each term left out gives the step without its refinement") {
+  const auto quiet = linear_profile();
+  SUBCASE("noise: calibrated medians stand as measured") {
+    auto noisy = quiet;
+    noisy.noise.windows_s = {1e-3, 100e-3};
+    noisy.noise.slowdowns = {{1, 1, 1, 1.6}, {1.1, 1.1}};
+    const auto p = plan(1, 1, 8, 2, Schedule::one_f_one_b);
+    CHECK(step(noisy, p) > step(quiet, p) * 1.01);
+    CHECK(step(noisy, p, "noise") == doctest::Approx(step(quiet, p)));
+  }
+  SUBCASE("skew: replicas finish together") {
+    auto noisy = quiet;
+    noisy.noise.windows_s = {1e-3};
+    noisy.noise.slowdowns = {{1, 1.2, 1.5}};  // median 1.2 = long-run: on average changes nothing
+    const auto p = plan(1, 2, 16, 1, Schedule::one_f_one_b);
+    CHECK(step(noisy, p) > step(quiet, p) * 1.05);
+    CHECK(step(noisy, p, "skew") == doctest::Approx(step(quiet, p)));
+  }
+  SUBCASE("poll: a waiting stage sees its message at once") {
+    // 2 stages, 4 micro-batches: busiest + the other stage's micro-batch, and half polling pauses
+    // of 0.125 and 0.5 ms (test_predict.cpp works them out).
+    const auto p = plan(2, 1, 8, 4, Schedule::gpipe);
+    CHECK(step(quiet, p) - step(quiet, p, "poll") == doctest::Approx(0.625e-3));
+  }
+  SUBCASE("burst: a shaped link streams every message") {
+    auto link = quiet;
+    for (auto& [key, unit] : link.units) unit = {{1, 64}, {1e-7, 64e-7}, {2e-7, 128e-7}, {0, 0}, {0, 0}, {}, {}};
+    link.comm["p2p_latency"].by_ranks[2] = {{0, 1e30, 30e-3, 0}};
+    link.comm["p2p_bandwidth"].by_ranks[2] = {{0, 1e30, 0, 1e-3}};
+    const auto p = plan(2, 1, 8, 1, Schedule::gpipe);
+    const double plain = step(link, p);
+    link.link.burst_bytes = 1e6;
+    link.link.rested_alpha_s = 2e-5;
+    CHECK(step(link, p) < plain - 50e-3);
+    CHECK(step(link, p, "burst") == doctest::Approx(plain));
+  }
+  SUBCASE("in-flight: a transfer takes no compute") {
+    auto paid = quiet;
+    paid.comm["p2p_latency"].by_ranks[2] = {{0, 1e30, 1e-3, 0}};
+    const auto free = paid;
+    paid.link.compute_s_per_byte = 0.5e-3 / (4 * 32 * sizeof(float));
+    const auto p = plan(2, 1, 8, 2, Schedule::gpipe);
+    CHECK(step(paid, p) - step(free, p) == doctest::Approx(1e-3));
+    CHECK(step(paid, p, "in-flight") == doctest::Approx(step(free, p)));
+  }
+}
+
+TEST_CASE("closed form: (M + S - 1) slots of the busiest stage, the fill and drain, the last bucket") {
+  const auto view = oracle::view_of<Tiny>("tiny");
+  auto profile = linear_profile();
+  // One process: 6 units x 3 ms x 4 samples x 2 micro-batches, as predict says.
+  CHECK(oracle::closed_form(view, plan(1, 1, 8, 2, Schedule::one_f_one_b), profile).time_s == doctest::Approx(0.144));
+
+  const auto bounds = oracle::balanced_bounds<Tiny>(2);
+  std::size_t first_units = 0;
+  for (const auto& u : view.units) first_units += oracle::in_stage(u, bounds[0], bounds[1], false) ? 1 : 0;
+  const double slot = 2 * 3e-3 * static_cast<double>(std::max(first_units, 6 - first_units));  // 2 samples
+  profile.comm["p2p_latency"].by_ranks[2] = {{0, 1e30, 1e-3, 0}};  // 1 ms per message
+  for (const Schedule schedule : {Schedule::gpipe, Schedule::one_f_one_b}) {
+    const auto p = oracle::closed_form(view, plan(2, 1, 8, 4, schedule), profile);
+    CHECK(p.compute_s == doctest::Approx(4 * slot));
+    CHECK(p.bubble_s == doctest::Approx(slot));
+    CHECK(p.transfer_s == doctest::Approx(2e-3));
+    CHECK(p.time_s == doctest::Approx(5 * slot + 2e-3));
+  }
+  // Two replicas: the last (here the only) bucket's alpha + beta x bytes is exposed: 47 gradients.
+  profile.comm["buckets_ordered"].by_ranks[2] = {{0, 1e30, 5e-3, 1e-6}};
+  const auto replicated = oracle::closed_form(view, plan(1, 2, 8, 1, Schedule::one_f_one_b), profile);
+  CHECK(replicated.reduction_s == doctest::Approx(5e-3 + 47 * sizeof(float) * 1e-6));
+  CHECK(replicated.time_s == doctest::Approx(6 * 3e-3 * 4 + replicated.reduction_s));
+}

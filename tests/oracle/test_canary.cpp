@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: MIT
+// The canary: a short pass of a model's layers against the profile's calibration of them, and the
+// profile's compute rescaled by their ratio.
+#include <hpf/hpf.hpp>
+#include <hpf/oracle/canary.hpp>
+#include <hpf/oracle/model_view.hpp>
+#include <hpf/oracle/predict.hpp>
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+namespace {
+
+using namespace hpf;
+using Small = Sequential<Input<1, 12, 12>, Conv2D<8, 3, Pad<1>>, ReLU, MaxPool<2>, Flatten, Dense<16>, ReLU, Dense<3>,
+                         SoftmaxCrossEntropy>;
+
+oracle::MachineProfile calibrated_now() {
+  oracle::MachineProfile p;
+  p.label = "test";
+  p.cores = 64;
+  oracle::calibrate<Small>(p, {.batches = {1, 8, 32}, .repeats = 3});
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("rescaled compute scales every calibrated price, not communication") {
+  auto profile = calibrated_now();
+  profile.comm["p2p_latency"].by_ranks[2] = {{0, 1e30, 1e-3, 0}};
+  const auto view = oracle::view_of<Small>("small");
+  const oracle::Plan one{.stages = 1, .replicas = 1, .batch = 32, .micro_batches = 1, .bounds = oracle::balanced_bounds<Small>(1)};
+  const double before = oracle::predict(view, one, profile).time_s;
+  const double optimizer = profile.optimizer_s_per_parameter;
+  oracle::rescale_compute(profile, 3);
+  CHECK(oracle::predict(view, one, profile).time_s == doctest::Approx(3 * before));
+  CHECK(profile.optimizer_s_per_parameter == doctest::Approx(3 * optimizer));
+  CHECK(profile.fit("p2p_latency").seconds(100, 2) == doctest::Approx(1e-3));
+}
+
+TEST_CASE("a profile whose compute is 20 times too slow: the canary measures about 1/20") {
+  auto profile = calibrated_now();
+  oracle::rescale_compute(profile, 20);
+  const oracle::Canary c = oracle::canary<Small>(profile, 0.5);
+  CHECK(c.batch > 0);
+  CHECK(c.seconds > 0);
+  // 0.05 on a quiet host; the bounds leave a factor of 4 either way for a busy one.
+  CHECK(c.ratio > 0.0125);
+  CHECK(c.ratio < 0.2);
+}
+
+TEST_CASE("a profile without the model's layers: no canary, ratio 1") {
+  oracle::MachineProfile empty;
+  const oracle::Canary c = oracle::canary<Small>(empty, 0.5);
+  CHECK(c.batch == 0);
+  CHECK(c.ratio == 1);
+}
