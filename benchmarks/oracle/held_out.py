@@ -1,0 +1,596 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""The oracle judged out of sample (docs/oracle.md, "How the oracle is judged").
+
+Two steps, as a user would take them:
+
+  # 1. freeze: calibrate a profile for every model of both sets (a copy of --profile, its
+  #    communication kept) and record the oracle's commit, its source trees and the profile's hash
+  /usr/bin/python3 benchmarks/oracle/held_out.py freeze --label local
+  git add benchmarks/oracle/frozen && git commit -m "oracle: frozen for the held-out run"
+  # 2. measure one set afresh with the frozen oracle (refused if include/ or tools/ differ from the
+  #    frozen commit's, or the profile's hash does), predict before measuring, write the section
+  /usr/bin/python3 benchmarks/oracle/held_out.py measure --set held-out --label local    # ~30 min
+  /usr/bin/python3 benchmarks/oracle/held_out.py measure --set development --label local
+
+Sets: development (MLP, CNN, ResNet-20), on which rules may be tuned; held-out (ResNet-56,
+PreActResNet-164, the GPT, the 3-D CNN), never used to choose a rule. Configurations of each model:
+1 rank, and on 2 ranks data parallelism, 2-stage pipelines (GPipe and 1F1B, M = 2 and 8), filter
+and channel splits, and whatever `hpf-oracle rank --layer-splits` recommends; every rank on its
+own core (no more ranks than cores), processes bound to cores. Each configuration runs --rounds
+times, interleaved with all others (the order reversed every other round), each run --blocks
+timed blocks of at least --block-seconds (steps per block from the frozen prediction): its step
+time is the mean of the blocks, with a 95 % confidence interval (Student's t over the blocks).
+
+Predictors, all fixed before the first measurement: the frozen oracle on the fresh profile; the
+same without each of its terms (hpf::oracle::Terms) and ParaDL's closed form (the ablation); the
+oracle on an old profile (--old-profile, as committed), without and with the canary's correction
+(the canary run once per model before the measurements). Nothing here asserts a target: the
+runner reports, and `check` (run by tests/scripts/test_held_out.py) verifies that the published
+section was written from a fresh run of a frozen oracle.
+"""
+import argparse
+import datetime
+import hashlib
+import json
+import math
+import os
+import random
+import re
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BENCHMARKS = os.path.dirname(HERE)
+ROOT = os.path.dirname(BENCHMARKS)
+sys.path.insert(0, BENCHMARKS)
+import bench_harness as h  # noqa: E402
+import provenance  # noqa: E402
+
+SETS = {"development": ("mlp", "cnn", "resnet20"), "held-out": ("resnet56", "resnet164", "gpt", "cosmoflow")}
+# name: (description, global batch)
+MODELS = {
+    "mlp": ("MLP 784-1024-1024-10, Fashion-MNIST", 128),
+    "cnn": ("CNN of the examples, Fashion-MNIST", 128),
+    "resnet20": ("ResNet-20 (option A), synthetic 3x32x32", 64),
+    "resnet56": ("ResNet-56 (option A), synthetic 3x32x32", 64),
+    "resnet164": ("PreActResNet-164 (bottleneck), synthetic 3x32x32", 64),
+    "gpt": ("GPT of examples/03_language_model (4 blocks, D 64, 4 heads, 64 bytes), Adam", 32),
+    "cosmoflow": ("CosmoFlow<32>: 3-D CNN on 4 x 32^3 volumes", 8),
+}
+TERMS = ("noise", "skew", "burst", "in-flight", "poll")
+FROZEN_DIR = os.path.join(HERE, "frozen")
+# What the oracle's predictions are built from: a held-out run needs them as they were frozen.
+ORACLE_SOURCES = ("include", "tools")
+T_975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+         2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
+
+
+# --- git and files ---------------------------------------------------------------------------------
+def git(*words):
+    done = subprocess.run(["git", "-C", ROOT] + list(words), capture_output=True, text=True)
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def source_trees(commit="HEAD"):
+    """{folder: git tree hash} of the oracle's sources at `commit` (None where git cannot tell)."""
+    return {folder: git("rev-parse", f"{commit}:{folder}") for folder in ORACLE_SOURCES}
+
+
+def uncommitted_sources():
+    return git("status", "--porcelain", "--", *ORACLE_SOURCES)
+
+
+def sha256(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def frozen_path(label):
+    return os.path.join(FROZEN_DIR, f"{label}.json")
+
+
+def data_path(label, which):
+    return os.path.join(HERE, "results", f"held_out_{label}_{which}.json")
+
+
+def section_name(label, which):
+    return f"oracle-{which}" + ("" if label == "local" else f"-{label}")
+
+
+# --- statistics ------------------------------------------------------------------------------------
+def interval(blocks):
+    """(mean, half width of the 95 % confidence interval) of a configuration's block times."""
+    n = len(blocks)
+    mean = statistics.fmean(blocks)
+    if n < 2:
+        return mean, math.inf
+    t = T_975[n - 2] if n - 2 < len(T_975) else 1.96
+    return mean, t * statistics.stdev(blocks) / math.sqrt(n)
+
+
+def accuracy(predicted, measured):
+    return 1 - abs(predicted - measured) / measured
+
+
+def best_accuracy_in(predicted, low, high):
+    """The highest accuracy of `predicted` against any time in [low, high]."""
+    if low <= predicted <= high:
+        return 1.0
+    return max(accuracy(predicted, low), accuracy(predicted, high))
+
+
+def kendall_separated(rows, key):
+    """Kendall's tau over the pairs of `rows` whose measured intervals do not overlap (None without
+    such pairs) and the number of those pairs."""
+    concordant = discordant = 0
+    for i, a in enumerate(rows):
+        for b in rows[i + 1:]:
+            if a["low_ms"] <= b["high_ms"] and b["low_ms"] <= a["high_ms"]:
+                continue
+            dm = (a["measured_ms"] > b["measured_ms"]) - (a["measured_ms"] < b["measured_ms"])
+            dp = (a[key] > b[key]) - (a[key] < b[key])
+            concordant += dm * dp > 0
+            discordant += dm * dp < 0
+    pairs = concordant + discordant
+    return ((concordant - discordant) / pairs if pairs else None), pairs
+
+
+def paired_interval(differences, draws=4000, seed=1):
+    """(mean, low, high): the 95 % bootstrap interval of the mean of paired differences."""
+    rng = random.Random(seed)
+    n = len(differences)
+    means = sorted(statistics.fmean(rng.choices(differences, k=n)) for _ in range(draws))
+    return statistics.fmean(differences), means[int(0.025 * draws)], means[int(0.975 * draws) - 1]
+
+
+# --- configurations --------------------------------------------------------------------------------
+def config(model, ranks, stages=1, micro=1, schedule="1f1b", split=""):
+    return {"model": model, "ranks": ranks, "stages": stages, "micro": micro,
+            "schedule": schedule if stages > 1 else "1f1b", "split": split}
+
+
+def config_key(c):
+    return (c["model"], c["ranks"], c["stages"], c["micro"], c["schedule"], c["split"])
+
+
+def describe(c):
+    if c["split"]:
+        kind, group = c["split"].split(":")
+        return f"{kind} split over {group}"
+    if c["stages"] == 1:
+        return "1 process" if c["ranks"] == 1 else f"data parallel x{c['ranks']}"
+    return f"pipeline {c['stages']} stages, M={c['micro']}, {c['schedule']}"
+
+
+def kind(c):
+    return "split" if c["split"] else "data" if c["stages"] == 1 else "pipeline"
+
+
+def configurations(model, cores):
+    batch = MODELS[model][1]
+    out = [config(model, 1)]
+    if cores >= 2:
+        out.append(config(model, 2))
+        out += [config(model, 2, 2, m, s) for s in ("gpipe", "1f1b") for m in (2, 8) if m <= batch]
+        out += [config(model, 2, split=f"{k}:2") for k in ("filter", "channel")]
+    return out
+
+
+def oracle_words(c):
+    words = ["--model", c["model"], "--ranks", str(c["ranks"]), "--batch", str(MODELS[c["model"]][1]),
+             "--stages", str(c["stages"]), "--micro-batches", str(c["micro"]), "--schedule", c["schedule"]]
+    return words + (["--split", c["split"]] if c["split"] else [])
+
+
+def config_of_plan(model, p):
+    split = "" if p["split"] in ("", "none") else p["split"]
+    if split:  # "filter split over 2" -> "filter:2"
+        m = re.match(r"(filter|channel) split over (\d+)", split)
+        split = f"{m.group(1)}:{m.group(2)}" if m else split
+    return config(model, p["ranks"], p["stages"], p["micro_batches"], p["schedule"], split)
+
+
+# --- the oracle ------------------------------------------------------------------------------------
+def oracle(args, command, words, profile, extra=()):
+    cmd = [args.oracle, command] + words + ["--profile", profile, "--json"] + list(extra)
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"{h.command_text(cmd)}: {done.stderr.strip()}")
+    start = done.stdout.find("{")
+    return json.loads(done.stdout[start:]), done.stderr
+
+
+def canary_ratio(args, model, profile):
+    """The canary of `model` against `profile`, as `hpf-oracle predict --canary` measures it."""
+    c = config(model, 1)
+    _, err = oracle(args, "predict", oracle_words(c), profile, ["--canary", str(args.canary_seconds)])
+    m = re.search(r"took ([0-9.]+) x their calibrated time", err)
+    if not m:
+        raise RuntimeError(f"no canary ratio in: {err}")
+    return float(m.group(1))
+
+
+def predictors(args, models):
+    """{name: {config key: prediction dict}} for every predictor, before any measurement, and the
+    canary ratios."""
+    frozen = args.frozen_profile
+    canaries = {m: canary_ratio(args, m, args.old_profile) for m in models}
+    variants = {"oracle": (frozen, [], "predict"), "closed form": (frozen, ["--closed-form"], "predict"),
+                "old profile": (args.old_profile, [], "predict")}
+    for term in TERMS:
+        variants[f"without {term}"] = (frozen, ["--without", term], "predict")
+    out = {name: {} for name in variants}
+    out["old profile + canary"] = {}
+    for c in args.configs:
+        for name, (profile, extra, command) in variants.items():
+            out[name][config_key(c)] = oracle(args, command, oracle_words(c), profile, extra)[0]
+        scale = ["--compute-scale", f"{canaries[c['model']]:.6f}"]
+        out["old profile + canary"][config_key(c)] = oracle(args, "predict", oracle_words(c), args.old_profile, scale)[0]
+    return out, canaries
+
+
+def recommended(args, model, ranks):
+    """The plan `hpf-oracle rank --layer-splits` puts first (the frozen oracle, fresh profile)."""
+    words = ["--model", model, "--ranks", str(ranks), "--batch", str(MODELS[model][1]), "--layer-splits"]
+    ranked, _ = oracle(args, "rank", words, args.frozen_profile)
+    return config_of_plan(model, ranked["strategies"][0])
+
+
+def query_times(args, model):
+    """`rank`'s own query time at 64 and 1024 ranks (the profile's host extrapolated: a cluster is not
+    needed for the time of the search)."""
+    out = {}
+    for ranks in (64, 1024):
+        words = ["--model", model, "--ranks", str(ranks), "--batch", str(16 * ranks)]
+        out[ranks] = oracle(args, "rank", words, args.frozen_profile)[0]["query_us"] / 1e3
+    return out
+
+
+# --- measurement -----------------------------------------------------------------------------------
+def bench_cmd(args, c, predicted_s):
+    steps = max(2, math.ceil(args.block_seconds / predicted_s))
+    warmup = max(1, math.ceil(0.5 / predicted_s))
+    cmd = [args.mpiexec] + shlex.split(args.mpiexec_flags) + [
+        "-n", str(c["ranks"]), args.hpf, "--model", c["model"], "--batch", str(MODELS[c["model"]][1]),
+        "--stages", str(c["stages"]), "--micro-batches", str(c["micro"]), "--schedule", c["schedule"],
+        "--steps", str(steps), "--warmup", str(warmup), "--repeats", str(args.blocks)]
+    return cmd + (["--split", c["split"]] if c["split"] else [])
+
+
+def floats(value):
+    if isinstance(value, (int, float)):
+        return [float(value)]
+    return [float(x) for x in str(value).split(",") if x]
+
+
+def measure(args, predicted):
+    """{config key: {"blocks": [ms], "rss_mib": [per rank], ...}}: --rounds interleaved runs each."""
+    env, overrides = h.bench_env(h.BLAS_SETTINGS["haswell"][0], 1)
+    runs = {config_key(c): [] for c in args.configs}
+    total, done = args.rounds * len(args.configs), 0
+    for r in range(args.rounds):
+        order = args.configs if r % 2 == 0 else list(reversed(args.configs))
+        for c in order:
+            cmd = bench_cmd(args, c, predicted[config_key(c)]["time_s"])
+            run = h.launch(describe(c), cmd, env, overrides, max_busy=args.max_busy, max_wait=args.max_wait,
+                           timeout=args.timeout)
+            done += 1
+            res = run.results[0] if run.ok else {}
+            h.log(f"[{done}/{total}] {c['model']} {describe(c)}: block ms {res.get('block_ms_per_step', '-')} "
+                  f"foreign {100 * run.foreign_busy:.0f}%")
+            if run.ok:
+                runs[config_key(c)].append({"blocks": floats(res["block_ms_per_step"]),
+                                            "rss_mib": floats(res["rank_peak_rss_mib"]),
+                                            "views_mib": floats(res["rank_views_peak_mib"]),
+                                            "foreign": run.foreign_busy})
+    return runs, overrides
+
+
+# --- the report ------------------------------------------------------------------------------------
+def rows_of(data):
+    """One row per measured configuration: measured mean and interval, each predictor's time."""
+    rows = []
+    for entry in data["configurations"]:
+        c, runs = entry["config"], entry["runs"]
+        blocks = [b for run in runs for b in run["blocks"]]
+        if not blocks:
+            continue
+        mean, half = interval(blocks)
+        row = dict(c, measured_ms=mean, low_ms=mean - half, high_ms=mean + half, blocks=len(blocks),
+                   rss_mib=[max(v) for v in zip(*[run["rss_mib"] for run in runs])])
+        for name, p in entry["predicted"].items():
+            row[name] = 1e3 * p["time_s"]
+        row["stage_memory_mib"] = [b / 2**20 for b in entry["predicted"]["oracle"]["stage_memory_bytes"]]
+        rows.append(row)
+    return rows
+
+
+def memory_error(row):
+    """|predicted - measured| / measured of each rank's peak RSS against its stage's prediction, the worst."""
+    group = 2 if row["split"] else 1
+    worst = 0.0
+    for r, rss in enumerate(row["rss_mib"]):
+        stage = (r // group) % row["stages"]
+        worst = max(worst, abs(row["stage_memory_mib"][stage] - rss) / rss)
+    return worst
+
+
+def scores(rows, name):
+    """The issue's figures for one predictor over `rows`."""
+    acc = [accuracy(r[name], r["measured_ms"]) for r in rows]
+    data = [accuracy(r[name], r["measured_ms"]) for r in rows if kind(r) == "data"]
+    below = [r for r in rows if best_accuracy_in(r[name], r["low_ms"], r["high_ms"]) < 0.9]
+    taus, pairs, hits, cases = [], 0, 0, 0
+    for model in sorted({r["model"] for r in rows}):
+        case = [r for r in rows if r["model"] == model and r["ranks"] == 2]
+        if len(case) < 2:
+            continue
+        tau, n = kendall_separated(case, name)
+        if tau is not None:
+            taus.append((tau, n))
+            pairs += n
+        chosen = min(case, key=lambda r: r[name])
+        fastest = min(case, key=lambda r: r["measured_ms"])
+        cases += 1
+        hits += chosen["measured_ms"] <= 1.05 * fastest["measured_ms"] or chosen["low_ms"] <= fastest["high_ms"]
+    tau = sum(t * n for t, n in taus) / pairs if pairs else None
+    return {"mean": statistics.fmean(acc), "data": statistics.fmean(data) if data else None, "below": below,
+            "tau": tau, "pairs": pairs, "hits": hits, "cases": cases, "accuracies": acc}
+
+
+def pct(x, digits=1):
+    return "-" if x is None else f"{100 * x:.{digits}f} %"
+
+
+def report(data):
+    """The published section: every figure from `data` (check() renders it again and compares)."""
+    rows = rows_of(data)
+    frozen, run = data["frozen"], data["run"]
+    which = data["set"]
+    full = scores(rows, "oracle")
+    out = [f"## Performance oracle, {which} set: predicted against measured step time, a frozen oracle", ""]
+    out.append(f"Written by `benchmarks/oracle/held_out.py measure --set {which}` from "
+               f"`{os.path.relpath(data_path(data['label'], which), ROOT)}`. Oracle frozen at commit "
+               f"`{frozen['commit']}` ({frozen['frozen_at']}), profile `{frozen['profile']}` calibrated then "
+               f"(sha256 {frozen['profile_sha256'][:12]}); measured afresh from {run['started_at']} to "
+               f"{run['finished_at']} at commit `{run['commit']}`, whose `include/` and `tools/` are the frozen ones. "
+               f"Every rank on its own core, bound to it; each configuration {run['rounds']} runs interleaved with "
+               f"the others, {run['blocks_per_run']} blocks of at least {run['block_seconds']:g} s each: the mean "
+               "of the blocks and its 95 % confidence interval.")
+    out.append("")
+    out.append(h.markdown_table(
+        ["model", "ranks", "strategy", "measured ms", "95 % interval", "oracle ms", "accuracy", "closed form ms",
+         "old profile ms", "+ canary ms", "peak RSS MiB", "predicted MiB"],
+        [[r["model"], r["ranks"], describe(r), f"{r['measured_ms']:.1f}", f"{r['low_ms']:.1f}-{r['high_ms']:.1f}",
+          f"{r['oracle']:.1f}", pct(accuracy(r["oracle"], r["measured_ms"])), f"{r['closed form']:.1f}",
+          f"{r['old profile']:.1f}", f"{r['old profile + canary']:.1f}", f"{max(r['rss_mib']):.0f}",
+          f"{max(r['stage_memory_mib']):.0f}"] for r in rows], "rrlrrrrrrrrr"))
+    out.append("")
+    mem = [memory_error(r) for r in rows]
+    within = sum(e <= 0.10 for e in mem)
+    out.append("Against the issue's targets (oracle on the fresh profile):")
+    out.append("")
+    out.append(h.markdown_table(["figure", "target", "measured"], [
+        ["mean accuracy", "≥ 96 %", pct(full["mean"])],
+        ["data parallel (1 and 2 ranks)", "≥ 97 %", pct(full["data"])],
+        ["configurations whose interval lies wholly below 90 %", "none",
+         ", ".join(f"{r['model']} {describe(r)}" for r in full["below"]) or "none"],
+        ["Kendall tau, pairs whose intervals do not overlap", "≥ 0.9",
+         f"{full['tau']:.2f} ({full['pairs']} pairs)" if full["tau"] is not None else "no such pairs"],
+        ["recommendation within 5 % of the best (or inside its interval)", "≥ 90 % of cases",
+         f"{full['hits']} of {full['cases']}"],
+        ["peak RSS within 10 %", "every configuration",
+         f"{within} of {len(mem)} (median error {pct(statistics.median(mem), 0)})"],
+        ["`rank` query, 64 ranks", "≤ 1 ms", " / ".join(f"{m} {t[0]:.2f} ms" for m, t in data["query_ms"].items())],
+        ["`rank` query, 1024 ranks", "≤ 50 ms", " / ".join(f"{m} {t[1]:.1f} ms" for m, t in data["query_ms"].items())],
+    ], "lll"))
+    out.append("")
+    old = data["old_profile"]
+    out.append(f"An aging profile: `{old['path']}`, calibrated {old['calibrated_at']} on {old['machine']}. Its "
+               "canary (`hpf-oracle predict --canary`) measured the layers now at "
+               + ", ".join(f"{m} {r:.3f}x" for m, r in data["canaries"].items())
+               + " of their calibrated time.")
+    out.append("")
+    old_rows = []
+    for name in ("oracle", "old profile", "old profile + canary"):
+        s = scores(rows, name)
+        old_rows.append([name.replace("oracle", "fresh profile"), pct(s["mean"]), pct(s["data"]), len(s["below"]),
+                         f"{s['tau']:.2f}" if s["tau"] is not None else "-", f"{s['hits']} of {s['cases']}"])
+    out.append(h.markdown_table(["profile", "mean accuracy", "data parallel", "wholly below 90 %", "tau", "recommended"],
+                                old_rows, "lrrrrr"))
+    out.append("")
+    out.append("The ablation: each term left out of the frozen oracle (`hpf-oracle predict --without TERM`) and "
+               "ParaDL's closed form (`--closed-form`), on the same measurements. The difference is the full "
+               "oracle's mean accuracy minus the variant's, with the 95 % bootstrap interval over configurations; "
+               "a term earns its place when the interval lies above 0.")
+    out.append("")
+    ablation = []
+    for name in ["closed form"] + [f"without {t}" for t in TERMS]:
+        s = scores(rows, name)
+        diff, low, high = paired_interval([a - b for a, b in zip(full["accuracies"], s["accuracies"])])
+        moved = sum(abs(r[name] - r["oracle"]) > 1e-6 * r["oracle"] for r in rows)
+        verdict = ("earns its place" if low > 0 else "worse than the full oracle" if high < 0 else "no measurable effect")
+        if name == "closed form":
+            verdict = ("the full oracle is better" if low > 0 else "the closed form is better" if high < 0
+                       else "no measurable difference")
+        ablation.append([name, pct(s["mean"]), f"{100 * diff:+.2f} ({100 * low:+.2f} to {100 * high:+.2f})",
+                         f"{moved} of {len(rows)}", verdict])
+    out.append(h.markdown_table(["predictor", "mean accuracy", "difference, points (interval)",
+                                 "configurations it changes", "verdict"], ablation, "lrrrl"))
+    out.append("")
+    out.append("- " + "\n- ".join(f"{m}: {MODELS[m][0]}, global batch {MODELS[m][1]}." for m in SETS[which]))
+    out.append("")
+    out.append("Commands (from the repository root; one configuration shown):")
+    out.append("")
+    out += ["```sh", f"/usr/bin/python3 benchmarks/oracle/held_out.py measure --set {which} --label {data['label']}",
+            run["example_command"], "```"]
+    return "\n".join(out) + "\n"
+
+
+def rendered(data, path, record=None):
+    """The section as published: the report with its provenance line (from the data's record)."""
+    return provenance.with_lines(report(data), [path], [record] if record else None)
+
+
+# --- the check of a published run ------------------------------------------------------------------
+def check(label, which, results_path):
+    """Problems with the published `which` section of `label` (empty: it was written by a fresh run
+    of a frozen oracle, and its figures are the data file's)."""
+    problems = []
+    path = data_path(label, which)
+    if not os.path.exists(path):
+        return [f"{os.path.relpath(path, ROOT)} is missing"]
+    with open(path) as f:
+        data = json.load(f)
+    frozen, run = data.get("frozen", {}), data.get("run", {})
+    if not os.path.exists(frozen_path(label)):
+        problems.append(f"no frozen record {os.path.relpath(frozen_path(label), ROOT)}")
+    else:
+        with open(frozen_path(label)) as f:
+            if json.load(f) != frozen:
+                problems.append("the data's frozen record is not the committed one")
+    if not run.get("measured_afresh"):
+        problems.append("the measurements were not taken afresh by this run")
+    if run.get("started_at", "") <= frozen.get("frozen_at", "~"):
+        problems.append(f"measured at {run.get('started_at')}, not after the freeze at {frozen.get('frozen_at')}")
+    if run.get("trees") != frozen.get("trees"):
+        problems.append("the run's include/ and tools/ were not the frozen ones")
+    profile = os.path.join(ROOT, frozen.get("profile", ""))
+    if not os.path.isfile(profile) or sha256(profile) != frozen.get("profile_sha256"):
+        problems.append(f"the frozen profile {frozen.get('profile')} is missing or changed")
+    if git("rev-parse", "--git-dir") is not None:
+        for name, commit in (("frozen", frozen.get("commit")), ("measured", run.get("commit"))):
+            trees = source_trees(commit) if commit else {}
+            if trees != frozen.get("trees"):
+                problems.append(f"the {name} commit {commit}'s include/ and tools/ are not the frozen trees")
+    published = h.read_section(results_path, section_name(label, which))
+    if published.strip() != rendered(data, path).strip():
+        problems.append(f"the section '{section_name(label, which)}' is not what the data file renders")
+    return problems
+
+
+# --- steps -----------------------------------------------------------------------------------------
+def freeze(args):
+    if uncommitted_sources():
+        sys.exit("held_out.py: include/ or tools/ have uncommitted changes: commit them before freezing")
+    os.makedirs(FROZEN_DIR, exist_ok=True)
+    profile = os.path.join(FROZEN_DIR, f"{args.label}.profile.json")
+    shutil.copyfile(args.profile, profile)
+    for i, model in enumerate(SETS["development"] + SETS["held-out"]):
+        h.log(f"calibrating {model} into {profile}")
+        subprocess.run([args.oracle, "calibrate", "--model", model, "--profile", profile,
+                        "--noise-seconds", "10" if i == 0 else "0"], check=True, stdout=subprocess.DEVNULL)
+    record = {"commit": git("rev-parse", "--short=12", "HEAD"), "trees": source_trees(),
+              "frozen_at": datetime.datetime.now().isoformat(timespec="seconds"),
+              "profile": os.path.relpath(profile, ROOT), "profile_sha256": sha256(profile),
+              "profile_from": os.path.relpath(args.profile, ROOT), "machine": h.machine_description()}
+    with open(frozen_path(args.label), "w") as f:
+        json.dump(record, f, indent=1)
+        f.write("\n")
+    h.log(f"frozen: {os.path.relpath(frozen_path(args.label), ROOT)}; commit it with the profile before measuring")
+    return 0
+
+
+def old_profile_facts(path):
+    record = provenance.read(path) or {}
+    with open(path) as f:
+        p = json.load(f)
+    return {"path": os.path.relpath(path, ROOT), "calibrated_at": record.get("measured_at", p.get("created", "?")),
+            "machine": record.get("machine", p.get("host", {}).get("description", "?"))}
+
+
+def measure_set(args):
+    with open(frozen_path(args.label)) as f:
+        frozen = json.load(f)
+    if uncommitted_sources() or source_trees() != frozen["trees"]:
+        sys.exit("held_out.py: include/ or tools/ differ from the frozen commit "
+                 f"{frozen['commit']}: a held-out run predicts with the frozen oracle only")
+    args.frozen_profile = os.path.join(ROOT, frozen["profile"])
+    if sha256(args.frozen_profile) != frozen["profile_sha256"]:
+        sys.exit(f"held_out.py: {frozen['profile']} changed since it was frozen")
+    subprocess.run(["cmake", "--build", args.build, "--target", "hpf-oracle", "hpf_bench_parallel_throughput"], check=True,
+                   stdout=subprocess.DEVNULL)  # the binaries of the frozen sources
+    record = provenance.start("benchmarks/oracle/held_out.py")
+    started = datetime.datetime.now().isoformat(timespec="seconds")
+    models = SETS[args.set] if not args.models else args.models.split(",")
+    args.configs = [c for m in models for c in configurations(m, os.cpu_count() or 1)]
+    for m in models:
+        rec = recommended(args, m, 2)
+        if (os.cpu_count() or 1) >= 2 and config_key(rec) not in {config_key(c) for c in args.configs}:
+            args.configs.append(rec)
+    predicted, canaries = predictors(args, models)
+    query = {m: query_times(args, m) for m in models}
+    runs, _ = measure(args, predicted["oracle"])
+    data = {"label": args.label, "set": args.set, "frozen": frozen, "canaries": canaries,
+            "old_profile": old_profile_facts(args.old_profile),
+            "query_ms": {m: [q[64], q[1024]] for m, q in query.items()},
+            "run": {"started_at": started, "finished_at": datetime.datetime.now().isoformat(timespec="seconds"),
+                    "commit": git("rev-parse", "--short=12", "HEAD"), "trees": source_trees(),
+                    "measured_afresh": True, "rounds": args.rounds, "blocks_per_run": args.blocks,
+                    "block_seconds": args.block_seconds,
+                    "example_command": h.command_text([h.repo_relative(x, ROOT) for x in bench_cmd(
+                        args, args.configs[-1], predicted["oracle"][config_key(args.configs[-1])]["time_s"])])},
+            "configurations": [{"config": c, "runs": runs[config_key(c)],
+                                "predicted": {name: p[config_key(c)] for name, p in predicted.items()}}
+                               for c in args.configs]}
+    path = data_path(args.label, args.set)
+    record["measured_at"] = provenance.now()
+    if not args.no_write:
+        with open(path, "w") as f:
+            json.dump(data, f, indent=1)
+            f.write("\n")
+        provenance.write(path, record)
+    failed = [describe(c) for c in args.configs if not runs[config_key(c)]]
+    return h.publish(args, section_name(args.label, args.set), rendered(data, path, record), failed)
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("step", choices=("freeze", "measure", "render", "check"))
+    p.add_argument("--label", default="local", help="the frozen oracle's name (default local)")
+    p.add_argument("--set", default="held-out", choices=tuple(SETS))
+    p.add_argument("--models", default="", help="measure: a subset of the set's models (a trial, not a publication)")
+    h.add_oracle_binary_options(p, ROOT)
+    p.add_argument("--old-profile", default=os.path.join(ROOT, "benchmarks", "comm", "profiles", "local.json"),
+                   help="the aging profile predicted from with and without the canary (default: the committed local.json)")
+    p.add_argument("--build", default=os.path.join(ROOT, "build"), help="the build folder of --hpf and --oracle")
+    p.add_argument("--canary-seconds", type=float, default=2.0)
+    p.add_argument("--rounds", type=int, default=5, help="interleaved runs per configuration (default 5)")
+    p.add_argument("--blocks", type=int, default=2, help="timed blocks per run (default 2)")
+    p.add_argument("--block-seconds", type=float, default=3.0, help="least seconds per block (default 3)")
+    p.add_argument("--mpiexec", default="mpiexec")
+    p.add_argument("--mpiexec-flags", default="--allow-run-as-root --bind-to core --map-by core",
+                   help="launcher flags before -n: every rank bound to a core of its own (default: %(default)s)")
+    p.add_argument("--max-busy", type=float, default=0.10)
+    p.add_argument("--max-wait", type=float, default=30.0)
+    p.add_argument("--timeout", type=float, default=300.0)
+    h.add_results_options(p, os.path.join(BENCHMARKS, "RESULTS.md"))
+    return p.parse_args()
+
+
+def main():
+    args = parse_args()
+    if args.step == "freeze":
+        return freeze(args)
+    if args.step == "measure":
+        return measure_set(args)
+    if args.step == "render":  # the section again from the data file (after a change of report())
+        path = data_path(args.label, args.set)
+        with open(path) as f:
+            text = rendered(json.load(f), path)
+        print(text)
+        if not args.no_write:
+            h.replace_section(args.results, section_name(args.label, args.set), text)
+        return 0
+    problems = check(args.label, args.set, args.results)
+    for problem in problems:
+        print(f"held_out.py check: {problem}")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
