@@ -1,0 +1,59 @@
+"""The published held-out figures of the oracle (RESULTS.md's `oracle-held-out` block, and the
+development block beside it) were written by benchmarks/oracle/held_out.py from a fresh run of a
+frozen oracle: the committed frozen record, measurements taken after the freeze by a run whose
+include/ and tools/ were the frozen commit's (checked against git history), the frozen profile
+unchanged, and every figure what the data file renders. Then each of those conditions broken on a
+copy must fail the check: a re-priced run, one measured before the freeze, other sources, an
+edited figure."""
+import copy
+import importlib.util
+import json
+import os
+import sys
+
+root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+script = os.path.join(root, "benchmarks", "oracle", "held_out.py")
+spec = importlib.util.spec_from_file_location("held_out", script)
+H = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(H)
+results = os.path.join(root, "benchmarks", "RESULTS.md")
+failures = []
+
+with open(results) as f:
+    text = f.read()
+published = [which for which in H.SETS if f"<!-- {H.section_name('local', which)}:begin -->" in text]
+if "held-out" not in published:
+    failures.append("RESULTS.md has no oracle-held-out block")
+for which in published:
+    for problem in H.check("local", which, results):
+        failures.append(f"{which}: {problem}")
+
+if "held-out" in published:
+    path = H.data_path("local", "held-out")
+    with open(path) as f:
+        data = json.load(f)
+    with open(H.frozen_path("local")) as f:
+        frozen = json.load(f)
+    section = H.h.read_section(results, H.section_name("local", "held-out"))
+
+    def must_fail(what, change, text=section):
+        broken = copy.deepcopy(data)
+        change(broken)
+        if not H.problems_of(broken, frozen, text, path):
+            failures.append(f"the check passed {what}")
+
+    must_fail("re-priced measurements", lambda d: d["run"].update(measured_afresh=False))
+    must_fail("measurements from before the freeze", lambda d: d["run"].update(started_at="2000-01-01T00:00:00"))
+    must_fail("a run with other sources", lambda d: d["run"].update(trees={"include": "0" * 40, "tools": "0" * 40}))
+    must_fail("a frozen record that is not the committed one", lambda d: d["frozen"].update(commit="0" * 12))
+    must_fail("a prediction changed after the run",
+              lambda d: d["configurations"][0]["predicted"]["oracle"].update(time_s=123.0))
+    measured = f"| {H.rows_of(data)[0]['measured_ms']:.1f} |"
+    if measured not in section:
+        failures.append(f"the first configuration's measured time {measured} is not in the section")
+    must_fail("an edited figure", lambda d: None, section.replace(measured, measured.replace(" |", "1 |", 1), 1))
+
+for f in failures:
+    print("FAILED:", f)
+print(f"checked: {', '.join(published) or 'nothing'}")
+sys.exit(1 if failures else 0)
