@@ -52,6 +52,8 @@ BLOCK_DATA = {
     "sanitizers": ["benchmarks/results/sanitizers"],
     "reliability": ["benchmarks/results/reliability"],
     "oracle": ["benchmarks/oracle/results/oracle_local.csv"],
+    "oracle-held-out": ["benchmarks/oracle/results/held_out_local_held-out.json"],
+    "oracle-development": ["benchmarks/oracle/results/held_out_local_development.json"],
     "oracle-1gbit": ["benchmarks/oracle/results/oracle_1gbit.csv"],
     "oracle-10gbit": ["benchmarks/oracle/results/oracle_10gbit.csv"],
     "oracle-fabrics": ["benchmarks/oracle/results/oracle_local.csv", "benchmarks/oracle/results/oracle_10gbit.csv",

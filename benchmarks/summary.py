@@ -258,6 +258,25 @@ def oracle_memory():
             match("oracle", r"^- memory: \*\*worst error ([\d.]+ %)\*\*")[1])
 
 
+def oracle_judged(which):
+    """The frozen oracle on a set's fresh measurements: mean accuracy, data parallel, recommendations."""
+    block = "oracle-" + which
+    figure = lambda name: cell(block, "measured", lambda r: r.get("figure", "").startswith(name))  # noqa: E731
+    commit = match(block, r"Oracle frozen at commit `(\w+)`")[1]
+    configurations = len(rows(block, "95 % interval"))
+    return (f"oracle, {which} set, frozen at {commit[:7]}, measured afresh ({configurations} configurations): "
+            "mean accuracy / data parallel / recommendation within 5 %",
+            f"{figure('mean accuracy')} / {figure('data parallel')} / {figure('recommendation within')} cases")
+
+
+def oracle_held_out():
+    return oracle_judged("held-out")
+
+
+def oracle_development():
+    return oracle_judged("development")
+
+
 def oracle_fabrics():
     (mean1, n1), (mean10, n10) = mean_accuracy("oracle-1gbit"), mean_accuracy("oracle-10gbit")
     counts = f"{n1} configurations each" if n1 == n10 else f"{n1} / {n10} configurations"
@@ -272,7 +291,8 @@ ROWS = [(["single-process"], single_process), (["single-process-models"], single
         (["across-hosts"], across_hosts), (["layer-splits"], layer_splits), (["cuts"], cuts),
         (["precision"], precision), (["fuzzing"], fuzzing), (["fuzzing-npy"], fuzzing_npy),
         (["sanitizers"], sanitizers), (["reliability"], reliability), (["oracle"], oracle),
-        (["oracle"], oracle_memory), (["oracle-1gbit", "oracle-10gbit"], oracle_fabrics)]
+        (["oracle"], oracle_memory), (["oracle-1gbit", "oracle-10gbit"], oracle_fabrics),
+        (["oracle-held-out"], oracle_held_out), (["oracle-development"], oracle_development)]
 
 
 # --- labels from the records ------------------------------------------------------------------------
