@@ -301,6 +301,8 @@ int print_partition(const CutSearch& search, const Args& a) {
   std::printf("use: hpf::Pipeline<%s> (%.1f %% faster than Balanced<%zu>; %zu plans predicted)\n",
               cuts_type(best.plan.bounds).c_str(), 100 * (balanced.time_s - best.time_s) / balanced.time_s,
               best.plan.stages, search.predictions);
+  std::printf("or let the oracle choose when training starts: hpf::AutoAmong<hpf::Balanced<%zu>, %s>\n", best.plan.stages,
+              cuts_type(best.plan.bounds).c_str());
   return 0;
 }
 

@@ -8,6 +8,7 @@
 #include <hpf/oracle/terms.hpp>
 
 #include <doctest/doctest.h>
+#include <support/tiny_oracle.hpp>
 
 #include <algorithm>
 #include <stdexcept>
@@ -16,23 +17,9 @@
 namespace {
 
 using namespace hpf;
-using Tiny = Sequential<Input<1, 4, 4>, Conv2D<2, 3, Pad<1>>, ReLU, MaxPool<2>, Flatten, Dense<3>, SoftmaxCrossEntropy>;
-
-/// Every unit of Tiny takes 1 ms per sample forward and 2 ms backward; no communication cost.
-oracle::MachineProfile linear_profile() {
-  oracle::MachineProfile p;
-  p.label = "test";
-  p.cores = 64;
-  for (const std::string& key : oracle::layer_keys<Tiny>()) {
-    p.units[key] = {{1, 64}, {1e-3, 64e-3}, {2e-3, 128e-3}, {0, 0}, {0, 0}, {}, {}};
-  }
-  return p;
-}
-
-oracle::Plan plan(std::size_t stages, std::size_t replicas, std::size_t batch, std::size_t micro, Schedule schedule) {
-  return {.stages = stages, .replicas = replicas, .batch = batch, .micro_batches = micro, .schedule = schedule,
-          .bounds = oracle::balanced_bounds<Tiny>(stages)};
-}
+using hpf_test::linear_profile;
+using hpf_test::plan;
+using hpf_test::Tiny;
 
 double step(const oracle::MachineProfile& profile, const oracle::Plan& p, const std::string& without = "") {
   return oracle::predict(oracle::view_of<Tiny>("tiny"), p, profile, 0, oracle::Terms::without(without)).time_s;

@@ -7,6 +7,7 @@
 #include <hpf/oracle/recommend.hpp>
 
 #include <doctest/doctest.h>
+#include <support/tiny_oracle.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -20,23 +21,9 @@
 namespace {
 
 using namespace hpf;
-using Tiny = Sequential<Input<1, 4, 4>, Conv2D<2, 3, Pad<1>>, ReLU, MaxPool<2>, Flatten, Dense<3>, SoftmaxCrossEntropy>;
-
-/// Every unit of Tiny takes 1 ms per sample forward and 2 ms backward; no communication cost.
-oracle::MachineProfile linear_profile() {
-  oracle::MachineProfile p;
-  p.label = "test";
-  p.cores = 64;
-  for (const std::string& key : oracle::layer_keys<Tiny>()) {
-    p.units[key] = {{1, 64}, {1e-3, 64e-3}, {2e-3, 128e-3}, {0, 0}, {0, 0}, {}, {}};
-  }
-  return p;
-}
-
-oracle::Plan plan(std::size_t stages, std::size_t replicas, std::size_t batch, std::size_t micro, Schedule schedule) {
-  return {.stages = stages, .replicas = replicas, .batch = batch, .micro_batches = micro, .schedule = schedule,
-          .bounds = oracle::balanced_bounds<Tiny>(stages)};
-}
+using hpf_test::linear_profile;
+using hpf_test::plan;
+using hpf_test::Tiny;
 
 /// A probe whose windows run at 1, 1.2 or 1.5 times the quantum's time, equally likely: its median
 /// 1.2 is its long-run slowdown (3 / (1 + 1/1.2 + 1/1.5)), so calibrated times stand as measured.

@@ -44,6 +44,11 @@ std::string write_profile(const hpf::comm::Communicator& world) {
   return path;
 }
 
+/// How the log and TrainReport::chosen_strategy name a plan: a pipeline with its cuts.
+std::string described(const hpf::oracle::Prediction& p) {
+  return p.plan.describe() + (p.plan.stages > 1 ? ", " + hpf::oracle::cuts_type(p.plan.bounds) : "");
+}
+
 }  // namespace
 
 TEST_CASE("Auto trains with the oracle's first choice among the compiled stage counts") {
@@ -62,9 +67,33 @@ TEST_CASE("Auto trains with the oracle's first choice among the compiled stage c
   const auto first = std::find_if(ranked.begin(), ranked.end(), [](const auto& p) { return p.plan.stages <= 2; });
   REQUIRE(first != ranked.end());
   // Rank 0 timed the profile's units; every rank reads the same file, so the same choice.
-  CHECK(report.chosen_strategy == first->plan.describe());
+  CHECK(report.chosen_strategy == described(*first));
   CHECK(report.predicted_step_seconds == doctest::Approx(first->time_s));
   world.barrier();  // every rank has read it
+  if (world.rank() == 0) std::filesystem::remove(o.oracle_profile);
+}
+
+TEST_CASE("AutoAmong trains the oracle's first choice among the compiled partitions") {
+  const hpf::comm::Communicator world;
+  hpf::TrainOptions o = options();
+  o.oracle_profile = write_profile(world);
+  o.oracle_canary_seconds = 0;
+  constexpr std::size_t leaves = Model::leaves;
+  const auto report =
+      hpf::fit<Model, hpf::AutoAmong<hpf::Cuts<>, hpf::Cuts<3>, hpf::Balanced<2>>>(world, o, hpf_test::synthetic_source<Model>(96));
+  CHECK(std::isfinite(report.epochs.back().loss));
+
+  // The same search over exactly those three partitions, here.
+  const auto view = hpf::oracle::view_of<Model>("cnn");
+  hpf::oracle::SearchOptions search;
+  search.partitions = {{0, leaves}, {0, 3, leaves}, view.balanced_bounds(2)};
+  const auto ranked = hpf::oracle::rank_strategies(view, static_cast<std::size_t>(world.size()), o.batch,
+                                                   hpf::oracle::load_profile(o.oracle_profile), search);
+  REQUIRE(!ranked.empty());
+  for (const auto& p : ranked) CHECK(std::find(search.partitions.begin(), search.partitions.end(), p.plan.bounds) != search.partitions.end());
+  CHECK(report.chosen_strategy == described(ranked.front()));
+  CHECK(report.predicted_step_seconds == doctest::Approx(ranked.front().time_s));
+  world.barrier();
   if (world.rank() == 0) std::filesystem::remove(o.oracle_profile);
 }
 

@@ -32,10 +32,13 @@ struct SearchOptions {
   /// trains Balanced<S> and asks without).
   bool search_cuts = false;
   Terms terms{};  ///< the oracle's refinements to price with (all; fewer for an ablation)
+  /// The partitions to try, as bounds {0, cuts..., leaves} (hpf::AutoAmong's compiled ones); empty:
+  /// Balanced<S> for every stage count S.
+  std::vector<std::vector<std::size_t>> partitions;
 };
 
 /// Every feasible strategy of `ranks` processes for a global `batch`: S stages dividing the
-/// ranks (Balanced<S> cuts), with SearchOptions::layer_splits groups of G splitting each stage's
+/// ranks (Balanced<S> cuts, or SearchOptions::partitions), with SearchOptions::layer_splits groups of G splitting each stage's
 /// Dense and convolution layers, R = ranks / (S G) replicas dividing the batch, M micro-batches
 /// per replica, both schedules when S > 1; predicted and ranked fastest first, those that fit the
 /// memory budget before those that do not, each with the reason it loses to the first.
@@ -51,9 +54,13 @@ inline std::vector<Prediction> rank_strategies(const ModelView& model, std::size
     splits.push_back(LayerSplit::filter(g));
     splits.push_back(LayerSplit::channel(g));
   }
-  for (std::size_t S = 1; S <= std::min(ranks, most_stages); ++S) {
-    if (ranks % S) continue;
-    const std::vector<std::size_t> bounds = model.balanced_bounds(S);
+  std::vector<std::vector<std::size_t>> partitions = o.partitions;
+  for (std::size_t S = 1; o.partitions.empty() && S <= std::min(ranks, most_stages); ++S) {
+    if (ranks % S == 0) partitions.push_back(model.balanced_bounds(S));
+  }
+  for (const std::vector<std::size_t>& bounds : partitions) {
+    const std::size_t S = bounds.size() - 1;
+    if (S == 0 || ranks % S) continue;
     for (const LayerSplit& split : splits) {
       const std::size_t per_replica = S * split.ranks();
       if (ranks % per_replica) continue;

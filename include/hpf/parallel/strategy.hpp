@@ -108,6 +108,15 @@ struct Auto {
   static constexpr auto stages = detail::auto_stages<Stages...>::value;
 };
 
+/// \brief Parallel strategy chosen when training starts by the performance oracle among the
+/// partitions compiled in (Cuts<...> or Balanced<S>: for example the cuts `hpf-oracle partition`
+/// prints beside Balanced<S>), each with the micro-batches and schedule it predicts fastest, as
+/// Auto chooses among stage counts.
+template <class... Partitions>
+struct AutoAmong {
+  static_assert(sizeof...(Partitions) >= 1, "hpf::AutoAmong: name at least one partition (hpf::Cuts<...> or hpf::Balanced<S>)");
+};
+
 /// The execution space of stage Stage under Strategy, or Default if the strategy names none.
 template <class Strategy, std::size_t Stage, class Default>
 using stage_space_t = typename std::conditional_t<(Strategy::stage_spaces::size == 0), std::type_identity<Default>,

@@ -9,6 +9,7 @@
 #include <hpf/config.hpp>
 #include <hpf/data/shard.hpp>
 #include <hpf/data/train_test.hpp>
+#include <hpf/meta/type_list.hpp>
 #include <hpf/meta/type_name.hpp>
 #include <hpf/oracle/canary.hpp>
 #include <hpf/oracle/recommend.hpp>
@@ -113,13 +114,48 @@ inline comm::Facts run_facts(const ProgramTypes& types, const TrainOptions& o, s
                                       : "off"}};
 }
 
-template <class Strategy>
-inline constexpr bool is_auto_v = false;
+/// The partitions an oracle-chosen strategy picks among: Auto's Balanced<S> per stage count,
+/// AutoAmong's as named.
+template <class Strategy, class = void>
+struct auto_partitions {
+  static constexpr bool value = false;
+};
+template <class A, std::size_t... I>
+type_list<Balanced<A::stages[I]>...> balanced_partitions(std::index_sequence<I...>);  // declared for decltype only
 template <std::size_t... Stages>
-inline constexpr bool is_auto_v<Auto<Stages...>> = true;
+struct auto_partitions<Auto<Stages...>> {
+  static constexpr bool value = true;
+  using type = decltype(balanced_partitions<Auto<Stages...>>(std::make_index_sequence<Auto<Stages...>::stages.size()>{}));
+};
+template <class... Partitions>
+struct auto_partitions<AutoAmong<Partitions...>> {
+  static_assert(sizeof(AutoAmong<Partitions...>) > 0);  // AutoAmong's own checks
+  static constexpr bool value = true;
+  using type = type_list<Partitions...>;
+};
+template <class Strategy>
+inline constexpr bool is_auto_v = auto_partitions<Strategy>::value;
+
+/// Each partition's bounds {0, cuts..., leaves} for Model, as the oracle's plans hold them.
+template <class Model, class... Partitions>
+std::vector<std::vector<std::size_t>> partition_bounds(type_list<Partitions...>) {
+  static_assert((resolve_partition<Model, Partitions>::valid && ...), "hpf::AutoAmong: invalid partition; the error above says why");
+  std::vector<std::vector<std::size_t>> out;
+  (
+      [&] {
+        const auto& cuts = resolve_partition<Model, Partitions>::cuts;
+        std::vector<std::size_t> bounds{0};
+        bounds.insert(bounds.end(), cuts.begin(), cuts.end());
+        bounds.push_back(Model::leaves);
+        out.push_back(std::move(bounds));
+      }(),
+      ...);
+  return out;
+}
 
 /// What hpf::Auto runs: the oracle's choice, decided on rank 0 and the same on every rank.
 struct AutoChoice {
+  std::size_t partition = 0;  ///< which of the compiled partitions
   std::size_t stages = 1, micro_batches = 1;
   Schedule schedule = Schedule::one_f_one_b;
   double predicted_seconds = NAN;
@@ -179,8 +215,9 @@ void apply_canary(oracle::MachineProfile& profile, const comm::Communicator& wor
   }
 }
 
-template <class Model, class T, class Space, std::size_t... Stages>
-AutoChoice choose_strategy(const comm::Communicator& world, const TrainOptions& o, const DataSource& source) {
+template <class Model, class T, class Space>
+AutoChoice choose_strategy(const comm::Communicator& world, const TrainOptions& o, const DataSource& source,
+                           const std::vector<std::vector<std::size_t>>& partitions) {
   const std::string text = comm::agree(world, [&]() -> std::string {
     if (o.shards_per_replica != 1) {
       throw std::invalid_argument("hpf::Auto: the oracle plans one data shard per replica; leave shards_per_replica at 1 "
@@ -199,24 +236,28 @@ AutoChoice choose_strategy(const comm::Communicator& world, const TrainOptions& 
     search.reduction = o.reduction;
     search.recompute = o.network.recompute;
     search.exchange_precision = o.exchange_precision;
+    search.partitions = partitions;
     const auto ranked = oracle::rank_strategies(oracle::view_of<Model>(std::string(type_name<Model>()), optimizer_values(o.optimizer),
                                                                        o.network.matmul_precision),
                                                 static_cast<std::size_t>(world.size()), o.batch, profile, search);
     for (const oracle::Prediction& p : ranked) {
-      if (((p.plan.stages == Stages) || ...) && p.fits) {
-        char line[256];
-        std::snprintf(line, sizeof line, "%zu %zu %d %.17g %s", p.plan.stages, p.plan.micro_batches,
-                      p.plan.schedule == Schedule::gpipe ? 0 : 1, p.time_s, p.plan.describe().c_str());
+      const auto chosen = std::find(partitions.begin(), partitions.end(), p.plan.bounds);
+      if (chosen != partitions.end() && p.fits) {
+        const std::string cuts = p.plan.stages > 1 ? ", " + oracle::cuts_type(p.plan.bounds) : "";
+        char line[320];
+        std::snprintf(line, sizeof line, "%zu %zu %zu %d %.17g %s%s", static_cast<std::size_t>(chosen - partitions.begin()),
+                      p.plan.stages, p.plan.micro_batches, p.plan.schedule == Schedule::gpipe ? 0 : 1, p.time_s,
+                      p.plan.describe().c_str(), cuts.c_str());
         return line;
       }
     }
-    throw std::invalid_argument("hpf::Auto: no strategy with the compiled stage counts splits a batch of " +
+    throw std::invalid_argument("hpf::Auto: no strategy with the compiled partitions splits a batch of " +
                                 std::to_string(o.batch) + " over " + std::to_string(world.size()) + " ranks");
   });
   std::istringstream in(comm::broadcast_text(world, text, 0));
   AutoChoice c;
   int schedule = 1;
-  in >> c.stages >> c.micro_batches >> schedule >> c.predicted_seconds;
+  in >> c.partition >> c.stages >> c.micro_batches >> schedule >> c.predicted_seconds;
   std::getline(in >> std::ws, c.described);
   c.schedule = schedule == 0 ? Schedule::gpipe : Schedule::one_f_one_b;
   return c;
@@ -356,19 +397,18 @@ TrainReport fit(const comm::Communicator& world, const TrainOptions& given, cons
 }
 
 /// \brief hpf::fit with the strategy the performance oracle predicts fastest for this world
-/// size and batch (hpf::Auto): chosen on rank 0 from the machine profile, logged with its
-/// predicted step time, then trained like hpf::fit<Model, Pipeline<Balanced<S>>>; at the end the
+/// size and batch (hpf::Auto, hpf::AutoAmong): chosen on rank 0 from the machine profile, logged
+/// with its predicted step time, then trained like hpf::fit<Model, Pipeline<Partition>> with the
+/// chosen partition (Balanced<S> of Auto's stage counts, or one of AutoAmong's); at the end the
 /// log compares the predicted and the measured seconds per step.
 template <class Model, class Strategy, class Precision = float, class Space = Kokkos::DefaultExecutionSpace,
           class Inspect = detail::ignore_network>
   requires(detail::is_auto_v<Strategy>)
 TrainReport fit(const comm::Communicator& world, const TrainOptions& given, const DataSource& source,
                 Inspect&& inspect = {}) {
-  constexpr auto stages = Strategy::stages;
-  const detail::AutoChoice choice = [&]<std::size_t... I>(std::index_sequence<I...>) {
-    return detail::choose_strategy<Model, storage_t<Precision>, Space, stages[I]...>(world, with_precision<Precision>(given),
-                                                                                   source);
-  }(std::make_index_sequence<stages.size()>{});
+  using Partitions = typename detail::auto_partitions<Strategy>::type;
+  const detail::AutoChoice choice = detail::choose_strategy<Model, storage_t<Precision>, Space>(
+      world, with_precision<Precision>(given), source, detail::partition_bounds<Model>(Partitions{}));
   TrainOptions options = given;
   options.micro_batches = choice.micro_batches;
   options.schedule = choice.schedule;
@@ -377,10 +417,10 @@ TrainReport fit(const comm::Communicator& world, const TrainOptions& given, cons
                  << std::endl;
   }
   TrainReport report;
-  const auto chosen = static_cast<std::size_t>(std::find(stages.begin(), stages.end(), choice.stages) - stages.begin());
-  detail::with_index<stages.size()>(chosen, [&](auto i) {
+  detail::with_index<Partitions::size>(choice.partition, [&](auto i) {
+    using Partition = at_t<Partitions, decltype(i)::value>;
     // One stage is DataParallel (Balanced<1> cuts nowhere): the instantiation users already have.
-    using Chosen = std::conditional_t<stages[i] == 1, DataParallel, Pipeline<Balanced<stages[i]>>>;
+    using Chosen = std::conditional_t<detail::resolve_partition<Model, Partition>::stages == 1, DataParallel, Pipeline<Partition>>;
     report = fit<Model, Chosen, Precision, Space>(world, options, source, inspect);
   });
   report.chosen_strategy = choice.described;
