@@ -539,10 +539,11 @@ def measure_set(args):
     record = provenance.start("benchmarks/oracle/held_out.py")
     started = datetime.datetime.now().isoformat(timespec="seconds")
     models = SETS[args.set] if not args.models else args.models.split(",")
-    args.configs = [c for m in models for c in configurations(m, os.cpu_count() or 1)]
-    for m in models:
+    cores = os.cpu_count() or 1
+    args.configs = [c for m in models for c in configurations(m, cores)]
+    for m in models if cores >= 2 else ():  # the 2-rank case's recommendation, measured too
         rec = recommended(args, m, 2)
-        if (os.cpu_count() or 1) >= 2 and config_key(rec) not in {config_key(c) for c in args.configs}:
+        if config_key(rec) not in {config_key(c) for c in args.configs}:
             args.configs.append(rec)
     predicted, canaries = predictors(args, models)
     query = {m: query_times(args, m) for m in models}

@@ -156,7 +156,7 @@ std::vector<std::vector<std::size_t>> partition_bounds(type_list<Partitions...>)
 /// What hpf::Auto runs: the oracle's choice, decided on rank 0 and the same on every rank.
 struct AutoChoice {
   std::size_t partition = 0;  ///< which of the compiled partitions
-  std::size_t stages = 1, micro_batches = 1;
+  std::size_t micro_batches = 1;
   Schedule schedule = Schedule::one_f_one_b;
   double predicted_seconds = NAN;
   std::string described;
@@ -245,8 +245,8 @@ AutoChoice choose_strategy(const comm::Communicator& world, const TrainOptions& 
       if (chosen != partitions.end() && p.fits) {
         const std::string cuts = p.plan.stages > 1 ? ", " + oracle::cuts_type(p.plan.bounds) : "";
         char line[320];
-        std::snprintf(line, sizeof line, "%zu %zu %zu %d %.17g %s%s", static_cast<std::size_t>(chosen - partitions.begin()),
-                      p.plan.stages, p.plan.micro_batches, p.plan.schedule == Schedule::gpipe ? 0 : 1, p.time_s,
+        std::snprintf(line, sizeof line, "%zu %zu %d %.17g %s%s", static_cast<std::size_t>(chosen - partitions.begin()),
+                      p.plan.micro_batches, p.plan.schedule == Schedule::gpipe ? 0 : 1, p.time_s,
                       p.plan.describe().c_str(), cuts.c_str());
         return line;
       }
@@ -257,7 +257,7 @@ AutoChoice choose_strategy(const comm::Communicator& world, const TrainOptions& 
   std::istringstream in(comm::broadcast_text(world, text, 0));
   AutoChoice c;
   int schedule = 1;
-  in >> c.partition >> c.stages >> c.micro_batches >> schedule >> c.predicted_seconds;
+  in >> c.partition >> c.micro_batches >> schedule >> c.predicted_seconds;
   std::getline(in >> std::ws, c.described);
   c.schedule = schedule == 0 ? Schedule::gpipe : Schedule::one_f_one_b;
   return c;
