@@ -12,20 +12,31 @@ Two steps, as a user would take them:
   #    frozen commit's, or the profile's hash does), predict before measuring, write the section
   /usr/bin/python3 benchmarks/oracle/held_out.py measure --set held-out --label local    # ~30 min
   /usr/bin/python3 benchmarks/oracle/held_out.py measure --set development --label local
+  # on an emulated fabric (as root): its communication measured there first (a profile), frozen
+  # with the held-out models' compute, then measured there (2 hosts, one rank each)
+  scripts/fabric/emulate.sh with 2 1gbit -- sh -c '/usr/bin/python3 benchmarks/comm/run_comm_benchmark.py \
+      --mpiexec "$HPF_FABRIC_MPIEXEC" --mpiexec-flags "" --ranks 2 --hosts 2 --hosts-share-cores --quick \
+      --training "" --no-results --label fabric-1gbit --profile /var/tmp/fabric-1gbit.json'
+  /usr/bin/python3 benchmarks/oracle/held_out.py freeze --label fabric-1gbit --fabric 1gbit \
+      --set held-out --profile /var/tmp/fabric-1gbit.json
+  scripts/fabric/emulate.sh with 2 1gbit -- sh -c '/usr/bin/python3 benchmarks/oracle/held_out.py measure \
+      --set held-out --label fabric-1gbit --old-profile "" --mpiexec "$HPF_FABRIC_MPIEXEC" --mpiexec-flags ""'
 
 Sets: development (MLP, CNN, ResNet-20), on which rules may be tuned; held-out (ResNet-56,
 PreActResNet-164, the GPT, the 3-D CNN), never used to choose a rule. Configurations of each model:
 1 rank, and on 2 ranks data parallelism, 2-stage pipelines (GPipe and 1F1B, M = 2 and 8), filter
 and channel splits, and whatever `hpf-oracle rank --layer-splits` recommends; every rank on its
-own core (no more ranks than cores), processes bound to cores. Each configuration runs --rounds
+own core (no more ranks than cores), processes bound to cores. On an emulated fabric (a frozen
+record with a `fabric`), only the configurations of 2 ranks, one per host: the hosts share this
+machine's cores, unbound (the fabric's launcher). Each configuration runs --rounds
 times, interleaved with all others (the order reversed every other round), each run --blocks
 timed blocks of at least --block-seconds (steps per block from the frozen prediction): its step
 time is the mean of the blocks, with a 95 % confidence interval (Student's t over the blocks).
 
 Predictors, all fixed before the first measurement: the frozen oracle on the fresh profile; the
 same without each of its terms (hpf::oracle::Terms) and ParaDL's closed form (the ablation); the
-oracle on an old profile (--old-profile, as committed), without and with the canary's correction
-(the canary run once per model before the measurements). Nothing here asserts a target: the
+oracle on an old profile (--old-profile, as committed; '' where none exists, as for a fabric),
+without and with the canary's correction (the canary run once per model before the measurements). Nothing here asserts a target: the
 runner reports, and `check` (run by tests/scripts/test_held_out.py) verifies that the published
 section was written from a fresh run of a frozen oracle.
 """
@@ -171,10 +182,11 @@ def kind(c):
     return "split" if c["split"] else "data" if c["stages"] == 1 else "pipeline"
 
 
-def configurations(model, cores):
+def configurations(model, cores, fabric=False):
+    """`model`'s configurations: on a fabric those of 2 ranks only (one process runs as on the host)."""
     batch = MODELS[model][1]
-    out = [config(model, 1)]
-    if cores >= 2:
+    out = [] if fabric else [config(model, 1)]
+    if cores >= 2 or fabric:
         out.append(config(model, 2))
         out += [config(model, 2, 2, m, s) for s in ("gpipe", "1f1b") for m in (2, 8) if m <= batch]
         out += [config(model, 2, split=f"{k}:2") for k in ("filter", "channel")]
@@ -219,18 +231,20 @@ def predictors(args, models):
     """{name: {config key: prediction dict}} for every predictor, before any measurement, and the
     canary ratios."""
     frozen = args.frozen_profile
-    canaries = {m: canary_ratio(args, m, args.old_profile) for m in models}
-    variants = {"oracle": (frozen, [], "predict"), "closed form": (frozen, ["--closed-form"], "predict"),
-                "old profile": (args.old_profile, [], "predict")}
+    canaries = {m: canary_ratio(args, m, args.old_profile) for m in models} if args.old_profile else {}
+    variants = {"oracle": (frozen, []), "closed form": (frozen, ["--closed-form"])}
+    if args.old_profile:
+        variants["old profile"] = (args.old_profile, [])
     for term in TERMS:
-        variants[f"without {term}"] = (frozen, ["--without", term], "predict")
+        variants[f"without {term}"] = (frozen, ["--without", term])
     out = {name: {} for name in variants}
-    out["old profile + canary"] = {}
     for c in args.configs:
-        for name, (profile, extra, command) in variants.items():
-            out[name][config_key(c)] = oracle(args, command, oracle_words(c), profile, extra)[0]
-        scale = ["--compute-scale", f"{canaries[c['model']]:.6f}"]
-        out["old profile + canary"][config_key(c)] = oracle(args, "predict", oracle_words(c), args.old_profile, scale)[0]
+        for name, (profile, extra) in variants.items():
+            out[name][config_key(c)] = oracle(args, "predict", oracle_words(c), profile, extra)[0]
+        if args.old_profile:
+            scale = ["--compute-scale", f"{canaries[c['model']]:.6f}"]
+            out.setdefault("old profile + canary", {})[config_key(c)] = oracle(
+                args, "predict", oracle_words(c), args.old_profile, scale)[0]
     return out, canaries
 
 
@@ -352,29 +366,54 @@ def pct(x, digits=1):
     return "-" if x is None else f"{100 * x:.{digits}f} %"
 
 
+def aging_report(data, rows):
+    """The aging profile's lines: the oracle on it, as it is and rescaled by the canary."""
+    old = data["old_profile"]
+    out = [f"An aging profile: `{old['path']}`, calibrated {old['calibrated_at']} on {old['machine']}. Its "
+           "canary (`hpf-oracle predict --canary`) measured the layers now at "
+           + ", ".join(f"{m} {r:.3f}x" for m, r in data["canaries"].items())
+           + " of their calibrated time.", ""]
+    old_rows = []
+    for name in ("oracle", "old profile", "old profile + canary"):
+        s = scores(rows, name)
+        old_rows.append([name.replace("oracle", "fresh profile"), pct(s["mean"]), pct(s["data"]), len(s["below"]),
+                         f"{s['tau']:.2f}" if s["tau"] is not None else "-", f"{s['hits']} of {s['cases']}"])
+    out.append(h.markdown_table(["profile", "mean accuracy", "data parallel", "wholly below 90 %", "tau", "recommended"],
+                                old_rows, "lrrrrr"))
+    out.append("")
+    return out
+
+
 def report(data):
     """The published section: every figure from `data` (check() renders it again and compares)."""
     rows = rows_of(data)
     frozen, run = data["frozen"], data["run"]
     which = data["set"]
     full = scores(rows, "oracle")
-    out = [f"## Performance oracle, {which} set: predicted against measured step time, a frozen oracle", ""]
+    fabric, aging = frozen.get("fabric"), data.get("old_profile") is not None
+    where = f", 2 emulated hosts at {fabric}" if fabric else ""
+    out = [f"## Performance oracle, {which} set{where}: predicted against measured step time, a frozen oracle", ""]
     out.append(f"Written by `benchmarks/oracle/held_out.py measure --set {which}` from "
                f"`{os.path.relpath(data_path(data['label'], which), ROOT)}`. Oracle frozen at commit "
                f"`{frozen['commit']}` ({frozen['frozen_at']}), profile `{frozen['profile']}` calibrated then "
                f"(sha256 {frozen['profile_sha256'][:12]}); measured afresh from {run['started_at']} to "
                f"{run['finished_at']} at commit `{run['commit']}`, whose `include/` and `tools/` are the frozen ones. "
-               f"Every rank on its own core, bound to it; each configuration {run['rounds']} runs interleaved with "
+               + (f"Two hosts made by `scripts/fabric/emulate.sh with 2 {fabric}` (network namespaces, links shaped "
+                  "to the rate), one rank per host, the profile's communication measured there before the freeze; "
+                  "the hosts share this machine's 2 cores, unbound; " if fabric else
+                  "Every rank on its own core, bound to it; ")
+               + f"each configuration {run['rounds']} runs interleaved with "
                f"the others, {run['blocks_per_run']} blocks of at least {run['block_seconds']:g} s each: the mean "
                "of the blocks and its 95 % confidence interval.")
     out.append("")
+    aged = ["old profile", "old profile + canary"] if aging else []
     out.append(h.markdown_table(
-        ["model", "ranks", "strategy", "measured ms", "95 % interval", "oracle ms", "accuracy", "closed form ms",
-         "old profile ms", "+ canary ms", "peak RSS MiB", "predicted MiB"],
+        ["model", "ranks", "strategy", "measured ms", "95 % interval", "oracle ms", "accuracy", "closed form ms"]
+        + (["old profile ms", "+ canary ms"] if aging else []) + ["peak RSS MiB", "predicted MiB"],
         [[r["model"], r["ranks"], describe(r), f"{r['measured_ms']:.1f}", f"{r['low_ms']:.1f}-{r['high_ms']:.1f}",
-          f"{r['oracle']:.1f}", pct(accuracy(r["oracle"], r["measured_ms"])), f"{r['closed form']:.1f}",
-          f"{r['old profile']:.1f}", f"{r['old profile + canary']:.1f}", f"{max(r['rss_mib']):.0f}",
-          f"{max(r['stage_memory_mib']):.0f}"] for r in rows], "rrlrrrrrrrrr"))
+          f"{r['oracle']:.1f}", pct(accuracy(r["oracle"], r["measured_ms"])), f"{r['closed form']:.1f}"]
+         + [f"{r[name]:.1f}" for name in aged] + [f"{max(r['rss_mib']):.0f}", f"{max(r['stage_memory_mib']):.0f}"]
+         for r in rows], "rrlrrrrr" + "rr" * aging + "rr"))
     out.append("")
     mem = [memory_error(r) for r in rows]
     grown = [memory_error(r, above_base=True) for r in rows]
@@ -398,20 +437,7 @@ def report(data):
         ["`rank` query, 1024 ranks", "≤ 50 ms", " / ".join(f"{m} {t[1]:.1f} ms" for m, t in data["query_ms"].items())],
     ], "lll"))
     out.append("")
-    old = data["old_profile"]
-    out.append(f"An aging profile: `{old['path']}`, calibrated {old['calibrated_at']} on {old['machine']}. Its "
-               "canary (`hpf-oracle predict --canary`) measured the layers now at "
-               + ", ".join(f"{m} {r:.3f}x" for m, r in data["canaries"].items())
-               + " of their calibrated time.")
-    out.append("")
-    old_rows = []
-    for name in ("oracle", "old profile", "old profile + canary"):
-        s = scores(rows, name)
-        old_rows.append([name.replace("oracle", "fresh profile"), pct(s["mean"]), pct(s["data"]), len(s["below"]),
-                         f"{s['tau']:.2f}" if s["tau"] is not None else "-", f"{s['hits']} of {s['cases']}"])
-    out.append(h.markdown_table(["profile", "mean accuracy", "data parallel", "wholly below 90 %", "tau", "recommended"],
-                                old_rows, "lrrrrr"))
-    out.append("")
+    out += aging_report(data, rows) if aging else []
     out.append("The ablation: each term left out of the frozen oracle (`hpf-oracle predict --without TERM`) and "
                "ParaDL's closed form (`--closed-form`), on the same measurements. The difference is the full "
                "oracle's mean accuracy minus the variant's, with the 95 % bootstrap interval over configurations; "
@@ -502,14 +528,17 @@ def freeze(args):
     os.makedirs(FROZEN_DIR, exist_ok=True)
     profile = os.path.join(FROZEN_DIR, f"{args.label}.profile.json")
     shutil.copyfile(args.profile, profile)
-    for i, model in enumerate(SETS["development"] + SETS["held-out"]):
+    models = SETS[args.set] if args.set_given else SETS["development"] + SETS["held-out"]
+    for i, model in enumerate(models):
         h.log(f"calibrating {model} into {profile}")
         subprocess.run([args.oracle, "calibrate", "--model", model, "--profile", profile,
                         "--noise-seconds", "10" if i == 0 else "0"], check=True, stdout=subprocess.DEVNULL)
     record = {"commit": git("rev-parse", "--short=12", "HEAD"), "trees": source_trees(),
               "frozen_at": datetime.datetime.now().isoformat(timespec="seconds"),
               "profile": os.path.relpath(profile, ROOT), "profile_sha256": sha256(profile),
-              "profile_from": os.path.relpath(args.profile, ROOT), "machine": h.machine_description()}
+              "profile_from": h.repo_relative(args.profile, ROOT), "machine": h.machine_description()}
+    if args.fabric:  # measured only on that fabric (its communication is in the profile)
+        record["fabric"] = args.fabric
     with open(frozen_path(args.label), "w") as f:
         json.dump(record, f, indent=1)
         f.write("\n")
@@ -540,8 +569,12 @@ def measure_set(args):
     started = datetime.datetime.now().isoformat(timespec="seconds")
     models = SETS[args.set] if not args.models else args.models.split(",")
     cores = os.cpu_count() or 1
-    args.configs = [c for m in models for c in configurations(m, cores)]
-    for m in models if cores >= 2 else ():  # the 2-rank case's recommendation, measured too
+    fabric = frozen.get("fabric")
+    if fabric and not args.mpiexec_given:
+        sys.exit(f"held_out.py: {args.label} is frozen for the emulated fabric {fabric}: measure there, with "
+                 "--mpiexec \"$HPF_FABRIC_MPIEXEC\" --mpiexec-flags '' under scripts/fabric/emulate.sh with 2 " + fabric)
+    args.configs = [c for m in models for c in configurations(m, cores, bool(fabric))]
+    for m in models if cores >= 2 or fabric else ():  # the 2-rank case's recommendation, measured too
         rec = recommended(args, m, 2)
         if config_key(rec) not in {config_key(c) for c in args.configs}:
             args.configs.append(rec)
@@ -549,7 +582,7 @@ def measure_set(args):
     query = {m: query_times(args, m) for m in models}
     runs, _ = measure(args, predicted["oracle"])
     data = {"label": args.label, "set": args.set, "frozen": frozen, "canaries": canaries,
-            "old_profile": old_profile_facts(args.old_profile),
+            "old_profile": old_profile_facts(args.old_profile) if args.old_profile else None,
             "query_ms": {m: [q[64], q[1024]] for m, q in query.items()},
             "run": {"started_at": started, "finished_at": datetime.datetime.now().isoformat(timespec="seconds"),
                     "commit": git("rev-parse", "--short=12", "HEAD"), "trees": source_trees(),
@@ -575,11 +608,15 @@ def parse_args():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("step", choices=("freeze", "measure", "render", "check"))
     p.add_argument("--label", default="local", help="the frozen oracle's name (default local)")
-    p.add_argument("--set", default="held-out", choices=tuple(SETS))
+    p.add_argument("--set", default=None, choices=tuple(SETS),
+                   help="measure: the set (default held-out); freeze: calibrate its models only (default both sets')")
+    p.add_argument("--fabric", default="", help="freeze: the emulated fabric the profile's communication was "
+                   "measured on (e.g. 1gbit): the label is measured there only")
     p.add_argument("--models", default="", help="measure: a subset of the set's models (a trial, not a publication)")
     h.add_oracle_binary_options(p, ROOT)
     p.add_argument("--old-profile", default=os.path.join(ROOT, "benchmarks", "comm", "profiles", "local.json"),
-                   help="the aging profile predicted from with and without the canary (default: the committed local.json)")
+                   help="the aging profile predicted from with and without the canary (default: the committed local.json; "
+                   "'' for none)")
     p.add_argument("--build", default=os.path.join(ROOT, "build"), help="the build folder of --hpf and --oracle")
     p.add_argument("--canary-seconds", type=float, default=2.0)
     p.add_argument("--rounds", type=int, default=5, help="interleaved runs per configuration (default 5)")
@@ -592,7 +629,10 @@ def parse_args():
     p.add_argument("--max-wait", type=float, default=30.0)
     p.add_argument("--timeout", type=float, default=300.0)
     h.add_results_options(p, os.path.join(BENCHMARKS, "RESULTS.md"))
-    return p.parse_args()
+    args = p.parse_args()
+    args.set_given, args.set = args.set is not None, args.set or "held-out"
+    args.mpiexec_given = args.mpiexec != "mpiexec"
+    return args
 
 
 def main():
