@@ -29,12 +29,12 @@ double step(const oracle::MachineProfile& profile, const oracle::Plan& p, const 
 
 TEST_CASE("terms are named; an unknown one is an error listing them") {
   CHECK(oracle::Terms{}.all());
-  const auto t = oracle::Terms::without("noise,poll");
+  const auto t = oracle::Terms::without("noise,skew");
   CHECK_FALSE(t.noise);
-  CHECK_FALSE(t.poll);
-  CHECK((t.skew && t.burst && t.in_flight));
+  CHECK_FALSE(t.skew);
+  CHECK((t.burst && t.in_flight));
   CHECK_THROWS_WITH_AS(oracle::Terms::without("noise,stalls"),
-                       "unknown oracle term 'stalls' (terms: noise, skew, burst, in-flight, poll)", std::invalid_argument);
+                       "unknown oracle term 'stalls' (terms: noise, skew, burst, in-flight)", std::invalid_argument);
 }
 
 TEST_CASE("each term left out gives the step without its refinement") {
@@ -54,12 +54,6 @@ TEST_CASE("each term left out gives the step without its refinement") {
     const auto p = plan(1, 2, 16, 1, Schedule::one_f_one_b);
     CHECK(step(noisy, p) > step(quiet, p) * 1.05);
     CHECK(step(noisy, p, "skew") == doctest::Approx(step(quiet, p)));
-  }
-  SUBCASE("poll: a waiting stage sees its message at once") {
-    // 2 stages, 4 micro-batches: busiest + the other stage's micro-batch, and half polling pauses
-    // of 0.125 and 0.5 ms (test_predict.cpp works them out).
-    const auto p = plan(2, 1, 8, 4, Schedule::gpipe);
-    CHECK(step(quiet, p) - step(quiet, p, "poll") == doctest::Approx(0.625e-3));
   }
   SUBCASE("burst: a shaped link streams every message") {
     auto link = quiet;

@@ -452,14 +452,6 @@ inline ExchangeCost exchange_cost(const MachineProfile& profile, std::size_t rep
 
 namespace detail {
 
-/// How late, on average, a rank that waited `waited` seconds sees its message: hpf's wait
-/// (comm::watched_wait) polls without pause for 1 ms, then sleeps an eighth of the time waited
-/// so far between polls, at most 1 ms; the message lands anywhere in a pause.
-inline double poll_lateness(double waited) {
-  constexpr double spin = 1e-3, longest_pause = 1e-3;
-  return waited <= spin ? 0.0 : 0.5 * std::min(waited / 8, longest_pause);
-}
-
 /// A small collective over all ranks (the loss allgather, the buffers' broadcast).
 inline double collective_seconds(const MachineProfile& profile, double bytes, std::size_t ranks) {
   if (ranks <= 1) return 0;
@@ -488,7 +480,6 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
   const MachineProfile& profile = without_burst ? *without_burst : given_profile;
   const NoiseProfile quiet{};
   const NoiseProfile& skew_noise = terms.skew ? profile.noise : quiet;
-  const auto poll_lateness = [&](double waited) { return terms.poll ? detail::poll_lateness(waited) : 0.0; };
   Prediction out;
   out.plan = plan;
   // The replicas of a stage are stride = S x G ranks apart (ProcessGrid): the exchange's host layout.
@@ -562,7 +553,6 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
     std::vector<std::size_t> next(S, 0);
     std::vector<double> remaining(S, 0);  // compute left of the running forward/backward, in seconds alone
     std::vector<char> running(S, false);
-    std::vector<double> blocked_since(S, -1);  // when the stage began waiting for its message
     // Messages between two stages queue on their link, one direction at a time (LinkQueue).
     std::vector<detail::LinkQueue> forward_link(S), backward_link(S);  // s -> s + 1, s -> s - 1
     std::vector<InFlight> in_flight;  // transfers that take compute from their endpoints
@@ -589,10 +579,7 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
             const std::size_t mb = in.micro_batch;
             if (in.op == Op::recv_activation || in.op == Op::recv_gradient) {
               const double arrival = in.op == Op::recv_activation ? activation[s * M + mb] : gradient[s * M + mb];
-              if (blocked_since[s] < 0) blocked_since[s] = now;
-              const double seen = arrival < 0 ? arrival : arrival + poll_lateness(arrival - blocked_since[s]);
-              if (seen < 0 || seen > now) break;
-              blocked_since[s] = -1;
+              if (arrival < 0 || arrival > now) break;
             } else if (in.op == Op::forward || in.op == Op::backward) {
               running[s] = true;
               remaining[s] = in.op == Op::forward ? times[s].forward : times[s].backward;
@@ -619,7 +606,7 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
         } else {  // waiting for a message: wake when it arrives, if it is on its way
           const Instruction in = programs[s][next[s]];
           const double arrival = in.op == Op::recv_activation ? activation[s * M + in.micro_batch] : gradient[s * M + in.micro_batch];
-          if (arrival >= 0) wake = std::min(wake, std::max(now, arrival + poll_lateness(arrival - blocked_since[s])));
+          if (arrival >= 0) wake = std::min(wake, std::max(now, arrival));
         }
       }
       if (done == S) break;

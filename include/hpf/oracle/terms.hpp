@@ -18,23 +18,21 @@ struct Terms {
   bool skew = true;       ///< the step waits for the replica the noise slowed most (compute, exchange)
   bool burst = true;      ///< a shaped link passes a rested burst at line rate (LinkQueue's token bucket)
   bool in_flight = true;  ///< a transfer takes compute from an endpoint that computes meanwhile
-  bool poll = true;       ///< a waiting rank sees its message up to a poll pause late
 
-  static constexpr std::array<std::string_view, 5> names{"noise", "skew", "burst", "in-flight", "poll"};
+  static constexpr std::array<std::string_view, 4> names{"noise", "skew", "burst", "in-flight"};
 
   bool& operator[](std::string_view name) {
     if (name == names[0]) return noise;
     if (name == names[1]) return skew;
     if (name == names[2]) return burst;
     if (name == names[3]) return in_flight;
-    if (name == names[4]) return poll;
     std::string known;
     for (std::string_view n : names) known += (known.empty() ? "" : ", ") + std::string(n);
     throw std::invalid_argument("unknown oracle term '" + std::string(name) + "' (terms: " + known + ")");
   }
-  bool all() const { return noise && skew && burst && in_flight && poll; }
+  bool all() const { return noise && skew && burst && in_flight; }
 
-  /// All terms but those in `list`, comma-separated names ("noise,poll"); throws on an unknown name.
+  /// All terms but those in `list`, comma-separated names ("noise,skew"); throws on an unknown name.
   static Terms without(const std::string& list) {
     Terms t;
     std::istringstream in(list);
