@@ -32,9 +32,9 @@ TEST_CASE("terms are named; an unknown one is an error listing them") {
   const auto t = oracle::Terms::without("noise,skew");
   CHECK_FALSE(t.noise);
   CHECK_FALSE(t.skew);
-  CHECK((t.burst && t.in_flight));
+  CHECK(t.burst);
   CHECK_THROWS_WITH_AS(oracle::Terms::without("noise,stalls"),
-                       "unknown oracle term 'stalls' (terms: noise, skew, burst, in-flight)", std::invalid_argument);
+                       "unknown oracle term 'stalls' (terms: noise, skew, burst)", std::invalid_argument);
 }
 
 TEST_CASE("each term left out gives the step without its refinement") {
@@ -66,15 +66,6 @@ TEST_CASE("each term left out gives the step without its refinement") {
     link.link.rested_alpha_s = 2e-5;
     CHECK(step(link, p) < plain - 50e-3);
     CHECK(step(link, p, "burst") == doctest::Approx(plain));
-  }
-  SUBCASE("in-flight: a transfer takes no compute") {
-    auto paid = quiet;
-    paid.comm["p2p_latency"].by_ranks[2] = {{0, 1e30, 1e-3, 0}};
-    const auto free = paid;
-    paid.link.compute_s_per_byte = 0.5e-3 / (4 * 32 * sizeof(float));
-    const auto p = plan(2, 1, 8, 2, Schedule::gpipe);
-    CHECK(step(paid, p) - step(free, p) == doctest::Approx(1e-3));
-    CHECK(step(paid, p, "in-flight") == doctest::Approx(step(free, p)));
   }
 }
 

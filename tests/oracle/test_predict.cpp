@@ -291,35 +291,6 @@ TEST_CASE("the profile's burst shapes a pipeline's messages") {
   CHECK(before - rested == doctest::Approx(2 * (30e-3 - 2e-5)));
 }
 
-TEST_CASE("moving a message takes compute from its sender and receiver only while they compute") {
-  const auto view = oracle::view_of<Tiny>("tiny");
-  const auto bounds = oracle::balanced_bounds<Tiny>(2);
-  auto profile = linear_profile();
-  profile.comm["p2p_latency"].by_ranks[2] = {{0, 1e30, 1e-3, 0}};  // 1 ms per message
-  const auto first = oracle::stage_facts(view.units, bounds[0], bounds[1], false);
-  REQUIRE(first.output_elements == 32);  // the convolution alone: 2 x 4 x 4
-  // A message of 4 samples (2 micro-batches of a batch of 8): 512 bytes. Moving it takes half of
-  // each endpoint's core for its 1 ms: 0.5 ms of compute each, where the endpoint computes.
-  const double bytes = 4 * 32 * sizeof(float);
-  const double per_byte = 0.5e-3 / bytes;
-  auto paid = profile;
-  paid.link.compute_s_per_byte = per_byte;
-  // One micro-batch: each message crosses while both of its ends wait for it. Nothing is lost.
-  CHECK(oracle::predict(view, plan(2, 1, 8, 1, Schedule::gpipe), paid).time_s ==
-        doctest::Approx(oracle::predict(view, plan(2, 1, 8, 1, Schedule::gpipe), profile).time_s));
-  // GPipe, 2 micro-batches of 4 samples: stage 0 (the convolution) computes 4 ms forward, 8 ms
-  // backward; stage 1 20 and 40 ms, the critical path. The second activation crosses during stage
-  // 1's first forward and the first gradient during its second backward: stage 1 loses 2 x 0.5 ms.
-  // (The first activation slows stage 0's second forward by 0.5 ms too, off the critical path; the
-  // last gradient reaches a stage 0 that waits, from a stage 1 that is done.)
-  const auto gpipe = plan(2, 1, 8, 2, Schedule::gpipe);
-  CHECK(oracle::predict(view, gpipe, paid).time_s - oracle::predict(view, gpipe, profile).time_s ==
-        doctest::Approx(2 * 0.5e-3));
-  // Data parallelism moves no activations: its step does not change.
-  const auto replicated = plan(1, 2, 8, 1, Schedule::one_f_one_b);
-  CHECK(oracle::predict(view, replicated, paid).time_s == doctest::Approx(oracle::predict(view, replicated, profile).time_s));
-}
-
 TEST_CASE("hosts emulated on one machine communicate as hosts but share its cores") {
   const auto view = oracle::view_of<Tiny>("tiny");
   auto profile = linear_profile();

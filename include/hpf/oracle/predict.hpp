@@ -265,12 +265,11 @@ inline MessageCost message_cost(const MachineProfile& profile, double bytes, std
 /// streaming rate, so a few messages after a pause go far faster than a stream of them.
 struct LinkQueue {
   double free_at = 0;     ///< when the next message may start
-  double last_start = 0;  ///< when the message last sent started to move
   /// The bucket's bytes as of tokens_at; a link that never carried a message has rested forever.
   double tokens = 0, tokens_at = -std::numeric_limits<double>::infinity();
   /// When a message sent at `now` arrives.
   double send(double now, const MessageCost& m) {
-    const double start = last_start = std::max(now, free_at);
+    const double start = std::max(now, free_at);
     if (m.burst_bytes <= 0 || m.stream_s_per_byte <= 0) {
       free_at = start + m.busy;
       return start + m.latency;
@@ -536,16 +535,6 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
     if (s + 1 < S) to_next[s] = link(facts[s].output_elements, s, s + 1);
     if (s > 0) to_previous[s] = link(facts[s].input_elements, s, s - 1);
   }
-  // Moving a message takes compute from both of its ends: the profile's link.compute_s_per_byte
-  // (measured with both ranks computing throughout) for each byte, spread over the transfer. The
-  // MPI library and the kernel move it inside the ranks' own MPI calls, so an end that computes
-  // meanwhile (testing its messages between layers) is slowed, and one that waits in MPI is not:
-  // a transfer past a waiting rank costs nothing. A cluster's links are not this machine's.
-  const double compute_per_byte = profile.cluster || !terms.in_flight ? 0.0 : profile.link.compute_s_per_byte;
-  struct InFlight {
-    double start, end, share;  ///< share: the part of an endpoint's core the transfer takes
-    std::size_t from, to;
-  };
   auto play = [&](bool with_transfers) {
     const double unknown = -1;
     // When each stage's micro-batch message arrives (stage s, micro-batch mb at s * M + mb).
@@ -555,17 +544,6 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
     std::vector<char> running(S, false);
     // Messages between two stages queue on their link, one direction at a time (LinkQueue).
     std::vector<detail::LinkQueue> forward_link(S), backward_link(S);  // s -> s + 1, s -> s - 1
-    std::vector<InFlight> in_flight;  // transfers that take compute from their endpoints
-    std::vector<double> moving(S, 0.0);  // per stage: the part of its core its transfers take now
-    auto transfer = [&](detail::LinkQueue& queue, double now, const detail::MessageCost& cost, std::size_t from,
-                        std::size_t to) {
-      const double arrival = queue.send(now, cost);
-      const double start = queue.last_start;
-      if (compute_per_byte > 0 && arrival > start) {
-        in_flight.push_back({start, arrival, compute_per_byte * cost.bytes / (arrival - start), from, to});
-      }
-      return arrival;
-    };
     Played out{std::vector<double>(S, 0), std::vector<double>(S, 0), std::vector<double>(S, 0), std::vector<double>(S, 0)};
     double now = 0;
     for (;;) {
@@ -587,10 +565,10 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
               break;  // (frees no other stage: only sends do)
             } else if (in.op == Op::send_activation) {
               activation[(s + 1) * M + mb] = now;
-              if (with_transfers) activation[(s + 1) * M + mb] = transfer(forward_link[s], now, to_next[s], s, s + 1);
+              if (with_transfers) activation[(s + 1) * M + mb] = forward_link[s].send(now, to_next[s]);
             } else {
               gradient[(s - 1) * M + mb] = now;
-              if (with_transfers) gradient[(s - 1) * M + mb] = transfer(backward_link[s], now, to_previous[s], s, s - 1);
+              if (with_transfers) gradient[(s - 1) * M + mb] = backward_link[s].send(now, to_previous[s]);
             }
           }
         }
@@ -610,30 +588,16 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
         }
       }
       if (done == S) break;
-      // What the transfers in flight take from their endpoints' computing now; their starts and
-      // ends change it.
-      std::fill(moving.begin(), moving.end(), 0.0);
-      std::erase_if(in_flight, [&](const InFlight& f) { return f.end <= now; });
-      for (const InFlight& f : in_flight) {
-        if (f.start <= now) {
-          moving[f.from] += f.share;
-          moving[f.to] += f.share;
-          wake = std::min(wake, f.end);
-        } else {
-          wake = std::min(wake, f.start);
-        }
-      }
       const double per_host = std::ceil(static_cast<double>(active * R * G) / hosts_used);
-      const double shared_rate = active ? std::min(1.0, slots / per_host) : 1.0;
-      auto rate_of = [&](std::size_t s) { return shared_rate * std::max(0.0, 1.0 - moving[s]); };
+      const double rate = active ? std::min(1.0, slots / per_host) : 1.0;
       for (std::size_t s = 0; s < S; ++s) {
-        if (running[s] && rate_of(s) > 0) wake = std::min(wake, now + remaining[s] / rate_of(s));
+        if (running[s]) wake = std::min(wake, now + remaining[s] / rate);
       }
       if (!std::isfinite(wake)) break;  // cannot happen for a checked schedule
       for (std::size_t s = 0; s < S; ++s) {
         if (!running[s]) continue;
         out.computing[s] += wake - now;
-        remaining[s] -= (wake - now) * rate_of(s);
+        remaining[s] -= (wake - now) * rate;
         if (remaining[s] <= 1e-12 * std::max(1.0, wake)) {
           running[s] = false;
           if (programs[s][next[s]].op == Op::backward) out.last_backward_end[s] = wake;

@@ -17,20 +17,18 @@ struct Terms {
   bool noise = true;      ///< compute priced "on average": the noise probe's long-run stalls (OnAverage)
   bool skew = true;       ///< the step waits for the replica the noise slowed most (compute, exchange)
   bool burst = true;      ///< a shaped link passes a rested burst at line rate (LinkQueue's token bucket)
-  bool in_flight = true;  ///< a transfer takes compute from an endpoint that computes meanwhile
 
-  static constexpr std::array<std::string_view, 4> names{"noise", "skew", "burst", "in-flight"};
+  static constexpr std::array<std::string_view, 3> names{"noise", "skew", "burst"};
 
   bool& operator[](std::string_view name) {
     if (name == names[0]) return noise;
     if (name == names[1]) return skew;
     if (name == names[2]) return burst;
-    if (name == names[3]) return in_flight;
     std::string known;
     for (std::string_view n : names) known += (known.empty() ? "" : ", ") + std::string(n);
     throw std::invalid_argument("unknown oracle term '" + std::string(name) + "' (terms: " + known + ")");
   }
-  bool all() const { return noise && skew && burst && in_flight; }
+  bool all() const { return noise && skew && burst; }
 
   /// All terms but those in `list`, comma-separated names ("noise,skew"); throws on an unknown name.
   static Terms without(const std::string& list) {
