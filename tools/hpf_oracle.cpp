@@ -75,7 +75,7 @@ const char* const usage_text =
     "  --canary: first time the model's layers for about S seconds and rescale the profile's compute by\n"
     "           their time now over their calibrated time (a host that drifted since calibration)\n"
     "  --compute-scale: multiply the profile's compute by X (a ratio --canary printed earlier)\n"
-    "  --without: leave these refinements out (comma-separated: noise, skew, burst)\n"
+    "  --without: leave these refinements out (comma-separated: skew, burst)\n"
     "  --closed-form: ParaDL's closed form on the same calibration instead of the played step\n"
     "  --split: the plan's Dense and convolution layers split over groups of G ranks\n"
     "           (P = replicas x stages x G)\n"

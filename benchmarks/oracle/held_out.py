@@ -72,7 +72,7 @@ MODELS = {
     "gpt": ("GPT of examples/03_language_model (4 blocks, D 64, 4 heads, 64 bytes), Adam", 32),
     "cosmoflow": ("CosmoFlow<32>: 3-D CNN on 4 x 32^3 volumes", 8),
 }
-TERMS = ("noise", "skew", "burst")
+TERMS = ("skew", "burst")
 FROZEN_DIR = os.path.join(HERE, "frozen")
 # What the oracle's predictions are built from: a held-out run needs them as they were frozen.
 ORACLE_SOURCES = ("include", "tools")

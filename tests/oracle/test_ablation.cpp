@@ -29,24 +29,15 @@ double step(const oracle::MachineProfile& profile, const oracle::Plan& p, const 
 
 TEST_CASE("terms are named; an unknown one is an error listing them") {
   CHECK(oracle::Terms{}.all());
-  const auto t = oracle::Terms::without("noise,skew");
-  CHECK_FALSE(t.noise);
+  const auto t = oracle::Terms::without("skew");
   CHECK_FALSE(t.skew);
   CHECK(t.burst);
-  CHECK_THROWS_WITH_AS(oracle::Terms::without("noise,stalls"),
-                       "unknown oracle term 'stalls' (terms: noise, skew, burst)", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(oracle::Terms::without("skew,stalls"),
+                       "unknown oracle term 'stalls' (terms: skew, burst)", std::invalid_argument);
 }
 
 TEST_CASE("each term left out gives the step without its refinement") {
   const auto quiet = linear_profile();
-  SUBCASE("noise: calibrated medians stand as measured") {
-    auto noisy = quiet;
-    noisy.noise.windows_s = {1e-3, 100e-3};
-    noisy.noise.slowdowns = {{1, 1, 1, 1.6}, {1.1, 1.1}};
-    const auto p = plan(1, 1, 8, 2, Schedule::one_f_one_b);
-    CHECK(step(noisy, p) > step(quiet, p) * 1.01);
-    CHECK(step(noisy, p, "noise") == doctest::Approx(step(quiet, p)));
-  }
   SUBCASE("skew: replicas finish together") {
     auto noisy = quiet;
     noisy.noise.windows_s = {1e-3};

@@ -136,25 +136,6 @@ TEST_CASE("replicas wait for the one the host's noise slowed most; one replica w
   CHECK(oracle::predict(view, alone, noisy).replica_skew_s == 0);
 }
 
-TEST_CASE("calibrated medians are paid on average: the long-run slowdown over the median of the pass's window") {
-  const auto view = oracle::view_of<Tiny>("tiny");
-  auto noisy = linear_profile();
-  // Windows of 1 ms mostly run at the quantum's speed (median 1) with rare stalls; over 100 ms
-  // every window runs 1.1 times slower, the long-run slowdown.
-  noisy.noise.windows_s = {1e-3, 100e-3};
-  noisy.noise.slowdowns = {{1, 1, 1, 1.6}, {1.1, 1.1}};
-  // Micro-batches of 4 samples: a unit's forward takes 4 ms, its backward 8 ms, whose medians lie
-  // log(4) / log(100) and log(8) / log(100) of the way from 1 to 1.1.
-  const double forward = 4e-3 * 1.1 / (1 + 0.1 * std::log(4.0) / std::log(100.0));
-  const double backward = 8e-3 * 1.1 / (1 + 0.1 * std::log(8.0) / std::log(100.0));
-  const auto p = oracle::predict(view, plan(1, 1, 8, 2, Schedule::one_f_one_b), noisy);
-  CHECK(p.compute_s == doctest::Approx(6 * 2 * (forward + backward)));
-  CHECK(p.time_s == doctest::Approx(6 * 2 * (forward + backward)));
-  // Passes of at least the largest window: their median is the long run's, nothing is added.
-  const auto whole = plan(1, 1, 128, 1, Schedule::one_f_one_b);  // 128 ms and 256 ms per unit
-  CHECK(oracle::predict(view, whole, noisy).time_s == doctest::Approx(oracle::predict(view, whole, linear_profile()).time_s));
-}
-
 TEST_CASE("replicas on separate hosts reduce at the link's streaming rate, as on a cluster") {
   const auto view = oracle::view_of<Tiny>("tiny");
   auto profile = linear_profile();

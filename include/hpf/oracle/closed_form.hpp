@@ -21,8 +21,6 @@ inline Prediction closed_form(const ModelView& model, const Plan& plan, const Ma
   Prediction out = predict(model, plan, profile, memory_budget_bytes);  // its memory, and the same plan checks
   const std::size_t S = plan.stages, R = plan.replicas, M = plan.micro_batches, P = plan.ranks();
   const double m = static_cast<double>(plan.batch) / static_cast<double>(R * M);
-  const NoiseProfile quiet{};
-  const detail::OnAverage as_calibrated(quiet);
   const std::vector<const UnitTiming*> timings = detail::layer_timings(model, profile);
   const double speed = profile.cluster ? profile.cluster->compute_speed : 1.0;
   const ExchangeCost exchange =
@@ -32,7 +30,7 @@ inline Prediction closed_form(const ModelView& model, const Plan& plan, const Ma
     const bool last = s + 1 == S;
     const StageFacts facts = stage_facts(model.units, plan.bounds[s], plan.bounds[s + 1], last);
     const detail::StageTimes t = detail::stage_times(model, profile, timings, plan.bounds[s], plan.bounds[s + 1], last, m,
-                                                     HostLoad::alone, as_calibrated, plan.recompute, plan.split, P);
+                                                     HostLoad::alone, plan.recompute, plan.split, P);
     const double load = s == 0 ? profile.load_s_per_element * static_cast<double>(facts.input_elements) * m : 0;
     slot = std::max(slot, (t.forward + t.backward + load) / speed);
     if (!last) {

@@ -100,24 +100,6 @@ inline std::vector<const UnitTiming*> layer_timings(const ModelView& model, cons
   return timings;
 }
 
-/// Calibrated compute as a step pays it on average. Calibration keeps the median of its timed passes,
-/// which leaves the host's rare long stalls out; over many steps they are paid: a pass of t seconds
-/// takes t x (the long-run slowdown / the median slowdown of windows of t) of the noise probe. On
-/// the AMD EPYC of 2026-11-29 (the local profile of 17:35): 1.039 / 1.005-1.016, where training's
-/// layers ran 3.7 % slower than calibrated right before and after. A cluster profile has no probe:
-/// as calibrated.
-class OnAverage {
- public:
-  explicit OnAverage(const NoiseProfile& noise) : noise_(&noise), long_run_(noise.long_run_slowdown()) {}
-  double operator()(double calibrated_s) const {  // both slowdowns are 1 without a probe
-    return calibrated_s * long_run_ / noise_->median_slowdown(calibrated_s);
-  }
-
- private:
-  const NoiseProfile* noise_;
-  double long_run_;
-};
-
 /// A unit's Dense and convolution layers split over a group (LayerSplit) on micro-batches of m
 /// samples: the share of its forward and backward that stays (the split products' FLOPs over the
 /// unit's, 1/G of them left) and what its group's collectives add, each a ring among the group's neighbouring ranks:
@@ -159,7 +141,7 @@ inline SplitUnit split_unit(const MachineProfile& profile, const LayerCost& c, c
 /// units' Dense and convolution layers are split (split_unit) in a job of `ranks` ranks.
 inline StageTimes stage_times(const ModelView& model, const MachineProfile& profile,
                               const std::vector<const UnitTiming*>& timings, std::size_t begin, std::size_t end, bool last,
-                              double m, HostLoad load, const OnAverage& on_average, bool recompute = false,
+                              double m, HostLoad load, bool recompute = false,
                               const LayerSplit& split = {}, std::size_t ranks = 1) {
   StageTimes t;
   for (const UnitFacts& u : model.units) {
@@ -171,9 +153,9 @@ inline StageTimes stage_times(const ModelView& model, const MachineProfile& prof
                          "): run hpf-oracle calibrate for this model (or hpf::oracle::calibrate<Model>)");
     }
     const SplitUnit parts = split_unit(profile, u.cost, split, m, model.scalar_bytes, ranks);
-    const double forward = on_average(timing->forward(m, load)) * parts.forward_kept + parts.forward_s;
+    const double forward = timing->forward(m, load) * parts.forward_kept + parts.forward_s;
     t.forward += forward;
-    t.backward_units.push_back(on_average(timing->backward(m, load)) * parts.backward_kept + parts.backward_s +
+    t.backward_units.push_back(timing->backward(m, load) * parts.backward_kept + parts.backward_s +
                                (recompute && u.repeated ? forward : 0.0));
     t.unit_params.push_back(u.cost.parameters);
     t.backward += t.backward_units.back();
@@ -494,16 +476,14 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
   const GradientReduction reduction = resolve(plan.reduction, R);
 
   const std::vector<const UnitTiming*> timings = detail::layer_timings(model, profile);
-  const detail::OnAverage on_average(terms.noise ? profile.noise : quiet);
   std::vector<StageFacts> facts(S);
   std::vector<detail::StageTimes> times(S);
   for (std::size_t s = 0; s < S; ++s) {
     const bool last = s + 1 == S;
     facts[s] = stage_facts(model.units, plan.bounds[s], plan.bounds[s + 1], last);
-    times[s] = detail::stage_times(model, profile, timings, plan.bounds[s], plan.bounds[s + 1], last, m, load, on_average,
+    times[s] = detail::stage_times(model, profile, timings, plan.bounds[s], plan.bounds[s + 1], last, m, load,
                                    plan.recompute, plan.split, P);
-    const double load =
-        s == 0 ? on_average(profile.load_s_per_element * static_cast<double>(facts[s].input_elements) * m) : 0;
+    const double load = s == 0 ? profile.load_s_per_element * static_cast<double>(facts[s].input_elements) * m : 0;
     times[s].forward = (times[s].forward + load) / speed;  // sharing the cores: in the playing below
     times[s].backward /= speed;
     for (double& b : times[s].backward_units) b /= speed;
@@ -666,8 +646,7 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
     step_end = std::max(step_end, end);
     busiest = std::max(busiest, played.computing[s]);
     all_stages += played.computing[s];
-    const double optimizer_alone =
-        on_average(profile.optimizer_s_per_parameter * static_cast<double>(facts[s].cost.parameters));
+    const double optimizer_alone = profile.optimizer_s_per_parameter * static_cast<double>(facts[s].cost.parameters);
     optimizer = std::max(optimizer, optimizer_alone * share / speed);
   }
   const double program_end = *std::max_element(ends.begin(), ends.end());
