@@ -16,7 +16,6 @@
 #include <hpf/oracle/calibrate.hpp>
 #include <hpf/oracle/canary.hpp>
 #include <hpf/oracle/closed_form.hpp>
-#include <hpf/oracle/noise_probe.hpp>
 #include <hpf/oracle/recommend.hpp>
 #include <hpf/system/runtime.hpp>
 #include <hpf/zoo/cosmoflow.hpp>
@@ -49,7 +48,7 @@ using namespace hpf::oracle;
 
 const char* const usage_text =
     "usage: hpf-oracle calibrate --model NAME [--profile FILE] [--batches 1,2,4,...]\n"
-    "                            [--data fashion-mnist|synthetic|random] [--noise-seconds S] [--precision P]\n"
+    "                            [--data fashion-mnist|synthetic|random] [--precision P]\n"
     "       hpf-oracle rank      --model NAME --ranks P --batch B [--profile FILE] [--cluster FILE]\n"
     "                            [--memory-budget MIB] [--max-stages S] [--top N] [--recompute] [--precision P]\n"
     "                            [--exchange-precision full|bf16] [--layer-splits] [--search-cuts] [--json]\n"
@@ -75,7 +74,7 @@ const char* const usage_text =
     "  --canary: first time the model's layers for about S seconds and rescale the profile's compute by\n"
     "           their time now over their calibrated time (a host that drifted since calibration)\n"
     "  --compute-scale: multiply the profile's compute by X (a ratio --canary printed earlier)\n"
-    "  --without: leave these refinements out (comma-separated: skew, burst)\n"
+    "  --without: leave these refinements out (comma-separated: burst)\n"
     "  --closed-form: ParaDL's closed form on the same calibration instead of the played step\n"
     "  --split: the plan's Dense and convolution layers split over groups of G ranks\n"
     "           (P = replicas x stages x G)\n"
@@ -90,16 +89,13 @@ const char* const usage_text =
     "             them); default: what the model trains on in hpf's examples and benchmarks,\n"
     "             fashion-mnist for mlp and cnn, synthetic (N(0, 1) values; bytes as tokens for\n"
     "             the GPT) for the others;\n"
-    "             random: values uniform in [-1, 1)\n"
-    "  --noise-seconds: how long calibrate probes the host's system noise first, one thread per core\n"
-    "             (default 10; 0 keeps the profile's probe)\n";
+    "             random: values uniform in [-1, 1)\n";
 
 struct Args {
   std::string command, model, profile, cluster, schedule = "1f1b", data, precision = "float", exchange_precision = "full";
   std::size_t ranks = 0, batch = 0, stages = 0, micro_batches = 0, top = 0, max_stages = 0;
   std::size_t ready_fd = 0;  ///< load: where to tell the calibration it computes (0: nowhere)
   double memory_budget_mib = 0;
-  double noise_seconds = 10;
   bool json = false, recompute = false, layer_splits = false, search_cuts = false, closed_form = false;
   double canary_seconds = 0;  ///< 0: no canary
   double compute_scale = 1;
@@ -199,13 +195,7 @@ Args parse(int argc, char** argv) {
                                  : flag + " needs a number above 0, at most 600, not '" + value + "'");
       }
     }
-    else if (flag == "--noise-seconds" && a.command == "calibrate") {
-      char* end = nullptr;
-      a.noise_seconds = std::strtod(value.c_str(), &end);
-      if (value.empty() || *end != '\0' || !(a.noise_seconds >= 0) || a.noise_seconds > 3600) {
-        fail("--noise-seconds needs seconds from 0 to 3600, not '" + value + "'");
-      }
-    } else if (flag == "--memory-budget") a.memory_budget_mib = static_cast<double>(count(flag, value));
+    else if (flag == "--memory-budget") a.memory_budget_mib = static_cast<double>(count(flag, value));
     else if (flag == "--batches" || (flag == "--cuts" && a.command != "partition")) {
       auto& list = flag == "--batches" ? a.batches : a.cuts;
       std::stringstream items(value);
@@ -248,7 +238,7 @@ std::string json_of(const Prediction& p, const std::string& model) {
   for (std::size_t i = 0; i < p.plan.bounds.size(); ++i) o << (i ? ", " : "") << p.plan.bounds[i];
   o << "], \"time_s\": " << p.time_s << ", \"compute_s\": " << p.compute_s << ", \"bubble_s\": " << p.bubble_s
     << ", \"transfer_s\": " << p.transfer_s << ", \"reduction_s\": " << p.reduction_s
-    << ", \"replica_skew_s\": " << p.replica_skew_s << ", \"other_s\": " << p.other_s
+    << ", \"other_s\": " << p.other_s
     << ", \"stage_memory_bytes\": [";
   for (std::size_t i = 0; i < p.stage_memory.size(); ++i) o << (i ? ", " : "") << p.stage_memory[i].total();
   o << "], \"peak_memory_bytes\": " << p.peak_memory_bytes << ", \"fits\": " << (p.fits ? "true" : "false")
@@ -432,14 +422,6 @@ int run(const Args& a) {
     // Every other core busy with the same model in turn with idle ones: the busy rates.
     const auto threads = static_cast<std::size_t>(std::max(Kokkos::DefaultExecutionSpace().concurrency(), 1));
     const std::size_t slots = profile.cores / threads;
-    if (a.noise_seconds > 0) {
-      // Before the load processes exist: the probe's threads are the only work on the host.
-      profile.noise = measure_noise(a.noise_seconds, std::max<std::size_t>(1, slots));
-      const NoiseProfile& n = profile.noise;
-      std::printf("  system noise: %zu thread%s for %.0f s, quantum %.3f ms; E[slowest of 2] / E[one] over 10 ms %.3f, "
-                  "100 ms %.3f\n", n.threads, n.threads == 1 ? "" : "s", n.seconds, n.quantum_s * 1e3,
-                  n.expected_max_ratio(10e-3, 2), n.expected_max_ratio(100e-3, 2));
-    }
     std::optional<Load> load;
     if (slots > 1) {
       std::printf("  alone, and in turn with %zu more process%s running the model (a busy host)\n", slots - 1,

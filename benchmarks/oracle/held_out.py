@@ -72,7 +72,7 @@ MODELS = {
     "gpt": ("GPT of examples/03_language_model (4 blocks, D 64, 4 heads, 64 bytes), Adam", 32),
     "cosmoflow": ("CosmoFlow<32>: 3-D CNN on 4 x 32^3 volumes", 8),
 }
-TERMS = ("skew", "burst")
+TERMS = ("burst",)
 FROZEN_DIR = os.path.join(HERE, "frozen")
 # What the oracle's predictions are built from: a held-out run needs them as they were frozen.
 ORACLE_SOURCES = ("include", "tools")
@@ -529,10 +529,10 @@ def freeze(args):
     profile = os.path.join(FROZEN_DIR, f"{args.label}.profile.json")
     shutil.copyfile(args.profile, profile)
     models = SETS[args.set] if args.set_given else SETS["development"] + SETS["held-out"]
-    for i, model in enumerate(models):
+    for model in models:
         h.log(f"calibrating {model} into {profile}")
-        subprocess.run([args.oracle, "calibrate", "--model", model, "--profile", profile,
-                        "--noise-seconds", "10" if i == 0 else "0"], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run([args.oracle, "calibrate", "--model", model, "--profile", profile], check=True,
+                       stdout=subprocess.DEVNULL)
     record = {"commit": git("rev-parse", "--short=12", "HEAD"), "trees": source_trees(),
               "frozen_at": datetime.datetime.now().isoformat(timespec="seconds"),
               "profile": os.path.relpath(profile, ROOT), "profile_sha256": sha256(profile),

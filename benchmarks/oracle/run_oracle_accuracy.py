@@ -221,15 +221,13 @@ def parse_args():
     return args
 
 
-def calibrate(args, noise=False):
+def calibrate(args):
     """Calibrates args.profile's compute part for every model measured, in the runs' environment
-    (BLAS setting, one thread): {model: seconds}. With `noise`, the first model's calibration probes
-    the host's system noise too (hpf-oracle's default 10 s); the others keep the profile's."""
+    (BLAS setting, one thread): {model: seconds}."""
     env, overrides = h.bench_env(h.BLAS_SETTINGS[args.setting][0], 1)
     seconds = {}
     for model in args.models:
-        probe = noise and model == args.models[0]
-        cmd = [args.oracle, "calibrate", "--model", model, "--profile", args.profile] + ([] if probe else ["--noise-seconds", "0"])
+        cmd = [args.oracle, "calibrate", "--model", model, "--profile", args.profile]
         start = time.monotonic()
         proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         if proc.returncode != 0:
@@ -332,28 +330,10 @@ def ask_oracle(args, configs):
 
 
 # --- measuring -----------------------------------------------------------------------------------
-def median_noise(probes):
-    """The value-by-value median (the lower middle one) of system-noise probes with the same windows:
-    per window, the median of the probes' i-th equally likely slowdowns (sorted, as each probe's are),
-    and of their quanta. None when they do not match. One disturbed probe is outvoted: on 2026-11-29
-    one probe at 20:46 put the slower of two replicas 44 % above the mean over 10 ms, where the
-    day's other probes put it at 3-8 %."""
-    if not probes or any(p is None or p.get("windows_s") != probes[0].get("windows_s") or
-                         [len(x) for x in p.get("slowdowns", [])] != [len(x) for x in probes[0].get("slowdowns", [])]
-                         for p in probes):
-        return None
-    merged = dict(probes[0])
-    merged["slowdowns"] = [[statistics.median_low(values) for values in zip(*window)]
-                           for window in zip(*(p["slowdowns"] for p in probes))]
-    merged["quantum_s"] = statistics.median_low(p["quantum_s"] for p in probes)
-    return merged
-
-
 def median_calibration(profiles, target):
     """Writes into `target` (one of `profiles`) the median of the profiles' compute parts, value by
     value (of an even count, the lower middle one: a measured value, not a mean): each unit's
-    seconds at each size, the optimizer's and loading's per-value seconds, and the system-noise
-    probe (median_noise).
+    seconds at each size, the optimizer's and loading's per-value seconds.
     With the host's speed drifting 5-10 % within minutes (this VM), one calibration before a 20-minute
     run stands for one moment of it; calibrated before each round, the median stands for the run."""
     loaded = []
@@ -364,9 +344,6 @@ def median_calibration(profiles, target):
     computes = [p["compute"] for p in loaded]
     for key in ("optimizer_s_per_parameter", "load_s_per_element"):
         merged["compute"][key] = statistics.median_low(c[key] for c in computes)
-    noise = median_noise([c.get("noise") for c in computes])
-    if noise:
-        merged["compute"]["noise"] = noise
     for key, unit in merged["compute"]["units"].items():
         others = [c["units"].get(key) for c in computes]
         if any(o is None or o["batch"] != unit["batch"] for o in others):
@@ -392,7 +369,7 @@ def calibrate_in_rounds(args, rounds):
     def before_round(r):
         if r == 0 or r >= args.repeats:
             return  # round 1 runs on the calibration made before the oracle was asked what to measure
-        copy = calibrated_copy(args, args.models, work, name=f"round{r + 1}.json", noise=True)
+        copy = calibrated_copy(args, args.models, work, name=f"round{r + 1}.json")
         copies.append(copy.profile)
         for model, seconds in copy.seconds.items():
             args.calibrated.setdefault(model, []).append(seconds)
@@ -405,14 +382,13 @@ def calibrate_in_rounds(args, rounds):
         shutil.rmtree(work, ignore_errors=True)
 
 
-def calibrated_copy(args, models, directory, name="profile.json", noise=False):
+def calibrated_copy(args, models, directory, name="profile.json"):
     """A copy of args.profile in `directory` whose compute part for `models` is calibrated afresh
-    (args.profile stays as it is), as the arguments oracle_call() takes; with `noise`, the host's
-    system noise probed afresh too."""
+    (args.profile stays as it is), as the arguments oracle_call() takes."""
     copy = types.SimpleNamespace(oracle=args.oracle, profile=os.path.join(directory, name), models=models,
                                  setting=args.setting)
     shutil.copyfile(args.profile, copy.profile)
-    copy.seconds = calibrate(copy, noise)
+    copy.seconds = calibrate(copy)
     return copy
 
 
@@ -942,32 +918,13 @@ def summary_lines(args, rows, verdicts, rejected, oracle_times):
     return out
 
 
-def slowest_over_mean(values, n):
-    """E[max of n draws] / mean of equally likely sorted values (NoiseProfile::max_ratio)."""
-    k = len(values)
-    largest = sum(x * (((i + 1) / k) ** n - (i / k) ** n) for i, x in enumerate(values))
-    return max(1.0, largest * k / sum(values))
-
-
-def noise_text(profile):
-    """What the profile's system-noise probe says (hpf-oracle calibrate), or that it has none."""
-    noise = (profile.get("compute") or {}).get("noise")
-    if not noise:
-        return "no system-noise probe (the replicas' skew is not priced)"
-    at = dict(zip(noise["windows_s"], noise["slowdowns"]))
-    ratios = ", ".join(f"{w * 1e3:g} ms {slowest_over_mean(at[w], 2):.3f}" for w in (0.01, 0.1) if w in at)
-    return (f"its system-noise probe {noise['threads']} threads x {noise['seconds']:g} s: the slower of two "
-            f"replicas computes E[max] / E[one] = {ratios} (windows of compute)")
-
-
 def profile_text(path):
     profile = h.read_profile(path)
     if not profile:
         return f"`{h.repo_relative(path, ROOT)}`"
     host = h.profile_host(profile)
     return (f"`{h.repo_relative(path, ROOT)}` (label `{profile.get('label', '?')}`, created "
-            f"{profile.get('created', '?')}" + (f", measured on: {host}" if host else "") + "; "
-            + noise_text(profile) + ")")
+            f"{profile.get('created', '?')}" + (f", measured on: {host}" if host else "") + ")")
 
 
 def report(args, rows, verdicts, rejected, overrides, runs, oracle_times):
@@ -989,8 +946,8 @@ def report(args, rows, verdicts, rejected, overrides, runs, oracle_times):
     if calibrated:
         rounds = len(next(iter(calibrated.values())))
         out.append(f"Its compute part was calibrated by this run before each of its {rounds} rounds of measurements, "
-                   "and the profile holds the median of those calibrations, value by value, its system-noise probe's "
-                   "too (`--calibrate`: "
+                   "and the profile holds the median of those calibrations, value by value "
+                   "(`--calibrate`: "
                    "`hpf-oracle calibrate --model M`, with the runs' BLAS setting and one thread); one calibration "
                    "took " + ", ".join(f"{m} {'/'.join(f'{t:.1f}' for t in ts)} s" for m, ts in calibrated.items())
                    + f" ({sum(max(ts) for ts in calibrated.values()):.0f} s at most).")
@@ -1172,7 +1129,7 @@ def main():
             args.hpf = snapshot(args.hpf)
             h.log(f"machine: {h.machine_description()}")
             if args.calibrate:
-                args.calibrated = {model: [seconds] for model, seconds in calibrate(args, noise=True).items()}
+                args.calibrated = {model: [seconds] for model, seconds in calibrate(args).items()}
             configs = configurations(args)
             known = set(configs)
             predictions, cases, oracle_times = ask_oracle(args, configs)

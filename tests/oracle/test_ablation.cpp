@@ -29,23 +29,13 @@ double step(const oracle::MachineProfile& profile, const oracle::Plan& p, const 
 
 TEST_CASE("terms are named; an unknown one is an error listing them") {
   CHECK(oracle::Terms{}.all());
-  const auto t = oracle::Terms::without("skew");
-  CHECK_FALSE(t.skew);
-  CHECK(t.burst);
-  CHECK_THROWS_WITH_AS(oracle::Terms::without("skew,stalls"),
-                       "unknown oracle term 'stalls' (terms: skew, burst)", std::invalid_argument);
+  CHECK_FALSE(oracle::Terms::without("burst").burst);
+  CHECK_THROWS_WITH_AS(oracle::Terms::without("burst,stalls"),
+                       "unknown oracle term 'stalls' (terms: burst)", std::invalid_argument);
 }
 
 TEST_CASE("each term left out gives the step without its refinement") {
   const auto quiet = linear_profile();
-  SUBCASE("skew: replicas finish together") {
-    auto noisy = quiet;
-    noisy.noise.windows_s = {1e-3};
-    noisy.noise.slowdowns = {{1, 1.2, 1.5}};  // median 1.2 = long-run: on average changes nothing
-    const auto p = plan(1, 2, 16, 1, Schedule::one_f_one_b);
-    CHECK(step(noisy, p) > step(quiet, p) * 1.05);
-    CHECK(step(noisy, p, "skew") == doctest::Approx(step(quiet, p)));
-  }
   SUBCASE("burst: a shaped link streams every message") {
     auto link = quiet;
     for (auto& [key, unit] : link.units) unit = {{1, 64}, {1e-7, 64e-7}, {2e-7, 128e-7}, {0, 0}, {0, 0}, {}, {}};

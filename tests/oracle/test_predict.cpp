@@ -25,17 +25,6 @@ using hpf_test::linear_profile;
 using hpf_test::plan;
 using hpf_test::Tiny;
 
-/// A probe whose windows run at 1, 1.2 or 1.5 times the quantum's time, equally likely: its median
-/// 1.2 is its long-run slowdown (3 / (1 + 1/1.2 + 1/1.5)), so calibrated times stand as measured.
-/// Of two replicas the slower computes E[max of 2] / mean = ((1 + 3 * 1.2 + 5 * 1.5) / 9) / (3.7 / 3)
-/// = 121/111 of the mean time: 10/111 more.
-oracle::NoiseProfile noise_of_median_rate() {
-  oracle::NoiseProfile noise;
-  noise.windows_s = {1e-3};
-  noise.slowdowns = {{1, 1.2, 1.5}};
-  return noise;
-}
-constexpr double slower_of_two = 10.0 / 111;
 
 }  // namespace
 
@@ -118,24 +107,6 @@ TEST_CASE("replicas that outnumber the cores reduce as the fit with a core per r
   CHECK(oracle::predict(view, four, profile).reduction_s == doctest::Approx(40e-3));
 }
 
-TEST_CASE("replicas wait for the one the host's noise slowed most; one replica waits for none") {
-  const auto view = oracle::view_of<Tiny>("tiny");
-  auto noisy = linear_profile();
-  noisy.noise = noise_of_median_rate();
-  const auto two = plan(1, 2, 16, 1, Schedule::one_f_one_b);
-  const auto quiet = oracle::predict(view, two, linear_profile());
-  const auto skewed = oracle::predict(view, two, noisy);
-  // Each replica computes 8 samples: 6 units x 3 ms x 8 = 144 ms, and the slowest 10/111 more.
-  REQUIRE(quiet.compute_s == doctest::Approx(0.144));
-  REQUIRE(skewed.compute_s == doctest::Approx(0.144));
-  CHECK(skewed.replica_skew_s == doctest::Approx(0.144 * slower_of_two));
-  CHECK(skewed.time_s - quiet.time_s == doctest::Approx(0.144 * slower_of_two));
-  CHECK(skewed.reduction_s - quiet.reduction_s == doctest::Approx(0.144 * slower_of_two));
-  const auto alone = plan(1, 1, 8, 1, Schedule::one_f_one_b);
-  CHECK(oracle::predict(view, alone, noisy).time_s == doctest::Approx(oracle::predict(view, alone, linear_profile()).time_s));
-  CHECK(oracle::predict(view, alone, noisy).replica_skew_s == 0);
-}
-
 TEST_CASE("replicas on separate hosts reduce at the link's streaming rate, as on a cluster") {
   const auto view = oracle::view_of<Tiny>("tiny");
   auto profile = linear_profile();
@@ -197,28 +168,6 @@ TEST_CASE("gradients exchanged as bf16: half the bytes of copies and collected s
   const ExchangeCost cost_bf16 =
       oracle::exchange_cost(profile, 2, 1, GradientReduction::ordered, HostHierarchy::automatic, ExchangePrecision::bf16);
   CHECK(cost_bf16.beta_s_per_byte == doctest::Approx(0.5 * cost.beta_s_per_byte));
-}
-
-TEST_CASE("over links the exchange waits for the replica the noise slowed most; the buckets' benchmark already did") {
-  const auto view = oracle::view_of<Tiny>("tiny");
-  auto profile = linear_profile();
-  profile.noise = noise_of_median_rate();
-  profile.comm["p2p_bandwidth"].by_ranks[2] = {{0, 1e30, 1e-3, 0}};  // 1 ms per message of a stream
-  profile.comm["buckets_ordered"].by_ranks[2] = {{0, 1e30, 5e-3, 0}};
-  const auto two = plan(1, 2, 16, 1, Schedule::one_f_one_b);
-  const double compute_skew = 0.144 * slower_of_two;  // as in the test above
-  // One host: the benchmark timed the whole reduction of both ranks; only the compute is skewed.
-  const auto here = oracle::predict(view, two, profile);
-  CHECK(here.replica_skew_s == doctest::Approx(compute_skew));
-  CHECK(here.reduction_s == doctest::Approx(compute_skew + 5e-3));
-  // A replica per host: the stream fit is one direction's, so the 1 ms exchange ends later too.
-  profile.hosts = 2;
-  const auto linked = oracle::predict(view, two, profile);
-  CHECK(linked.replica_skew_s == doctest::Approx(compute_skew + 1e-3 * slower_of_two));
-  CHECK(linked.reduction_s == doctest::Approx(compute_skew + 1e-3 + 1e-3 * slower_of_two));
-  // Without a probe nothing is added.
-  profile.noise = {};
-  CHECK(oracle::predict(view, two, profile).reduction_s == doctest::Approx(1e-3));
 }
 
 TEST_CASE("messages on one link queue: GPipe's activations arrive one after another") {
@@ -333,11 +282,6 @@ TEST_CASE("machine profile: compute written into a profile and read back; bad fi
   profile.optimizer_s_per_parameter = 3e-9;
   profile.runtime_bytes = 11264;
   profile.empty_view_bytes = 128;
-  profile.noise.windows_s = {1e-3, 10e-3};
-  profile.noise.slowdowns = {{0.9, 1, 3}, {1, 1.5}};
-  profile.noise.threads = 2;
-  profile.noise.seconds = 10;
-  profile.noise.quantum_s = 2.5e-4;
   oracle::save_compute(profile, path);
   const auto read = oracle::load_profile(path);
   CHECK(read.units.size() == written.units.size());
@@ -347,17 +291,6 @@ TEST_CASE("machine profile: compute written into a profile and read back; bad fi
   CHECK(read.fit("p2p_latency").seconds(32, 2) == doctest::Approx(1e-6 + 32e-9));  // the rest is kept
   const auto& unit = read.units.begin()->second;
   CHECK(unit.forward(32) == doctest::Approx(32e-3));
-  CHECK(read.noise.windows_s == profile.noise.windows_s);
-  CHECK(read.noise.slowdowns == profile.noise.slowdowns);
-  CHECK(read.noise.threads == 2);
-  CHECK(read.noise.quantum_s == doctest::Approx(2.5e-4));
-  for (const char* noise : {R"({"windows_s": [1e-3, 2e-3], "slowdowns": [[1, 2]]})",
-                            R"({"windows_s": [1e-3], "slowdowns": [[2, 1]]})", R"({"windows_s": [1e-3], "slowdowns": [[0, 1]]})",
-                            R"({"windows_s": [2e-3, 1e-3], "slowdowns": [[1], [1]]})"}) {
-    INFO(noise);
-    std::ofstream(path) << R"({"format": "hpf-machine-profile", "compute": {"noise": )" << noise << "}}";
-    CHECK_THROWS_WITH_AS(oracle::load_profile(path), doctest::Contains("compute.noise.slowdowns"), oracle::ProfileError);
-  }
 
   std::ofstream(path) << R"({"format": "hpf-machine-profile", "link": {"burst_bytes": 112000, "rested_alpha_s": 6e-5,
     "rested_beta_s_per_byte": 1e-10, "compute_s_per_byte": 5e-10}})";
@@ -514,11 +447,7 @@ TEST_CASE("cluster profile: compute scaled by its speed, replicas across nodes r
   const std::string path = (dir / "cluster.json").string();
   std::ofstream(path) << R"({"format": "hpf-cluster-profile", "name": "test", "ranks_per_node": 2, "compute_speed": 4,
     "intra_node": {"alpha_s": 1e-3, "beta_s_per_byte": 0}, "inter_node": {"alpha_s": 1e-2, "beta_s_per_byte": 0}})";
-  auto noisy = linear_profile();
-  noisy.noise.windows_s = {1e-3};
-  noisy.noise.slowdowns = {{1, 2}};
-  const auto cluster = oracle::load_cluster(path, noisy);
-  CHECK(cluster.noise.empty());  // this host's noise says nothing of the cluster's nodes
+  const auto cluster = oracle::load_cluster(path, linear_profile());
   const auto view = oracle::view_of<Tiny>("tiny");
   // One rank: 6 units x 3 ms x 8 samples, 4 times as fast.
   CHECK(oracle::predict(view, plan(1, 1, 8, 1, Schedule::gpipe), cluster).compute_s == doctest::Approx(0.144 / 4));

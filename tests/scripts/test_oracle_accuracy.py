@@ -1,8 +1,7 @@
 """The ranking statistics of benchmarks/oracle/run_oracle_accuracy.py on made-up numbers whose
 answers are worked out by hand: Kendall's tau-b, the measured order of two configurations that
-counts a pair as a tie where their runs disagree, the cause given for a missed recommendation, the
-median of the rounds' system-noise probes, and the noise floor (an exact oracle against the
-measurements drawn again)."""
+counts a pair as a tie where their runs disagree, the cause given for a missed recommendation, and
+the noise floor (an exact oracle against the measurements drawn again)."""
 import importlib.util
 import os
 import sys
@@ -84,30 +83,6 @@ cores = os.cpu_count() or 1
 crowded = runner.miss_cause(judged([120, 125, 121], 100, cores + 1), judged([100, 104, 102], 101, cores + 1))
 check("ranks above the cores name time slicing", "time slicing" in crowded, True)
 check("ranks within the cores do not", "time slicing" in wrong, False)
-
-# The report's noise figures: the slower of two draws of {1, 2} is 7/4 against a mean of 3/2
-# (NoiseProfile::max_ratio, tests/oracle/test_noise.cpp), and a profile without a probe says so.
-check("slowest of two over the mean", runner.slowest_over_mean([1, 2], 2), 7 / 6)
-check("slowest of one", runner.slowest_over_mean([1, 2], 1), 1.0)
-noise = {"compute": {"noise": {"threads": 2, "seconds": 10, "windows_s": [0.01, 0.1], "slowdowns": [[1, 2], [1, 1]]}}}
-text = runner.noise_text(noise)
-if "10 ms 1.167, 100 ms 1.000" not in text or "2 threads x 10 s" not in text:
-    failures.append(f"noise text: {text!r}")
-if "not priced" not in runner.noise_text({"compute": {}}):
-    failures.append("a profile without a noise probe is not named as such")
-
-# Probes taken before each round merge value by value: per window, the median of the i-th values;
-# a probe with other windows (or none) leaves the profile's probe as it is.
-probes = [{"threads": 2, "seconds": 10, "windows_s": [0.01], "slowdowns": [[1, 2]], "quantum_s": 2e-4},
-          {"threads": 2, "seconds": 10, "windows_s": [0.01], "slowdowns": [[1, 30]], "quantum_s": 3e-4},
-          {"threads": 2, "seconds": 10, "windows_s": [0.01], "slowdowns": [[1.5, 2.5]], "quantum_s": 1e-4}]
-merged = runner.median_noise(probes)
-if not merged or merged["slowdowns"] != [[1, 2.5]] or merged["quantum_s"] != 2e-4 or merged["windows_s"] != [0.01]:
-    failures.append(f"median of three probes: {merged!r}")
-if runner.median_noise(probes[:2] + [dict(probes[2], windows_s=[0.02])]) is not None:
-    failures.append("probes over other windows were merged")
-if runner.median_noise(probes[:2] + [None]) is not None:
-    failures.append("a calibration without a probe was merged")
 
 # The noise floor. Two runs of 10 and 14 ms redrawn twice with replacement: both the first (1/4),
 # one of each (1/2, the median of 10, 10, 10, 14, 14, 14 is 12), both the second (1/4).

@@ -14,7 +14,7 @@ namespace hpf::oracle {
 /// HPDC 2021) on the same calibration. A step takes (M + S - 1) micro-batch slots of the busiest
 /// stage's calibrated forward and backward (the pipeline's bubble), 2 (S - 1) boundary messages
 /// (the fill and the drain), the last gradient bucket's exchange (alpha + beta x bytes: the tail
-/// backward cannot hide) and the optimizer. No schedule is played, no noise, skew, sharing or
+/// backward cannot hide) and the optimizer. No schedule is played, no sharing of cores or
 /// overlap of transfers is modelled; memory is predict's.
 inline Prediction closed_form(const ModelView& model, const Plan& plan, const MachineProfile& profile,
                               double memory_budget_bytes = 0) {
@@ -48,7 +48,6 @@ inline Prediction closed_form(const ModelView& model, const Plan& plan, const Ma
   out.bubble_s = slot * static_cast<double>(S - 1);
   out.transfer_s = 2.0 * static_cast<double>(S - 1) * message;
   out.reduction_s = tail;
-  out.replica_skew_s = 0;
   out.other_s = optimizer;
   out.time_s = out.compute_s + out.bubble_s + out.transfer_s + out.reduction_s + out.other_s;
   return out;

@@ -73,7 +73,6 @@ struct Prediction {
   double bubble_s = 0;     ///< idle time the schedule leaves on that stage, transfers taken as free
   double transfer_s = 0;   ///< what stage-to-stage transfers add to the pipeline
   double reduction_s = 0;  ///< gradient reduction among replicas not hidden behind backward
-  double replica_skew_s = 0;  ///< of reduction_s: the wait for the replica the noise slowed most (compute, exchange)
   double other_s = 0;      ///< optimizer, loss allgather, buffer broadcast, fixed step cost
   double imbalance = 1;    ///< the busiest stage's compute over the stages' mean (1: balanced)
   std::vector<MemoryBreakdown> stage_memory;
@@ -459,8 +458,6 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
     without_burst->link.burst_bytes = 0;
   }
   const MachineProfile& profile = without_burst ? *without_burst : given_profile;
-  const NoiseProfile quiet{};
-  const NoiseProfile& skew_noise = terms.skew ? profile.noise : quiet;
   Prediction out;
   out.plan = plan;
   // The replicas of a stage are stride = S x G ranks apart (ProcessGrid): the exchange's host layout.
@@ -598,13 +595,9 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
   // gradient), each reduction starts when it is ready and the previous one is done. The units'
   // times are a rank's alone; the played backward may have taken longer (ranks sharing cores), so
   // a unit ends at its share of the played backward.
-  // The replicas of a stage reduce together, so the step waits for the one the host's noise slowed
-  // most: its compute ends (E[max of R] / E[one] - 1) x its time later (NoiseProfile).
   double step_end = 0, busiest = 0, all_stages = 0, optimizer = 0;
   for (std::size_t s = 0; s < S; ++s) {
-    const double skew = (skew_noise.expected_max_ratio(played.computing[s], R) - 1) * played.computing[s];
-    out.replica_skew_s = std::max(out.replica_skew_s, skew);
-    double end = ends[s] + skew;
+    double end = ends[s];
     if (R > 1 && facts[s].cost.parameters > 0) {
       const std::size_t params = facts[s].cost.parameters;
       const std::size_t bucket_bytes = choose_bucket_bytes(plan.bucket_bytes, params * model.scalar_bytes,
@@ -612,8 +605,7 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
                                                                          plan.exchange_precision));
       const std::size_t per_bucket = std::max<std::size_t>(1, bucket_bytes / model.scalar_bytes);
       const double stretch = times[s].backward > 0 ? (backward_end[s] - backward_start[s]) / times[s].backward : 1;
-      const double slowest_start = backward_start[s] + skew;
-      double ready_clock = slowest_start, reduced = 0, linked = 0;  // linked: the buckets' link time
+      double ready_clock = backward_start[s], reduced = 0;
       std::size_t covered = params;  // gradients at offsets >= covered are final
       std::size_t u = times[s].unit_params.size();
       std::size_t bucket_begin = params > per_bucket ? (params - 1) / per_bucket * per_bucket : 0;
@@ -627,19 +619,9 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
         const double bytes = static_cast<double>((bucket_end - bucket_begin) * model.scalar_bytes);
         const double seconds =
             detail::bucket_seconds(profile, bytes, R, stride, reduction, plan.hierarchy, plan.exchange_precision);
-        reduced = std::max(reduced, std::max(ready_clock, slowest_start)) + seconds;
-        linked += seconds;
+        reduced = std::max(reduced, ready_clock) + seconds;
         if (bucket_begin == 0) break;
         bucket_begin -= per_bucket;
-      }
-      // Over links each replica's data arrives at the pace of its own core (the MPI library and
-      // the kernel move it), and the stream fit is of one direction: the exchange ends when the
-      // replica the noise slowed most during it has sent and received. A benchmark of the whole
-      // reduction (the buckets fits) already waited for its slowest rank.
-      if (detail::exchange_over_links(profile, R, stride)) {
-        const double lag = (skew_noise.expected_max_ratio(linked, R) - 1) * linked;
-        reduced += lag;
-        out.replica_skew_s = std::max(out.replica_skew_s, skew + lag);
       }
       end = std::max(end, reduced);
     }

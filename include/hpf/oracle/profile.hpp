@@ -3,7 +3,6 @@
 #define HPF_ORACLE_PROFILE_HPP
 
 #include <hpf/io/detail/json.hpp>
-#include <hpf/oracle/noise.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -136,7 +135,6 @@ struct MachineProfile {
   /// (Kokkos::Serial's team scratch), and what its allocation records count for an empty view.
   std::size_t runtime_bytes = 0;
   std::size_t empty_view_bytes = 0;
-  NoiseProfile noise;  ///< the host's system noise (hpf-oracle calibrate's probe); empty: none modelled
   std::optional<Cluster> cluster;
 
   /// Hosts whose cores compute separately: one when the hosts share a machine.
@@ -218,34 +216,6 @@ inline JsonValue read_document(const std::string& path, const std::string& what,
   }
   return root;
 }
-/// A profile's "noise" object (NoiseProfile): increasing windows_s > 0 and per window an increasing
-/// list of finite slowdowns > 0 (not >= 1: a window can run faster than the median quantum).
-inline NoiseProfile noise_of(const JsonValue& v, const std::string& where) {
-  NoiseProfile n;
-  n.windows_s = numbers(v, "windows_s", where);
-  n.threads = count_at(v, "threads", where, 0);
-  n.seconds = number_at(v, "seconds", where, 0);
-  n.quantum_s = number_at(v, "quantum_s", where, 0);
-  const JsonValue* lists = member(v, "slowdowns");
-  if (!lists || lists->kind != JsonValue::Kind::array || lists->items.size() != n.windows_s.size()) {
-    throw ProfileError("hpf::oracle: " + where + ".slowdowns needs one array per window of windows_s");
-  }
-  for (std::size_t w = 0; w < n.windows_s.size(); ++w) {
-    const std::string at = where + ".slowdowns[" + std::to_string(w) + "]";
-    const JsonValue& list = lists->items[w];
-    std::vector<double> values;
-    if (list.kind == JsonValue::Kind::array) {
-      for (const auto& item : list.items) values.push_back(number(item, at));
-    }
-    const bool positive = std::all_of(values.begin(), values.end(), [](double x) { return x > 0 && std::isfinite(x); });
-    const bool window_increases = n.windows_s[w] > 0 && (w == 0 || n.windows_s[w] > n.windows_s[w - 1]);
-    if (values.empty() || !positive || !std::is_sorted(values.begin(), values.end()) || !window_increases) {
-      throw ProfileError("hpf::oracle: " + at + " must be increasing finite values > 0, over increasing windows_s > 0");
-    }
-    n.slowdowns.push_back(std::move(values));
-  }
-  return n;
-}
 }  // namespace detail
 
 /// Reads a machine profile (format "hpf-machine-profile"; its "compute" section is optional
@@ -311,7 +281,6 @@ inline MachineProfile load_profile(const std::string& path) {
         p.units[key] = std::move(t);
       }
     }
-    if (const auto* noise = member(*compute, "noise")) p.noise = detail::noise_of(*noise, where + ".noise");
   }
   return p;
 }
@@ -335,7 +304,6 @@ inline MachineProfile load_cluster(const std::string& path, MachineProfile machi
     throw ProfileError("hpf::oracle: '" + path + "': ranks_per_node and compute_speed must be positive");
   }
   machine.cluster = c;
-  machine.noise = {};  // this host's noise is not the cluster nodes': none is modelled there
   machine.cores = c.ranks_per_node * std::max<std::size_t>(1, machine.threads_per_rank);
   machine.label = c.name.empty() ? path : c.name;
   return machine;
@@ -423,18 +391,6 @@ inline void save_compute(const MachineProfile& profile, const std::string& path)
     detail::set_member(units, key, std::move(u));
   }
   detail::set_member(compute, "units", std::move(units));
-  if (!profile.noise.empty()) {
-    JsonValue noise, lists;
-    noise.kind = JsonValue::Kind::object;
-    lists.kind = JsonValue::Kind::array;
-    for (const auto& values : profile.noise.slowdowns) lists.items.push_back(detail::json_numbers(values));
-    detail::set_member(noise, "threads", detail::json_number(static_cast<double>(profile.noise.threads)));
-    detail::set_member(noise, "seconds", detail::json_number(profile.noise.seconds));
-    detail::set_member(noise, "quantum_s", detail::json_number(profile.noise.quantum_s));
-    detail::set_member(noise, "windows_s", detail::json_numbers(profile.noise.windows_s));
-    detail::set_member(noise, "slowdowns", std::move(lists));
-    detail::set_member(compute, "noise", std::move(noise));
-  }
   detail::set_member(root, "compute", std::move(compute));
   std::string text;
   detail::write_json(text, root, 0);

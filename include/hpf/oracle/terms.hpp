@@ -14,21 +14,19 @@ namespace hpf::oracle {
 /// transfers, each of which can be left out: what the ablation (docs/oracle.md) weighs on
 /// measurements the oracle was not tuned on. All on is the oracle as it ships.
 struct Terms {
-  bool skew = true;       ///< the step waits for the replica the noise slowed most (compute, exchange)
   bool burst = true;      ///< a shaped link passes a rested burst at line rate (LinkQueue's token bucket)
 
-  static constexpr std::array<std::string_view, 2> names{"skew", "burst"};
+  static constexpr std::array<std::string_view, 1> names{"burst"};
 
   bool& operator[](std::string_view name) {
-    if (name == names[0]) return skew;
-    if (name == names[1]) return burst;
+    if (name == names[0]) return burst;
     std::string known;
     for (std::string_view n : names) known += (known.empty() ? "" : ", ") + std::string(n);
     throw std::invalid_argument("unknown oracle term '" + std::string(name) + "' (terms: " + known + ")");
   }
-  bool all() const { return skew && burst; }
+  bool all() const { return burst; }
 
-  /// All terms but those in `list`, comma-separated names ("skew,burst"); throws on an unknown name.
+  /// All terms but those in `list`, comma-separated names ("burst"); throws on an unknown name.
   static Terms without(const std::string& list) {
     Terms t;
     std::istringstream in(list);
