@@ -52,11 +52,11 @@ const char* const usage_text =
     "       hpf-oracle rank      --model NAME --ranks P --batch B [--profile FILE] [--cluster FILE]\n"
     "                            [--memory-budget MIB] [--max-stages S] [--top N] [--recompute] [--precision P]\n"
     "                            [--exchange-precision full|bf16] [--layer-splits] [--search-cuts] [--json]\n"
-    "                            [--canary S | --compute-scale X] [--without TERMS]\n"
+    "                            [--canary S | --compute-scale X]\n"
     "       hpf-oracle predict   --model NAME --ranks P --batch B --stages S --micro-batches M\n"
     "                            [--schedule 1f1b|gpipe] [--cuts L1,L2,...] [--profile FILE] [--cluster FILE]\n"
     "                            [--recompute] [--precision P] [--exchange-precision full|bf16]\n"
-    "                            [--split filter:G|channel:G] [--canary S | --compute-scale X] [--without TERMS]\n"
+    "                            [--split filter:G|channel:G] [--canary S | --compute-scale X]\n"
     "                            [--closed-form]\n"
     "                            [--json]\n"
     "       hpf-oracle partition --model NAME --ranks P --batch B --stages S --micro-batches M\n"
@@ -74,7 +74,6 @@ const char* const usage_text =
     "  --canary: first time the model's layers for about S seconds and rescale the profile's compute by\n"
     "           their time now over their calibrated time (a host that drifted since calibration)\n"
     "  --compute-scale: multiply the profile's compute by X (a ratio --canary printed earlier)\n"
-    "  --without: leave these refinements out (comma-separated: burst)\n"
     "  --closed-form: ParaDL's closed form on the same calibration instead of the played step\n"
     "  --split: the plan's Dense and convolution layers split over groups of G ranks\n"
     "           (P = replicas x stages x G)\n"
@@ -99,7 +98,6 @@ struct Args {
   bool json = false, recompute = false, layer_splits = false, search_cuts = false, closed_form = false;
   double canary_seconds = 0;  ///< 0: no canary
   double compute_scale = 1;
-  Terms terms{};
   hpf::LayerSplit split{};
   std::vector<std::size_t> batches, cuts;
 };
@@ -179,20 +177,14 @@ Args parse(int argc, char** argv) {
         fail(std::string("--split: ") + e.what());
       }
     }
-    else if ((flag == "--canary" || flag == "--compute-scale" || flag == "--without") && a.command != "calibrate" &&
-             a.command != "load") {
+    else if ((flag == "--canary" || flag == "--compute-scale") && a.command != "calibrate" && a.command != "load") {
       try {
-        if (flag == "--without") {
-          a.terms = Terms::without(value);
-        } else {
-          std::size_t used = 0;
-          const double v = std::stod(value, &used);
-          if (used != value.size() || !(v > 0 && v <= 600)) throw std::invalid_argument(value);
-          (flag == "--canary" ? a.canary_seconds : a.compute_scale) = v;
-        }
-      } catch (const std::exception& e) {
-        fail(flag == "--without" ? std::string("--without: ") + e.what()
-                                 : flag + " needs a number above 0, at most 600, not '" + value + "'");
+        std::size_t used = 0;
+        const double v = std::stod(value, &used);
+        if (used != value.size() || !(v > 0 && v <= 600)) throw std::invalid_argument(value);
+        (flag == "--canary" ? a.canary_seconds : a.compute_scale) = v;
+      } catch (const std::exception&) {
+        fail(flag + " needs a number above 0, at most 600, not '" + value + "'");
       }
     }
     else if (flag == "--memory-budget") a.memory_budget_mib = static_cast<double>(count(flag, value));
@@ -474,10 +466,10 @@ int run(const Args& a) {
                     .bounds = bounds, .exchange_precision = exchange_precision(a), .recompute = a.recompute,
                     .split = a.split};
     if (a.command == "partition") {
-      return print_partition(search_cuts(model, plan, profile, a.memory_budget_mib * (1 << 20), a.terms), a);
+      return print_partition(search_cuts(model, plan, profile, a.memory_budget_mib * (1 << 20)), a);
     }
     const Prediction p = a.closed_form ? closed_form(model, plan, profile, a.memory_budget_mib * (1 << 20))
-                                       : predict(model, plan, profile, a.memory_budget_mib * (1 << 20), a.terms);
+                                       : predict(model, plan, profile, a.memory_budget_mib * (1 << 20));
     if (a.json) {
       std::printf("%s\n", json_of(p, a.model).c_str());
     } else {
@@ -503,7 +495,6 @@ int run(const Args& a) {
   o.exchange_precision = exchange_precision(a);
   o.layer_splits = a.layer_splits;
   o.search_cuts = a.search_cuts;
-  o.terms = a.terms;
   const auto start = std::chrono::steady_clock::now();
   const std::vector<Prediction> ranked = rank_strategies(model, a.ranks, a.batch, profile, o);
   const double query_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();

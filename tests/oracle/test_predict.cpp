@@ -189,36 +189,12 @@ TEST_CASE("messages on one link queue: GPipe's activations arrive one after anot
   CHECK(p.time_s >= 0.276);
 }
 
-TEST_CASE("a link with a burst passes a rested message at its rested time and slows a stream to its rate") {
-  // 100-byte messages, a bucket of 150 bytes refilled at 0.1 s per byte, 1 s for a rested message.
-  const oracle::detail::MessageCost message{.latency = 5, .busy = 4, .bytes = 100, .line = 1, .stream_s_per_byte = 0.1,
-                                            .burst_bytes = 150};
+TEST_CASE("messages on one link queue one after another: each arrives its latency after it starts") {
+  const oracle::detail::MessageCost message{.latency = 5, .busy = 4};
   oracle::detail::LinkQueue link;
-  CHECK(link.send(0, message) == doctest::Approx(1));   // rested: the burst covers it
-  CHECK(link.send(0, message) == doctest::Approx(6));   // 50 bytes left: the other 50 at 0.1 s each
-  CHECK(link.send(5, message) == doctest::Approx(16));  // empty: all 100 bytes at the rate
-  CHECK(link.send(100, message) == doctest::Approx(101));  // rested again (refilled, at most the burst)
-  // Without a burst a message takes its lone latency and holds the link its streaming time.
-  oracle::detail::MessageCost plain = message;
-  plain.burst_bytes = 0;
-  oracle::detail::LinkQueue unshaped;
-  CHECK(unshaped.send(0, plain) == doctest::Approx(5));
-  CHECK(unshaped.send(0, plain) == doctest::Approx(9));
-}
-
-TEST_CASE("the profile's burst shapes a pipeline's messages") {
-  const auto view = oracle::view_of<Tiny>("tiny");
-  auto profile = linear_profile();
-  for (auto& [key, unit] : profile.units) unit = {{1, 64}, {1e-7, 64e-7}, {2e-7, 128e-7}, {0, 0}, {0, 0}, {}, {}};
-  profile.comm["p2p_latency"].by_ranks[2] = {{0, 1e30, 30e-3, 0}};   // 30 ms for a message alone
-  profile.comm["p2p_bandwidth"].by_ranks[2] = {{0, 1e30, 0, 1e-3}};  // 1 ms per byte streamed
-  const auto two_stages = plan(2, 1, 8, 1, Schedule::gpipe);
-  const double before = oracle::predict(view, two_stages, profile).time_s;
-  // A burst that covers the activation and the gradient: each takes its rested time, not 30 ms.
-  profile.link.burst_bytes = 1e6;
-  profile.link.rested_alpha_s = 2e-5;  // 20 us after a rest
-  const double rested = oracle::predict(view, two_stages, profile).time_s;
-  CHECK(before - rested == doctest::Approx(2 * (30e-3 - 2e-5)));
+  CHECK(link.send(0, message) == doctest::Approx(5));
+  CHECK(link.send(0, message) == doctest::Approx(9));    // starts when the first frees the link, at 4
+  CHECK(link.send(20, message) == doctest::Approx(25));  // the link is free again
 }
 
 TEST_CASE("hosts emulated on one machine communicate as hosts but share its cores") {
@@ -292,15 +268,12 @@ TEST_CASE("machine profile: compute written into a profile and read back; bad fi
   const auto& unit = read.units.begin()->second;
   CHECK(unit.forward(32) == doctest::Approx(32e-3));
 
+  // What a profile measured once but the oracle no longer prices (a link's burst, a noise probe) is ignored.
   std::ofstream(path) << R"({"format": "hpf-machine-profile", "link": {"burst_bytes": 112000, "rested_alpha_s": 6e-5,
-    "rested_beta_s_per_byte": 1e-10, "compute_s_per_byte": 5e-10}})";
-  const auto linked = oracle::load_profile(path).link;
-  CHECK(linked.burst_bytes == doctest::Approx(112000));
-  CHECK(linked.rested_alpha_s == doctest::Approx(6e-5));
-  CHECK(linked.rested_beta_s_per_byte == doctest::Approx(1e-10));
-  CHECK(linked.compute_s_per_byte == doctest::Approx(5e-10));
-  std::ofstream(path) << R"({"format": "hpf-machine-profile", "link": {"burst_bytes": -1}})";
-  CHECK_THROWS_WITH_AS(oracle::load_profile(path), doctest::Contains("link.burst_bytes must be a finite number >= 0"),
+    "compute_s_per_byte": 5e-10}, "compute": {"noise": {"windows_s": [1e-3]}}})";
+  CHECK(oracle::load_profile(path).link.compute_s_per_byte == doctest::Approx(5e-10));
+  std::ofstream(path) << R"({"format": "hpf-machine-profile", "link": {"compute_s_per_byte": -1}})";
+  CHECK_THROWS_WITH_AS(oracle::load_profile(path), doctest::Contains("link.compute_s_per_byte must be a finite number >= 0"),
                        oracle::ProfileError);
   std::ofstream(path) << R"({"format": "hpf-machine-profile", "hosts": 4, "hosts_share_cores": true})";
   CHECK(oracle::load_profile(path).hosts_share_cores);

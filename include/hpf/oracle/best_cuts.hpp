@@ -104,7 +104,7 @@ inline std::vector<std::size_t> time_balanced_bounds(const ModelView& model, con
 /// Throws std::invalid_argument when the model has fewer than S places, ProfileError when the
 /// profile lacks the model's calibration.
 inline CutSearch search_cuts(const ModelView& model, Plan plan, const MachineProfile& profile,
-                             double memory_budget_bytes = 0, const Terms& terms = {}) {
+                             double memory_budget_bytes = 0) {
   if (plan.stages == 0 || plan.stages > model.cut_places) {
     throw std::invalid_argument("hpf::oracle::search_cuts: " + model.name + " has " + std::to_string(model.cut_places) +
                                 " places to cut; " + std::to_string(plan.stages) + " stages do not fit");
@@ -113,7 +113,7 @@ inline CutSearch search_cuts(const ModelView& model, Plan plan, const MachinePro
   const auto score = [&](const std::vector<std::size_t>& bounds) {
     plan.bounds = bounds;
     ++r.predictions;
-    return predict(model, plan, profile, memory_budget_bytes, terms);
+    return predict(model, plan, profile, memory_budget_bytes);
   };
   const auto better = [](const Prediction& a, const Prediction& b) {
     return a.fits != b.fits ? a.fits : a.time_s < b.time_s;

@@ -6,7 +6,6 @@
 #include <hpf/oracle/memory.hpp>
 #include <hpf/oracle/model_facts.hpp>
 #include <hpf/oracle/profile.hpp>
-#include <hpf/oracle/terms.hpp>
 #include <hpf/parallel/bucket_size.hpp>
 #include <hpf/parallel/gradient_reduction.hpp>
 #include <hpf/parallel/schedule.hpp>
@@ -209,57 +208,32 @@ inline double transfer_seconds(const MachineProfile& profile, double bytes, std:
 
 /// How long one message of `bytes` keeps the link from rank a to rank b busy when messages follow
 /// each other: the time per message of a stream (the `p2p_bandwidth` fit, a window of back-to-back
-/// messages), which on a shaped link is longer than a lone message's (a token bucket lets one
-/// burst through at line rate).
+/// messages).
 inline double link_busy_seconds(const MachineProfile& profile, double bytes, std::size_t ranks, std::size_t a, std::size_t b) {
   const CommFit& stream = profile.fit("p2p_bandwidth");
   if (profile.cluster || stream.empty()) return transfer_seconds(profile, bytes, ranks, a, b);
   return stream.seconds(bytes, ranks);
 }
 
-/// One micro-batch's message between neighbouring stages: its lone latency and streaming time
-/// (transfer_seconds, link_busy_seconds) and, on a link with a burst (the profile's
-/// `link.burst_bytes`), the rested time of the part the burst covers and the streaming rate the
-/// bucket refills at (`p2p_bandwidth` of the largest messages).
+/// One micro-batch's message between neighbouring stages: its lone latency (transfer_seconds) and
+/// how long it keeps the link busy in a stream (link_busy_seconds).
 struct MessageCost {
   double latency = 0, busy = 0;
-  double bytes = 0, line = 0, stream_s_per_byte = 0, burst_bytes = 0;
 };
 inline MessageCost message_cost(const MachineProfile& profile, double bytes, std::size_t ranks, std::size_t a, std::size_t b) {
-  MessageCost out;
-  out.bytes = bytes;
-  out.latency = transfer_seconds(profile, bytes, ranks, a, b);
-  out.busy = link_busy_seconds(profile, bytes, ranks, a, b);
-  const CommFit& stream = profile.fit("p2p_bandwidth");
-  const LinkFacts& link = profile.link;
-  if (profile.cluster || link.burst_bytes <= 0 || stream.empty()) return out;
-  out.burst_bytes = link.burst_bytes;
-  out.line = link.rested_alpha_s + link.rested_beta_s_per_byte * std::min(bytes, link.burst_bytes);
-  out.stream_s_per_byte = stream.largest_beta(ranks);
-  return out;
+  return {transfer_seconds(profile, bytes, ranks, a, b), link_busy_seconds(profile, bytes, ranks, a, b)};
 }
 
 /// One direction of the link between two neighbouring stages, as the play sees it: messages
-/// queue on it one at a time. Without a burst, a message arrives its lone latency after it starts
-/// and keeps the link busy its streaming time. A shaped link (a token bucket of `burst_bytes`,
-/// refilled at the streaming rate) passes what its tokens cover at line rate and the rest at the
-/// streaming rate, so a few messages after a pause go far faster than a stream of them.
+/// queue on it one at a time; each arrives its lone latency after it starts and keeps the link
+/// busy its streaming time.
 struct LinkQueue {
-  double free_at = 0;     ///< when the next message may start
-  /// The bucket's bytes as of tokens_at; a link that never carried a message has rested forever.
-  double tokens = 0, tokens_at = -std::numeric_limits<double>::infinity();
+  double free_at = 0;  ///< when the next message may start
   /// When a message sent at `now` arrives.
   double send(double now, const MessageCost& m) {
     const double start = std::max(now, free_at);
-    if (m.burst_bytes <= 0 || m.stream_s_per_byte <= 0) {
-      free_at = start + m.busy;
-      return start + m.latency;
-    }
-    const double have = std::min(m.burst_bytes, tokens + (start - tokens_at) / m.stream_s_per_byte);
-    const double excess = std::max(0.0, m.bytes - have) * m.stream_s_per_byte;
-    tokens = std::max(0.0, have - m.bytes);
-    tokens_at = free_at = start + excess;
-    return start + m.line + excess;
+    free_at = start + m.busy;
+    return start + m.latency;
   }
 };
 
@@ -447,17 +421,9 @@ inline double collective_seconds(const MachineProfile& profile, double bytes, st
 /// \brief Predicts one training step of `plan` for `model` on `profile`: every stage's program
 /// (the engine's own, stage_program) is played with calibrated compute and fitted transfers,
 /// then the bucketed gradient reduction behind the last backward, the loss allgather and the
-/// optimizer. `terms`: the refinements to include (all: the oracle as it ships; fewer: an
-/// ablation). Equations and what is not modelled: docs/oracle.md.
-inline Prediction predict(const ModelView& model, const Plan& plan, const MachineProfile& given_profile,
-                          double memory_budget_bytes = 0, const Terms& terms = {}) {
-  // A link without its burst is priced at its streaming rate throughout.
-  std::optional<MachineProfile> without_burst;
-  if (!terms.burst && given_profile.link.burst_bytes > 0) {
-    without_burst = given_profile;
-    without_burst->link.burst_bytes = 0;
-  }
-  const MachineProfile& profile = without_burst ? *without_burst : given_profile;
+/// optimizer. Equations and what is not modelled: docs/oracle.md.
+inline Prediction predict(const ModelView& model, const Plan& plan, const MachineProfile& profile,
+                          double memory_budget_bytes = 0) {
   Prediction out;
   out.plan = plan;
   // The replicas of a stage are stride = S x G ranks apart (ProcessGrid): the exchange's host layout.

@@ -55,17 +55,11 @@ struct CommFit {
     if (it == by_ranks.end()) it = std::prev(it);
     return it->second;
   }
-  /// Seconds per byte of the largest messages' regime: the sustained rate.
-  double largest_beta(std::size_t ranks) const { return by_ranks.empty() ? 0 : regimes(ranks).back().beta_s_per_byte; }
 };
 
 /// \brief What the profile's pair of ranks measured of their link beyond the fits (its "link"
 /// object; every field 0 when not measured).
 struct LinkFacts {
-  /// A rested message of n bytes takes rested_alpha_s + rested_beta_s_per_byte * min(n, burst_bytes)
-  /// and the streaming rate beyond: burst_bytes is what a rested link passes before it slows to
-  /// that rate (a token bucket's burst: tc tbf on emulated fabrics, a policer on real ones).
-  double burst_bytes = 0, rested_alpha_s = 0, rested_beta_s_per_byte = 0;
   /// Compute a rank loses per byte it sends or receives while it computes (network processing on
   /// its cores: hpf_bench_comm's steal).
   double compute_s_per_byte = 0;
@@ -244,10 +238,7 @@ inline MachineProfile load_profile(const std::string& path) {
   }
   if (const auto* link = member(root, "link")) {
     const std::string where = path + ": link";
-    for (auto [field, key] : {std::pair{&LinkFacts::burst_bytes, "burst_bytes"},
-                              std::pair{&LinkFacts::rested_alpha_s, "rested_alpha_s"},
-                              std::pair{&LinkFacts::rested_beta_s_per_byte, "rested_beta_s_per_byte"},
-                              std::pair{&LinkFacts::compute_s_per_byte, "compute_s_per_byte"}}) {
+    for (auto [field, key] : {std::pair{&LinkFacts::compute_s_per_byte, "compute_s_per_byte"}}) {
       const double value = detail::number_at(*link, key, where, 0);
       if (!(value >= 0) || !std::isfinite(value)) {
         throw ProfileError("hpf::oracle: " + where + "." + key + " must be a finite number >= 0");

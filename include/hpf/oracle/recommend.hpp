@@ -31,7 +31,6 @@ struct SearchOptions {
   /// Pipelines at the cuts search_cuts finds for each of them, instead of Balanced<S>'s (hpf::Auto
   /// trains Balanced<S> and asks without).
   bool search_cuts = false;
-  Terms terms{};  ///< the oracle's refinements to price with (all; fewer for an ablation)
   /// The partitions to try, as bounds {0, cuts..., leaves} (hpf::AutoAmong's compiled ones); empty:
   /// Balanced<S> for every stage count S.
   std::vector<std::vector<std::size_t>> partitions;
@@ -73,8 +72,8 @@ inline std::vector<Prediction> rank_strategies(const ModelView& model, std::size
           Plan plan{.stages = S, .replicas = R, .batch = batch, .micro_batches = M, .schedule = schedule, .bounds = bounds,
                     .bucket_bytes = o.bucket_bytes, .reduction = o.reduction,
                     .exchange_precision = o.exchange_precision, .recompute = o.recompute, .split = split};
-          all.push_back(o.search_cuts && S > 1 ? search_cuts(model, plan, profile, budget, o.terms).best
-                                               : predict(model, plan, profile, budget, o.terms));
+          all.push_back(o.search_cuts && S > 1 ? search_cuts(model, plan, profile, budget).best
+                                               : predict(model, plan, profile, budget));
         }
       }
     }

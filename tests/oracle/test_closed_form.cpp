@@ -1,18 +1,15 @@
 // SPDX-License-Identifier: MIT
-// The ablation's predictors: each of predict's refinements left out gives the step without it,
-// and ParaDL's closed form on the same calibration, against steps worked out by hand.
+// ParaDL's closed form, the baseline the oracle is judged against, on the calibration predict
+// uses, against steps worked out by hand.
 #include <hpf/hpf.hpp>
 #include <hpf/oracle/closed_form.hpp>
 #include <hpf/oracle/model_view.hpp>
 #include <hpf/oracle/predict.hpp>
-#include <hpf/oracle/terms.hpp>
 
 #include <doctest/doctest.h>
 #include <support/tiny_oracle.hpp>
 
 #include <algorithm>
-#include <stdexcept>
-#include <string>
 
 namespace {
 
@@ -21,34 +18,7 @@ using hpf_test::linear_profile;
 using hpf_test::plan;
 using hpf_test::Tiny;
 
-double step(const oracle::MachineProfile& profile, const oracle::Plan& p, const std::string& without = "") {
-  return oracle::predict(oracle::view_of<Tiny>("tiny"), p, profile, 0, oracle::Terms::without(without)).time_s;
-}
-
 }  // namespace
-
-TEST_CASE("terms are named; an unknown one is an error listing them") {
-  CHECK(oracle::Terms{}.all());
-  CHECK_FALSE(oracle::Terms::without("burst").burst);
-  CHECK_THROWS_WITH_AS(oracle::Terms::without("burst,stalls"),
-                       "unknown oracle term 'stalls' (terms: burst)", std::invalid_argument);
-}
-
-TEST_CASE("each term left out gives the step without its refinement") {
-  const auto quiet = linear_profile();
-  SUBCASE("burst: a shaped link streams every message") {
-    auto link = quiet;
-    for (auto& [key, unit] : link.units) unit = {{1, 64}, {1e-7, 64e-7}, {2e-7, 128e-7}, {0, 0}, {0, 0}, {}, {}};
-    link.comm["p2p_latency"].by_ranks[2] = {{0, 1e30, 30e-3, 0}};
-    link.comm["p2p_bandwidth"].by_ranks[2] = {{0, 1e30, 0, 1e-3}};
-    const auto p = plan(2, 1, 8, 1, Schedule::gpipe);
-    const double plain = step(link, p);
-    link.link.burst_bytes = 1e6;
-    link.link.rested_alpha_s = 2e-5;
-    CHECK(step(link, p) < plain - 50e-3);
-    CHECK(step(link, p, "burst") == doctest::Approx(plain));
-  }
-}
 
 TEST_CASE("closed form: (M + S - 1) slots of the busiest stage, the fill and drain, the last bucket") {
   const auto view = oracle::view_of<Tiny>("tiny");
