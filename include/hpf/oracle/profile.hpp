@@ -237,14 +237,11 @@ inline MachineProfile load_profile(const std::string& path) {
     }
   }
   if (const auto* link = member(root, "link")) {
-    const std::string where = path + ": link";
-    for (auto [field, key] : {std::pair{&LinkFacts::compute_s_per_byte, "compute_s_per_byte"}}) {
-      const double value = detail::number_at(*link, key, where, 0);
-      if (!(value >= 0) || !std::isfinite(value)) {
-        throw ProfileError("hpf::oracle: " + where + "." + key + " must be a finite number >= 0");
-      }
-      p.link.*field = value;
+    const double value = detail::number_at(*link, "compute_s_per_byte", path + ": link", 0);
+    if (!(value >= 0) || !std::isfinite(value)) {
+      throw ProfileError("hpf::oracle: " + path + ": link.compute_s_per_byte must be a finite number >= 0");
     }
+    p.link.compute_s_per_byte = value;
   }
   if (const auto* compute = member(root, "compute")) {
     const std::string where = path + ": compute";
