@@ -383,7 +383,7 @@ def calibrate_copy(args, models, copy):
     shutil.copyfile(args.profile, copy)
     for model in models:
         log(f"calibrating {model} into {copy}")
-        subprocess.run([args.oracle, "calibrate", "--model", model, "--profile", copy, "--noise-seconds", "0"],
+        subprocess.run([args.oracle, "calibrate", "--model", model, "--profile", copy],
                        check=True, stdout=subprocess.DEVNULL)
     args.profile = copy
 

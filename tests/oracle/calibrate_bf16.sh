@@ -14,7 +14,7 @@ if "$oracle" "${predict[@]}" > "$work/refused.txt" 2>&1; then
 fi
 grep -q "has no calibration of 'Conv2D.*\[bf16 products\]'" "$work/refused.txt" ||
   { echo "FAIL: the refusal does not name a bf16 key:"; cat "$work/refused.txt"; exit 1; }
-"$oracle" calibrate --model cnn --batches 1,2 --noise-seconds 0 --precision bf16 --profile "$work/profile.json" | tee "$work/out.txt"
+"$oracle" calibrate --model cnn --batches 1,2 --precision bf16 --profile "$work/profile.json" | tee "$work/out.txt"
 grep -q '\[bf16 products\]' "$work/out.txt" || { echo "FAIL: calibrate printed no bf16 unit"; exit 1; }
 "$python" - "$profile" "$work/profile.json" <<'PY'
 import json, math, sys
