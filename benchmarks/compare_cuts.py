@@ -1,13 +1,13 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""Cuts chosen by time against hpf::Balanced<2>'s, measured in one run: each model as a 2-stage
-pipeline on 2 ranks at Balanced<2>'s cut and at every cut compiled into
-hpf_bench_parallel_throughput (--cut), with the oracle's prediction of each, and the cut
+"""Cuts chosen by time against hpf::Balanced<S>'s, measured in one run: each model as an S-stage
+pipeline on S ranks (2 and 4 stages) at Balanced<S>'s cuts and at every partition compiled into
+hpf_bench_parallel_throughput (--cuts), with the oracle's prediction of each, and the cuts
 `hpf-oracle partition` chooses. Prints the table and writes the `cuts` section of
 benchmarks/RESULTS.md.
 
   cmake --build build --target hpf_bench_parallel_throughput hpf-oracle
-  /usr/bin/python3 benchmarks/compare_cuts.py --calibrate      # ~5 min
+  /usr/bin/python3 benchmarks/compare_cuts.py --calibrate      # ~15 min
   /usr/bin/python3 benchmarks/compare_cuts.py --models resnet20 --no-write
 
 Every cut runs in its own job, alternately with the others, at least --rounds times; each figure
@@ -26,13 +26,17 @@ sys.path.insert(0, HERE)
 import bench_harness as h  # noqa: E402
 import provenance  # noqa: E402
 
-# name: (description, global batch, micro-batches, steps per block, warm-up steps, blocks, the
-# cuts compiled into hpf_bench_parallel_throughput besides Balanced<2>'s)
+# name: (description, global batch, micro-batches, steps per block, warm-up steps, blocks, per
+# stage count the partitions compiled into hpf_bench_parallel_throughput besides Balanced<S>'s:
+# block boundaries around Balanced<2>'s, and what `hpf-oracle partition` chose from the profile of
+# 2026-12-03 where it differed from Balanced<S>)
 MODELS = {
-    "resnet20": ("ResNet-20 (option A), synthetic 3x32x32", 64, 4, 5, 2, 3, (21, 28)),
-    "resnet56": ("ResNet-56 (option A), synthetic 3x32x32", 64, 4, 3, 1, 3, (64, 70, 76, 82)),
+    "resnet20": ("ResNet-20 (option A), synthetic 3x32x32", 64, 4, 5, 2, 3, {2: ((21,), (28,))}),
+    "resnet56": ("ResNet-56 (option A), synthetic 3x32x32", 64, 4, 3, 1, 3,
+                 {2: ((64,), (70,), (76,), (82,)), 4: ((45, 88, 125),)}),
     "gpt": ("GPT of examples/03_language_model (4 blocks, D 64, 4 heads, 64 bytes), Adam", 32, 4, 10, 2, 3,
-            (8, 14, 20)),
+            {2: ((8,), (14,), (20,)), 4: ()}),
+    "resnet164": ("PreActResNet-164 (bottleneck), synthetic 3x32x32", 64, 4, 2, 1, 3, {2: ((174,),), 4: ((65, 192, 300),)}),
 }
 SECTION = "cuts"
 
@@ -54,45 +58,56 @@ def parse_args():
     return args
 
 
-def command(args, model, cut):
+def cases(models):
+    """(model, stages) in the order they run."""
+    return [(model, stages) for model in models for stages in sorted(MODELS[model][6])]
+
+
+def leaves_text(cuts):
+    return ",".join(str(leaf) for leaf in cuts)
+
+
+def command(args, model, stages, cuts):
     _, batch, micro, steps, warmup, repeats, _ = MODELS[model]
-    cmd = [args.mpiexec] + args.mpiexec_flags.split() + ["-n", "2", args.hpf, "--model", model, "--stages", "2",
+    cmd = [args.mpiexec] + args.mpiexec_flags.split() + ["-n", str(stages), args.hpf, "--model", model, "--stages",
+                                                          str(stages),
                                                           "--batch", str(batch), "--micro-batches", str(micro),
                                                           "--steps", str(steps), "--warmup", str(warmup),
                                                           "--repeats", str(repeats)]
-    return cmd + (["--cut", str(cut)] if cut else [])
+    return cmd + (["--cuts", leaves_text(cuts)] if cuts else [])
 
 
-def oracle_options(model):
+def oracle_options(model, stages):
     _, batch, micro, *_ = MODELS[model]
-    return ["--model", model, "--ranks", 2, "--batch", batch, "--stages", 2, "--micro-batches", micro]
+    return ["--model", model, "--ranks", stages, "--batch", batch, "--stages", stages, "--micro-batches", micro]
 
 
-def balanced_cut(args, model):
-    """Balanced<2>'s cut leaf, as the oracle computes it (the same search as the compile-time one)."""
-    p = h.oracle_json(args, "predict", oracle_options(model))
-    return p and p["bounds"][1]
+def balanced_cuts(args, model, stages):
+    """Balanced<S>'s cut leaves, as the oracle computes them (the same search as the compile-time one)."""
+    p = h.oracle_json(args, "predict", oracle_options(model, stages))
+    return p and tuple(p["bounds"][1:-1])
 
 
 def measure(args, cuts):
-    """{model: {cut leaf: [Run]}}; the balanced cut runs without --cut."""
+    """{(model, stages): {cuts: [Run]}}; the balanced cuts run without --cuts."""
     groups = {}
-    for model in args.models:
+    for case in cases(args.models):
         env, overrides = h.bench_env(h.BLAS_SETTINGS["haswell"][0], 1)
-        balanced = cuts[model]["balanced"]
-        groups[model] = [(leaf, command(args, model, None if leaf == balanced else leaf), env, overrides)
-                         for leaf in cuts[model]["measured"]]
+        balanced = cuts[case]["balanced"]
+        groups[case] = [(leaves, command(args, *case, None if leaves == balanced else leaves), env, overrides)
+                        for leaves in cuts[case]["measured"]]
     return h.alternate(groups, rounds=args.rounds, max_rounds=args.max_rounds, quiet=args.quiet,
                        min_quiet=args.min_quiet, max_busy=args.max_busy, max_wait=args.max_wait)
 
 
 def report(args, cuts, data, predicted):
-    out = ["## Pipeline cuts: chosen by predicted time against Balanced<2>", ""]
+    out = ["## Pipeline cuts: chosen by predicted time against Balanced<S>", ""]
     out.append("Measured by `benchmarks/compare_cuts.py` (when, at which commit and where: its provenance line). "
-               "Each model trains as a 2-stage pipeline on 2 ranks at `hpf::Balanced<2>`'s cut (FLOPs balanced) "
-               "and at each cut compiled into `hpf_bench_parallel_throughput --cut` (leaves: `hpf::Cuts<L>`). "
-               "Ranks share the machine's cores under mpiexec (Kokkos Serial, Open MPI over shared memory). "
-               "Chosen: the cut `hpf-oracle partition` prints; predicted: `hpf-oracle predict --cuts L`, both "
+               "Each model trains as an S-stage pipeline on S ranks at `hpf::Balanced<S>`'s cuts (FLOPs balanced) "
+               "and at each partition compiled into `hpf_bench_parallel_throughput --cuts` (leaves: "
+               "`hpf::Cuts<L...>`). Ranks share the machine's 2 cores under mpiexec (Kokkos Serial, Open MPI over "
+               "shared memory): 4 stages are oversubscribed, which slows every partition alike. "
+               "Chosen: the cuts `hpf-oracle partition` prints; predicted: `hpf-oracle predict --cuts L,...`, both "
                "from the profile named below, calibrated before the measurements (`--calibrate`). The cut "
                "search was written before this run and not tuned on it.")
     out.append("")
@@ -100,26 +115,28 @@ def report(args, cuts, data, predicted):
                "best run, within a run its best timed block after warm-up.")
     out.append("")
     rows, verdicts = [], []
-    for model in args.models:
-        c = cuts[model]
-        measured = {leaf: (h.best(runs)[1] or {}).get("ms_per_step") for leaf, runs in data[model].items()}
-        best_leaf = min((leaf for leaf in measured if measured[leaf]), key=lambda leaf: measured[leaf], default=None)
-        for leaf in c["measured"]:
-            ms, p = measured.get(leaf), predicted.get((model, leaf))
-            roles = [r for r, on in (("Balanced<2>", leaf == c["balanced"]), ("chosen", leaf == c["chosen"]),
-                                     ("measured best", leaf == best_leaf)) if on]
-            rows.append([model, f"`hpf::Cuts<{leaf}>`", ", ".join(roles) or "-", h.fmt(ms, 1), h.fmt(p, 1),
-                         f"{100 * min(p, ms) / max(p, ms):.0f} %" if p and ms else "-"])
-        chosen_ms, balanced_ms = measured.get(c["chosen"]), measured.get(c["balanced"])
-        best_ms = measured.get(best_leaf)
+    for case in cases(args.models):
+        model, stages = case
+        c = cuts[case]
+        measured = {leaves: (h.best(runs)[1] or {}).get("ms_per_step") for leaves, runs in data[case].items()}
+        best = min((leaves for leaves in measured if measured[leaves]), key=lambda leaves: measured[leaves], default=None)
+        for leaves in c["measured"]:
+            ms, p = measured.get(leaves), predicted.get((case, leaves))
+            roles = [r for r, on in ((f"Balanced<{stages}>", leaves == c["balanced"]), ("chosen", leaves == c["chosen"]),
+                                     ("measured best", leaves == best)) if on]
+            rows.append([model, stages, f"`hpf::Cuts<{', '.join(map(str, leaves))}>`", ", ".join(roles) or "-",
+                         h.fmt(ms, 1), h.fmt(p, 1), f"{100 * min(p, ms) / max(p, ms):.0f} %" if p and ms else "-"])
+        chosen_ms, balanced_ms, best_ms = measured.get(c["chosen"]), measured.get(c["balanced"]), measured.get(best)
         if c["chosen"] not in c["measured"]:
-            verdicts.append(f"- {model}: the chosen cut {c['chosen']} is not compiled into the benchmark; not measured.")
+            verdicts.append(f"- {model}, {stages} stages: the chosen cuts {leaves_text(c['chosen'])} are not compiled into "
+                            "the benchmark; not measured.")
         elif chosen_ms and best_ms and balanced_ms:
-            verdicts.append(f"- {model}: the chosen cut {c['chosen']} measured {100 * (chosen_ms / best_ms - 1):.1f} % "
-                            f"slower than the measured best ({best_leaf}); Balanced<2>'s ({c['balanced']}) "
-                            f"{100 * (balanced_ms / best_ms - 1):.1f} %.")
-    out.append(h.markdown_table(["model", "cut", "which", "ms per step", "predicted ms", "prediction accuracy"],
-                                rows, "lllrrr"))
+            verdicts.append(f"- {model}, {stages} stages: the chosen cuts {leaves_text(c['chosen'])} measured "
+                            f"{100 * (chosen_ms / best_ms - 1):.1f} % slower than the measured best ({leaves_text(best)}); "
+                            f"Balanced<{stages}>'s ({leaves_text(c['balanced'])}) {100 * (balanced_ms / best_ms - 1):.1f} %; "
+                            f"chosen against Balanced<{stages}>: {100 * (chosen_ms / balanced_ms - 1):+.1f} %.")
+    out.append(h.markdown_table(["model", "stages", "cuts", "which", "ms per step", "predicted ms", "prediction accuracy"],
+                                rows, "lrllrrr"))
     out.append("")
     out.extend(verdicts)
     out.append("")
@@ -134,9 +151,10 @@ def report(args, cuts, data, predicted):
     out.append("Commands (run from the repository root; the runner launches exactly these; "
                f"{args.models[-1]} shown):")
     out.append("")
-    last = args.models[-1]
-    commands = [[args.oracle, "partition"] + oracle_options(last)]
-    commands += [command(args, last, None if leaf == cuts[last]["balanced"] else leaf) for leaf in cuts[last]["measured"]]
+    last = cases(args.models)[-1]
+    commands = [[args.oracle, "partition"] + oracle_options(*last)]
+    commands += [command(args, *last, None if leaves == cuts[last]["balanced"] else leaves)
+                 for leaves in cuts[last]["measured"]]
     out.extend(h.commands_block("benchmarks/compare_cuts.py", sys.argv[1:], commands, ROOT))
     return "\n".join(out) + "\n"
 
@@ -149,23 +167,26 @@ def main():
     if args.calibrate:
         h.calibrate_copy(args, args.models, os.path.join(HERE, "results", "cuts_profile.json"))
     cuts = {}
-    for model in args.models:  # the oracle chooses before anything is measured
-        found = h.oracle_json(args, "partition", oracle_options(model))
-        balanced = balanced_cut(args, model)
+    for case in cases(args.models):  # the oracle chooses before anything is measured
+        model, stages = case
+        found = h.oracle_json(args, "partition", oracle_options(*case))
+        balanced = balanced_cuts(args, *case)
         if not found or balanced is None:
             return 1
-        chosen = found["best"]["bounds"][1]
-        cuts[model] = {"balanced": balanced, "chosen": chosen,
-                       "measured": sorted(set(MODELS[model][6]) | {balanced})}
-        h.log(f"{model}: Balanced<2> cuts at {balanced}, partition chooses {chosen}")
+        chosen = tuple(found["best"]["bounds"][1:-1])
+        cuts[case] = {"balanced": balanced, "chosen": chosen,
+                      "measured": sorted(set(MODELS[model][6][stages]) | {balanced})}
+        h.log(f"{model}, {stages} stages: Balanced<{stages}> cuts at {leaves_text(balanced)}, partition chooses "
+              f"{leaves_text(chosen)}")
     predicted = {}
-    for model in args.models:
-        for leaf in cuts[model]["measured"]:
-            p = h.oracle_json(args, "predict", oracle_options(model) + ["--cuts", leaf])
-            predicted[(model, leaf)] = p and 1e3 * p["time_s"]
+    for case in cases(args.models):
+        for leaves in cuts[case]["measured"]:
+            p = h.oracle_json(args, "predict", oracle_options(*case) + ["--cuts", leaves_text(leaves)])
+            predicted[(case, leaves)] = p and 1e3 * p["time_s"]
     data = measure(args, cuts)
     h.log(f"measured in {time.monotonic() - start:.0f} s")
-    failed = [f"{m}/{leaf}" for m in data for leaf, runs in data[m].items() if not any(r.ok for r in runs)]
+    failed = [f"{m}/{s}/{leaves_text(leaves)}" for (m, s) in data for leaves, runs in data[(m, s)].items()
+              if not any(r.ok for r in runs)]
     return provenance.publish(args, SECTION, report(args, cuts, data, predicted), failed, record)
 
 

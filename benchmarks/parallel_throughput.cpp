@@ -10,7 +10,8 @@
 // One StageEngine per rank (what hpf::fit builds: ProcessGrid, the partition, this rank's data
 // shard), driven step by step so that warm-up and timed blocks can be told apart: fit() only
 // reports whole epochs. The partition is one stage (data parallelism), Balanced<2>, Balanced<4>, or
-// with --cut one of a few compiled Cuts<L> (to measure stage balance around Balanced<2>'s choice).
+// with --cuts one of a few compiled Cuts<...> (stage balance around Balanced<S>'s choice, and the
+// oracle's searched cuts).
 // images/s (global samples) is the best of `repeats` blocks of `steps` steps after `warmup` steps
 // (block_images_per_s and block_ms_per_step list every block); every block starts at a barrier and
 // every step ends in the engine's loss allgather, so rank 0's clock times the whole job. Rank 0
@@ -163,8 +164,8 @@ void install(bool on) {
 
 struct Settings {
   std::string model = "resnet20";
-  std::size_t stages = 1, micro_batches = 1, batch = 0, steps = 0, warmup = 0, repeats = 0, bucket_bytes = 0, cut = 0,
-              shards = 1;
+  std::size_t stages = 1, micro_batches = 1, batch = 0, steps = 0, warmup = 0, repeats = 0, bucket_bytes = 0, shards = 1;
+  std::vector<std::size_t> cuts;  ///< --cuts: the leaves of a compiled hpf::Cuts<...>
   std::optional<std::size_t> piece_bytes;
   std::string profile;
   hpf::Schedule schedule = hpf::Schedule::one_f_one_b;
@@ -179,16 +180,17 @@ struct Settings {
 const char* const usage_text =
     "usage: mpiexec -n P hpf_bench_parallel_throughput [--model mlp|cnn|resnet20|resnet56|resnet164|gpt|cosmoflow] [--stages 1|2|4]\n"
     "         [--batch B] [--micro-batches M] [--schedule gpipe|1f1b] [--reduction automatic|ordered|allreduce]\n"
-    "         [--bucket-bytes N] [--piece-bytes N] [--cut LEAF] [--steps N] [--warmup W] [--repeats R] [--stage-times] [--seed S]\n"
+    "         [--bucket-bytes N] [--piece-bytes N] [--cuts L1,L2,...] [--steps N] [--warmup W] [--repeats R] [--stage-times] [--seed S]\n"
     "         [--shards C] [--side-by-side] [--profile FILE] [--hierarchy automatic|on|off]\n"
     "         [--exchange-precision full|bf16] [--split filter:G|channel:G]\n"
     "  P processes form P / stages replicas (P / (stages x G) with --split); --batch is the global mini-batch (default: mlp 128, cnn and\n"
     "  resnets 64, gpt 32, cosmoflow 8 per replica), split into M micro-batches per replica (pipelined over the\n"
     "  stages, accumulated on one).\n"
-    "  --stages 2 places the cut with hpf::Balanced<2>, or with --cut at a compiled leaf (hpf::Cuts<LEAF>):\n"
-    "  resnet20 21 28 (after 3 or 4 blocks), resnet56 64 70 76 82 (after 10 to 13 blocks), gpt 8 14 20\n"
-    "  (after 1 to 3 transformer blocks), cosmoflow 6 (after 2 convolution blocks).\n"
-    "  --stages 4 places three cuts with hpf::Balanced<4>.\n"
+    "  --stages 2 or 4 places the cuts with hpf::Balanced<S>, or with --cuts at compiled leaves\n"
+    "  (hpf::Cuts<L1,...>; --cut L is --cuts L): 2 stages resnet20 21 28 (after 3 or 4 blocks), resnet56 64 70\n"
+    "  76 82 (after 10 to 13 blocks), resnet164 174, gpt 8 14 20 (after 1 to 3 transformer blocks), cosmoflow 6\n"
+    "  (after 2 convolution blocks); 4 stages resnet56 45,88,125, resnet164 65,192,300 (hpf-oracle partition's\n"
+    "  choices from the profile of 2026-12-03).\n"
     "  Defaults: 1f1b, hpf's gradient reduction and buckets; steps/warm-up per block mlp 100/20,\n"
     "  cnn 20/5, resnet20 5/2, resnet56 3/1, resnet164 2/1, gpt 10/2, cosmoflow 3/1; 3 blocks.\n"
     "  resnet164: PreActResNet-164 (bottleneck blocks), trained as the ResNets.\n"
@@ -261,8 +263,9 @@ Settings parse(int argc, char** argv) {
       s.micro_batches = to_size(flag, value);
     } else if (flag == "--batch") {
       s.batch = to_size(flag, value);
-    } else if (flag == "--cut") {
-      s.cut = to_size(flag, value);
+    } else if (flag == "--cut" || flag == "--cuts") {
+      std::istringstream list(value);
+      for (std::string leaf; std::getline(list, leaf, ',');) s.cuts.push_back(to_size(flag, leaf));
     } else if (flag == "--bucket-bytes") {
       s.bucket_bytes = to_size(flag, value);
     } else if (flag == "--profile") {
@@ -483,7 +486,7 @@ void run_stage(const hpf::comm::Communicator& world, const hpf::ProcessGrid& gri
       1e3 * static_cast<double>(o.batch) / best_rate, gflop_per_image * static_cast<double>(o.batch),
       best_rate * gflop_per_image, rank_peak.c_str(), rank_base.c_str(), rank_train_peak.c_str(), rank_tape.c_str(),
       rank_state.c_str(), rank_workspace.c_str(), rank_views_peak.c_str(), rank_slots.c_str(), rank_busy.c_str(),
-      profiled_step_ms, stages == 1 ? "none" : s.cut ? "explicit" : "balanced", rank_stage_gflop.c_str(), rank_stage_flops.c_str(), rank_first_leaf.c_str(),
+      profiled_step_ms, stages == 1 ? "none" : s.cuts.empty() ? "balanced" : "explicit", rank_stage_gflop.c_str(), rank_stage_flops.c_str(), rank_first_leaf.c_str(),
       static_cast<std::size_t>(Model::leaves), tool.c_str(), blas_token().c_str(), hpf::system::blas_threads(),
       Kokkos::DefaultExecutionSpace::name(), first_loss, last_loss, blocks.str().c_str(), block_ms.str().c_str(),
       o.shards_per_replica, engine.shard_threads(), o.exchange_piece_bytes, exchange_messages,
@@ -509,21 +512,31 @@ void run(const hpf::comm::Communicator& world, const Settings& s) {
   run_stages<Model, Partition>(world, grid, s, o, std::make_index_sequence<stages>{});
 }
 
-/// Two stages at Balanced<2>, or at one of the compiled cut leaves: partitions are types, so only
-/// these few (ResNet block boundaries around the balanced one) exist in this executable. Four
-/// stages at Balanced<4>.
-template <class Model, std::size_t... Leaves>
+/// The leaves of a compiled partition hpf::Cuts<L...>.
+template <class Partition>
+struct CutLeaves;
+template <std::size_t... Leaves>
+struct CutLeaves<hpf::Cuts<Leaves...>> {
+  static std::vector<std::size_t> get() { return {Leaves...}; }
+};
+
+/// Balanced<S> for 1, 2 or 4 stages, or one of the compiled partitions (`hpf::Cuts<...>` types) by
+/// its leaves: partitions are types, so only these few (block boundaries around the balanced cut,
+/// and the oracle's choices) exist in this executable.
+template <class Model, class... Compiled>
 void run_model(const hpf::comm::Communicator& world, const Settings& s) {
-  if (s.cut && s.stages != 2) throw hpf::comm::UsageError("--cut needs --stages 2");
+  if (!s.cuts.empty() && s.cuts.size() + 1 != s.stages) {
+    throw hpf::comm::UsageError("--cuts gives " + std::to_string(s.cuts.size()) + " cut(s): " +
+                                std::to_string(s.cuts.size() + 1) + " stages, not --stages " + std::to_string(s.stages));
+  }
   if (s.stages == 1) {
     run<Model, hpf::DataParallel::partition>(world, s);
-  } else if (s.stages == 4) {
-    run<Model, hpf::Balanced<4>>(world, s);
-  } else if (s.cut == 0) {
-    run<Model, hpf::Balanced<2>>(world, s);
-  } else if (!((s.cut == Leaves ? (run<Model, hpf::Cuts<Leaves>>(world, s), true) : false) || ...)) {
-    throw hpf::comm::UsageError("--cut " + std::to_string(s.cut) + " is not compiled for --model " + s.model +
-                                "\n" + usage_text);
+  } else if (s.cuts.empty()) {
+    s.stages == 4 ? run<Model, hpf::Balanced<4>>(world, s) : run<Model, hpf::Balanced<2>>(world, s);
+  } else if (!((s.cuts == CutLeaves<Compiled>::get() ? (run<Model, Compiled>(world, s), true) : false) || ...)) {
+    std::string leaves;
+    for (const std::size_t leaf : s.cuts) leaves += (leaves.empty() ? "" : ",") + std::to_string(leaf);
+    throw hpf::comm::UsageError("--cuts " + leaves + " is not compiled for --model " + s.model + "\n" + usage_text);
   }
 }
 
@@ -546,16 +559,18 @@ int main(int argc, char** argv) {
     } else if (s.model == "cnn") {
       run_model<hpf::zoo::Cnn>(world, s);
     } else if (s.model == "resnet20") {
-      run_model<hpf::zoo::ResNet20, 21, 28>(world, s);
+      run_model<hpf::zoo::ResNet20, hpf::Cuts<21>, hpf::Cuts<28>>(world, s);
     } else if (s.model == "gpt") {
       // Leaves 2-25 are the 4 blocks (6 leaves each); Balanced<2> cuts at 14.
-      run_model<hpf::zoo::Gpt<4, 64, 4, 64, hpf::data::byte_vocabulary>, 8, 14, 20>(world, s);
+      run_model<hpf::zoo::Gpt<4, 64, 4, 64, hpf::data::byte_vocabulary>, hpf::Cuts<8>, hpf::Cuts<14>, hpf::Cuts<20>>(world,
+                                                                                                             s);
     } else if (s.model == "cosmoflow") {
-      run_model<hpf::zoo::CosmoFlow<32>, 6>(world, s);  // Balanced<2> cuts at 3, after the first block
+      run_model<hpf::zoo::CosmoFlow<32>, hpf::Cuts<6>>(world, s);  // Balanced<2> cuts at 3, after the first block
     } else if (s.model == "resnet164") {
-      run_model<hpf::zoo::PreActResNet164>(world, s);
+      run_model<hpf::zoo::PreActResNet164, hpf::Cuts<174>, hpf::Cuts<65, 192, 300>>(world, s);
     } else {
-      run_model<hpf::zoo::ResNet56, 64, 70, 76, 82>(world, s);
+      run_model<hpf::zoo::ResNet56, hpf::Cuts<64>, hpf::Cuts<70>, hpf::Cuts<76>, hpf::Cuts<82>, hpf::Cuts<45, 88, 125>>(
+          world, s);
     }
   });
 }
