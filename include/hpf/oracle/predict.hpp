@@ -12,12 +12,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
+#include <functional>
 #include <limits>
 #include <map>
-#include <optional>
-#include <cstddef>
+#include <queue>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace hpf::oracle {
@@ -478,76 +480,94 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
     if (s + 1 < S) to_next[s] = link(facts[s].output_elements, s, s + 1);
     if (s > 0) to_previous[s] = link(facts[s].input_elements, s, s - 1);
   }
+  // The events: a stage's pass ends, or a message reaches a stage waiting for it; only the stages
+  // an event touches move. The computing stages share the cores alike, so all progress at one
+  // rate: each pass's end is kept in work seconds (what every computing stage has computed since
+  // the start), which the rate turns into time.
   auto play = [&](bool with_transfers) {
     const double unknown = -1;
     // When each stage's micro-batch message arrives (stage s, micro-batch mb at s * M + mb).
     std::vector<double> activation(S * M, unknown), gradient(S * M, unknown);
     std::vector<std::size_t> next(S, 0);
-    std::vector<double> remaining(S, 0);  // compute left of the running forward/backward, in seconds alone
-    std::vector<char> running(S, false);
+    std::vector<char> waiting(S, false);  // at a receive whose message is not sent yet
+    std::vector<double> started(S, 0);    // when the running pass began
     // Messages between two stages queue on their link, one direction at a time (LinkQueue).
     std::vector<detail::LinkQueue> forward_link(S), backward_link(S);  // s -> s + 1, s -> s - 1
     Played out{std::vector<double>(S, 0), std::vector<double>(S, 0), std::vector<double>(S, 0), std::vector<double>(S, 0)};
-    double now = 0;
-    for (;;) {
-      // Everything that can happen at `now`: until no stage moves (a send may free a receive of
-      // a stage already looked at).
-      for (bool moved = true; moved;) {
-        moved = false;
-        for (std::size_t s = 0; s < S; ++s) {
-          for (; !running[s] && next[s] < programs[s].size(); ++next[s], moved = true) {
-            const Instruction in = programs[s][next[s]];
-            const std::size_t mb = in.micro_batch;
-            if (in.op == Op::recv_activation || in.op == Op::recv_gradient) {
-              const double arrival = in.op == Op::recv_activation ? activation[s * M + mb] : gradient[s * M + mb];
-              if (arrival < 0 || arrival > now) break;
-            } else if (in.op == Op::forward || in.op == Op::backward) {
-              running[s] = true;
-              remaining[s] = in.op == Op::forward ? times[s].forward : times[s].backward;
-              if (in.op == Op::backward) out.last_backward_start[s] = now;
-              break;  // (frees no other stage: only sends do)
-            } else if (in.op == Op::send_activation) {
-              activation[(s + 1) * M + mb] = now;
-              if (with_transfers) activation[(s + 1) * M + mb] = forward_link[s].send(now, to_next[s]);
-            } else {
-              gradient[(s - 1) * M + mb] = now;
-              if (with_transfers) gradient[(s - 1) * M + mb] = backward_link[s].send(now, to_previous[s]);
-            }
+    using Event = std::pair<double, std::size_t>;  // (work seconds or time, stage)
+    std::priority_queue<Event, std::vector<Event>, std::greater<>> ends_in_work, arrivals;
+    std::vector<std::size_t> ready(S);  // stages that may move now
+    for (std::size_t s = 0; s < S; ++s) ready[s] = s;
+    double now = 0, work = 0;
+    std::size_t active = 0, done = 0;
+    const auto deliver = [&](std::size_t to, Op receive, std::size_t mb, double at) {
+      (receive == Op::recv_activation ? activation : gradient)[to * M + mb] = at;
+      if (!waiting[to]) return;
+      const Instruction& waits_for = programs[to][next[to]];
+      if (waits_for.op != receive || waits_for.micro_batch != mb) return;
+      waiting[to] = false;
+      if (at <= now) {
+        ready.push_back(to);
+      } else {
+        arrivals.push({at, to});
+      }
+    };
+    const auto advance = [&](std::size_t s) {  // runs stage s's program until it waits or computes
+      for (; next[s] < programs[s].size(); ++next[s]) {
+        const Instruction in = programs[s][next[s]];
+        const std::size_t mb = in.micro_batch;
+        if (in.op == Op::recv_activation || in.op == Op::recv_gradient) {
+          const double arrival = in.op == Op::recv_activation ? activation[s * M + mb] : gradient[s * M + mb];
+          if (arrival < 0) {
+            waiting[s] = true;
+            return;
           }
+          if (arrival > now) {
+            arrivals.push({arrival, s});
+            return;
+          }
+        } else if (in.op == Op::forward || in.op == Op::backward) {
+          ++active;
+          started[s] = now;
+          ends_in_work.push({work + (in.op == Op::forward ? times[s].forward : times[s].backward), s});
+          if (in.op == Op::backward) out.last_backward_start[s] = now;
+          return;
+        } else if (in.op == Op::send_activation) {
+          deliver(s + 1, Op::recv_activation, mb, with_transfers ? forward_link[s].send(now, to_next[s]) : now);
+        } else {
+          deliver(s - 1, Op::recv_gradient, mb, with_transfers ? backward_link[s].send(now, to_previous[s]) : now);
         }
       }
-      std::size_t active = 0, done = 0;
-      double wake = std::numeric_limits<double>::infinity();
-      for (std::size_t s = 0; s < S; ++s) {
-        if (running[s]) {
-          ++active;
-        } else if (next[s] == programs[s].size()) {
-          if (out.end[s] == 0) out.end[s] = now;
-          ++done;
-        } else {  // waiting for a message: wake when it arrives, if it is on its way
-          const Instruction in = programs[s][next[s]];
-          const double arrival = in.op == Op::recv_activation ? activation[s * M + in.micro_batch] : gradient[s * M + in.micro_batch];
-          if (arrival >= 0) wake = std::min(wake, std::max(now, arrival));
-        }
+      out.end[s] = now;
+      ++done;
+    };
+    for (;;) {
+      while (!ready.empty()) {
+        const std::size_t s = ready.back();
+        ready.pop_back();
+        advance(s);
       }
       if (done == S) break;
       const double per_host = std::ceil(static_cast<double>(active * R * G) / hosts_used);
       const double rate = active ? std::min(1.0, slots / per_host) : 1.0;
-      for (std::size_t s = 0; s < S; ++s) {
-        if (running[s]) wake = std::min(wake, now + remaining[s] / rate);
-      }
+      double wake = arrivals.empty() ? std::numeric_limits<double>::infinity() : arrivals.top().first;
+      if (!ends_in_work.empty()) wake = std::min(wake, now + (ends_in_work.top().first - work) / rate);
       if (!std::isfinite(wake)) break;  // cannot happen for a checked schedule
-      for (std::size_t s = 0; s < S; ++s) {
-        if (!running[s]) continue;
-        out.computing[s] += wake - now;
-        remaining[s] -= (wake - now) * rate;
-        if (remaining[s] <= 1e-12 * std::max(1.0, wake)) {
-          running[s] = false;
-          if (programs[s][next[s]].op == Op::backward) out.last_backward_end[s] = wake;
-          ++next[s];
-        }
-      }
+      work += (wake - now) * rate;
       now = wake;
+      while (!ends_in_work.empty() && ends_in_work.top().first - work <= 1e-12 * std::max(1.0, wake)) {
+        const std::size_t s = ends_in_work.top().second;
+        ends_in_work.pop();
+        --active;
+        out.computing[s] += now - started[s];
+        if (programs[s][next[s]].op == Op::backward) out.last_backward_end[s] = now;
+        ++next[s];
+        ready.push_back(s);
+      }
+      while (!arrivals.empty() && arrivals.top().first <= now) {
+        ready.push_back(arrivals.top().second);
+        arrivals.pop();
+      }
     }
     return out;
   };
