@@ -21,6 +21,8 @@ Two steps, as a user would take them:
       --set held-out --profile /var/tmp/fabric-1gbit.json
   scripts/fabric/emulate.sh with 2 1gbit -- sh -c '/usr/bin/python3 benchmarks/oracle/held_out.py measure \
       --set held-out --label fabric-1gbit --old-profile "" --mpiexec "$HPF_FABRIC_MPIEXEC" --mpiexec-flags ""'
+  # 3. the ablation over every published held-out run, pooled (the terms kept or deleted by it)
+  /usr/bin/python3 benchmarks/oracle/held_out.py pooled --labels local,fabric-1gbit,fabric-25gbit
 
 Sets: development (MLP, CNN, ResNet-20), on which rules may be tuned; held-out (ResNet-56,
 PreActResNet-164, the GPT, the 3-D CNN), never used to choose a rule. Configurations of each model:
@@ -471,6 +473,52 @@ def report(data):
     return "\n".join(out) + "\n"
 
 
+POOLED_SECTION = "oracle-ablation"
+
+
+def pooled_report(labels):
+    """The ablation over the held-out runs of `labels` pooled: per predictor they all priced, the
+    mean accuracy and the difference from the full oracle with its bootstrap interval (the rule by
+    which a term stays, docs/oracle.md)."""
+    runs = []
+    for label in labels:
+        with open(data_path(label, "held-out")) as f:
+            runs.append((label, json.load(f)))
+    rows = [r for _, d in runs for r in rows_of(d)]
+    names = set.intersection(*(set(d["configurations"][0]["predicted"]) for _, d in runs))
+    full = scores(rows, "oracle")
+    out = ["## Performance oracle: the ablation over the held-out runs, pooled", ""]
+    out.append(f"Written by `benchmarks/oracle/held_out.py pooled --labels {','.join(labels)}` from the held-out runs' data "
+               "files (their sections above give each run's frozen commit and measurements): "
+               + ", ".join(f"`{label}` {len(rows_of(d))} configurations, frozen at `{d['frozen']['commit']}`"
+                           for label, d in runs)
+               + f"; {len(rows)} in all. The difference is the full oracle's mean accuracy minus the variant's, with the "
+               "95 % bootstrap interval over the pooled configurations; a term stays only where the interval lies "
+               "above 0.")
+    out.append("")
+    table = []
+    for name in ["closed form"] + sorted(n for n in names if n.startswith("without ")):
+        s = scores(rows, name)
+        diff, low, high = paired_interval([a - b for a, b in zip(full["accuracies"], s["accuracies"])])
+        per_run = []
+        for label, d in runs:
+            one = rows_of(d)
+            a, b = scores(one, "oracle")["accuracies"], scores(one, name)["accuracies"]
+            per_run.append(f"{100 * statistics.fmean(x - y for x, y in zip(a, b)):+.2f}")
+        verdict = ("earns its place" if low > 0 else "costs accuracy: the oracle is better without it" if high < 0
+                   else "no measurable effect")
+        if name == "closed form":
+            verdict = ("the full oracle is better" if low > 0 else "the closed form is better" if high < 0
+                       else "no measurable difference")
+        table.append([name, pct(s["mean"]), f"{100 * diff:+.2f} ({100 * low:+.2f} to {100 * high:+.2f})",
+                      " / ".join(per_run), verdict])
+    out.append(h.markdown_table(["predictor", "mean accuracy", "difference, points (interval)",
+                                 "per run: " + " / ".join(labels), "verdict"], table, "lrrrl"))
+    out.append("")
+    out.append(f"The full oracle: mean accuracy {pct(full['mean'])} over the {len(rows)} configurations.")
+    return "\n".join(out) + "\n", [data_path(label, "held-out") for label in labels]
+
+
 def rendered(data, path, record=None):
     """The section as published: the report with its provenance line (from the data's record)."""
     return provenance.with_lines(report(data), [path], [record] if record else None)
@@ -521,6 +569,31 @@ def check(label, which, results_path):
         with open(frozen_path(label)) as f:
             committed = json.load(f)
     return problems_of(data, committed, h.read_section(results_path, section_name(label, which)), path)
+
+
+def check_pooled(results_path):
+    """Problems of the published pooled ablation (pooled_problems); None when none is published."""
+    published = h.read_section(results_path, POOLED_SECTION)
+    return pooled_problems(published, results_path) if published else None
+
+
+def pooled_problems(published, results_path):
+    """Problems of a pooled ablation section `published`: each pooled run must pass its own check,
+    and the section must be what their data renders."""
+    m = re.search(r"pooled --labels ([\w,-]+)", published)
+    if not m:
+        return ["the pooled section names no --labels"]
+    labels = m.group(1).split(",")
+    problems = [f"{label}: {problem}" for label in labels for problem in check(label, "held-out", results_path)]
+    text, paths = pooled_report(labels)
+    if published.strip() != provenance.with_lines(text, paths).strip():
+        problems.append("the pooled section is not what the runs' data render")
+    return problems
+
+
+def frozen_labels():
+    """The labels with a committed frozen record."""
+    return sorted(f[:-len(".json")] for f in os.listdir(FROZEN_DIR) if f.endswith(".json") and ".profile." not in f)
 
 
 # --- steps -----------------------------------------------------------------------------------------
@@ -608,7 +681,8 @@ def measure_set(args):
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("step", choices=("freeze", "measure", "render", "check"))
+    p.add_argument("step", choices=("freeze", "measure", "render", "check", "pooled"))
+    p.add_argument("--labels", default="local", help="pooled: the frozen labels whose held-out runs are pooled")
     p.add_argument("--label", default="local", help="the frozen oracle's name (default local)")
     p.add_argument("--set", default=None, choices=tuple(SETS),
                    help="measure: the set (default held-out); freeze: calibrate its models only (default both sets')")
@@ -643,6 +717,13 @@ def main():
         return freeze(args)
     if args.step == "measure":
         return measure_set(args)
+    if args.step == "pooled":
+        text, paths = pooled_report([label for label in args.labels.split(",") if label])
+        text = provenance.with_lines(text, paths)
+        print(text)
+        if not args.no_write:
+            h.replace_section(args.results, POOLED_SECTION, text)
+        return 0
     if args.step == "render":  # the section again from the data file (after a change of report())
         path = data_path(args.label, args.set)
         with open(path) as f:
