@@ -162,6 +162,12 @@ def cuts():
     """Per model and stage count of `cuts`: the oracle's cuts' step against Balanced<S>'s."""
     found = re.findall(r"^- (\w+), (\d) stages: the chosen cuts [\d,]+ measured .*; chosen against Balanced<\d>: "
                        r"([+-][\d.]+) %\.$", body("cuts"), re.M)
+    if not found:  # a section of compare_cuts.py before 2026-12-03 evening: 2 stages, % slower than the best
+        old = re.findall(r"^- (\w+): the chosen cut \d+ measured (-?[\d.]+) % slower than the measured best \(\d+\); "
+                         r"Balanced<2>'s \(\d+\) (-?[\d.]+) %\.$", body("cuts"), re.M)
+        if old:
+            return ("2-stage pipeline, % slower than the measured best cut: the cut the oracle chose / Balanced<2>'s",
+                    ", ".join(f"{model(m)} {c} % / {b} %" for m, c, b in old))
     if not found:
         raise Stale("block 'cuts': no '- MODEL, S stages: the chosen cuts ... chosen against Balanced<S>: X %.' line")
     return ("pipeline step with the cuts the oracle chose, against Balanced<S>'s (2 and 4 stages)",
@@ -258,13 +264,14 @@ def oracle_memory():
             match("oracle", r"^- memory: \*\*worst error ([\d.]+ %)\*\*")[1])
 
 
-def oracle_judged(which):
+def oracle_judged(which, fabric=""):
     """The frozen oracle on a set's fresh measurements: mean accuracy, data parallel, recommendations."""
-    block = "oracle-" + which
+    block = "oracle-" + which + (f"-fabric-{fabric}" if fabric else "")
     figure = lambda name: cell(block, "measured", lambda r: r.get("figure", "").startswith(name))  # noqa: E731
     commit = match(block, r"Oracle frozen at commit `(\w+)`")[1]
     configurations = len(rows(block, "95 % interval"))
-    return (f"oracle, {which} set, frozen at {commit[:7]}, measured afresh ({configurations} configurations): "
+    where = f" on 2 emulated hosts at {fabric}" if fabric else ""
+    return (f"oracle, {which} set{where}, frozen at {commit[:7]}, measured afresh ({configurations} configurations): "
             "mean accuracy / data parallel / recommendation within 5 %",
             f"{figure('mean accuracy')} / {figure('data parallel')} / {figure('recommendation within')} cases")
 
@@ -275,6 +282,23 @@ def oracle_held_out():
 
 def oracle_development():
     return oracle_judged("development")
+
+
+def oracle_held_out_1gbit():
+    return oracle_judged("held-out", "1gbit")
+
+
+def oracle_held_out_25gbit():
+    return oracle_judged("held-out", "25gbit")
+
+
+def oracle_ablation():
+    """The pooled ablation: each term's difference, points (the full oracle minus the oracle without it)."""
+    found = re.findall(r"^\| without ([\w-]+) \| [\d.]+ % \| ([+-][\d.]+) \(", body("oracle-ablation"), re.M)
+    if not found:
+        raise Stale("block 'oracle-ablation': no '| without TERM | X % | +D (...' row")
+    return ("oracle terms on the pooled held-out runs, points of mean accuracy they add (a term stays above its interval)",
+            ", ".join(f"{term} {diff}" for term, diff in found))
 
 
 def oracle_fabrics():
@@ -292,7 +316,9 @@ ROWS = [(["single-process"], single_process), (["single-process-models"], single
         (["precision"], precision), (["fuzzing"], fuzzing), (["fuzzing-npy"], fuzzing_npy),
         (["sanitizers"], sanitizers), (["reliability"], reliability), (["oracle"], oracle),
         (["oracle"], oracle_memory), (["oracle-1gbit", "oracle-10gbit"], oracle_fabrics),
-        (["oracle-held-out"], oracle_held_out), (["oracle-development"], oracle_development)]
+        (["oracle-held-out"], oracle_held_out), (["oracle-development"], oracle_development),
+        (["oracle-held-out-fabric-1gbit"], oracle_held_out_1gbit), (["oracle-held-out-fabric-25gbit"], oracle_held_out_25gbit),
+        (["oracle-ablation"], oracle_ablation)]
 
 
 # --- labels from the records ------------------------------------------------------------------------
