@@ -534,9 +534,9 @@ void run_model(const hpf::comm::Communicator& world, const Settings& s) {
   } else if (s.cuts.empty()) {
     s.stages == 4 ? run<Model, hpf::Balanced<4>>(world, s) : run<Model, hpf::Balanced<2>>(world, s);
   } else if (!((s.cuts == CutLeaves<Compiled>::get() ? (run<Model, Compiled>(world, s), true) : false) || ...)) {
-    std::string leaves;
-    for (const std::size_t leaf : s.cuts) leaves += (leaves.empty() ? "" : ",") + std::to_string(leaf);
-    throw hpf::comm::UsageError("--cuts " + leaves + " is not compiled for --model " + s.model + "\n" + usage_text);
+    std::ostringstream leaves;
+    for (std::size_t i = 0; i < s.cuts.size(); ++i) leaves << (i ? "," : "") << s.cuts[i];
+    throw hpf::comm::UsageError("--cuts " + leaves.str() + " is not compiled for --model " + s.model + "\n" + usage_text);
   }
 }
 
