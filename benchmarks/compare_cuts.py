@@ -28,15 +28,17 @@ import provenance  # noqa: E402
 
 # name: (description, global batch, micro-batches, steps per block, warm-up steps, blocks, per
 # stage count the partitions compiled into hpf_bench_parallel_throughput besides Balanced<S>'s:
-# block boundaries around Balanced<2>'s, and what `hpf-oracle partition` chose from the profile of
-# 2026-12-03 where it differed from Balanced<S>)
+# block boundaries around Balanced<2>'s, and what `hpf-oracle partition` chose from the
+# calibrations of 2026-12-03 where it differed from Balanced<S>: the cuts are types, so a choice
+# is measured only once it is compiled in)
 MODELS = {
     "resnet20": ("ResNet-20 (option A), synthetic 3x32x32", 64, 4, 5, 2, 3, {2: ((21,), (28,))}),
     "resnet56": ("ResNet-56 (option A), synthetic 3x32x32", 64, 4, 3, 1, 3,
                  {2: ((64,), (70,), (76,), (82,)), 4: ((45, 88, 125),)}),
     "gpt": ("GPT of examples/03_language_model (4 blocks, D 64, 4 heads, 64 bytes), Adam", 32, 4, 10, 2, 3,
-            {2: ((8,), (14,), (20,)), 4: ()}),
-    "resnet164": ("PreActResNet-164 (bottleneck), synthetic 3x32x32", 64, 4, 2, 1, 3, {2: ((174,),), 4: ((65, 192, 300),)}),
+            {2: ((8,), (14,), (20,)), 4: ((2, 8, 20),)}),
+    "resnet164": ("PreActResNet-164 (bottleneck), synthetic 3x32x32", 64, 4, 2, 1, 3,
+                  {2: ((174,),), 4: ((65, 192, 300), (110, 246, 364))}),
 }
 SECTION = "cuts"
 

@@ -189,8 +189,8 @@ const char* const usage_text =
     "  --stages 2 or 4 places the cuts with hpf::Balanced<S>, or with --cuts at compiled leaves\n"
     "  (hpf::Cuts<L1,...>; --cut L is --cuts L): 2 stages resnet20 21 28 (after 3 or 4 blocks), resnet56 64 70\n"
     "  76 82 (after 10 to 13 blocks), resnet164 174, gpt 8 14 20 (after 1 to 3 transformer blocks), cosmoflow 6\n"
-    "  (after 2 convolution blocks); 4 stages resnet56 45,88,125, resnet164 65,192,300 (hpf-oracle partition's\n"
-    "  choices from the profile of 2026-12-03).\n"
+    "  (after 2 convolution blocks); 4 stages resnet56 45,88,125, resnet164 65,192,300 and 110,246,364, gpt\n"
+    "  2,8,20 (hpf-oracle partition's choices from two calibrations of 2026-12-03).\n"
     "  Defaults: 1f1b, hpf's gradient reduction and buckets; steps/warm-up per block mlp 100/20,\n"
     "  cnn 20/5, resnet20 5/2, resnet56 3/1, resnet164 2/1, gpt 10/2, cosmoflow 3/1; 3 blocks.\n"
     "  resnet164: PreActResNet-164 (bottleneck blocks), trained as the ResNets.\n"
@@ -562,12 +562,12 @@ int main(int argc, char** argv) {
       run_model<hpf::zoo::ResNet20, hpf::Cuts<21>, hpf::Cuts<28>>(world, s);
     } else if (s.model == "gpt") {
       // Leaves 2-25 are the 4 blocks (6 leaves each); Balanced<2> cuts at 14.
-      run_model<hpf::zoo::Gpt<4, 64, 4, 64, hpf::data::byte_vocabulary>, hpf::Cuts<8>, hpf::Cuts<14>, hpf::Cuts<20>>(world,
-                                                                                                             s);
+      run_model<hpf::zoo::Gpt<4, 64, 4, 64, hpf::data::byte_vocabulary>, hpf::Cuts<8>, hpf::Cuts<14>, hpf::Cuts<20>,
+                hpf::Cuts<2, 8, 20>>(world, s);
     } else if (s.model == "cosmoflow") {
       run_model<hpf::zoo::CosmoFlow<32>, hpf::Cuts<6>>(world, s);  // Balanced<2> cuts at 3, after the first block
     } else if (s.model == "resnet164") {
-      run_model<hpf::zoo::PreActResNet164, hpf::Cuts<174>, hpf::Cuts<65, 192, 300>>(world, s);
+      run_model<hpf::zoo::PreActResNet164, hpf::Cuts<174>, hpf::Cuts<65, 192, 300>, hpf::Cuts<110, 246, 364>>(world, s);
     } else {
       run_model<hpf::zoo::ResNet56, hpf::Cuts<64>, hpf::Cuts<70>, hpf::Cuts<76>, hpf::Cuts<82>, hpf::Cuts<45, 88, 125>>(
           world, s);
