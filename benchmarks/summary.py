@@ -162,12 +162,6 @@ def cuts():
     """Per model and stage count of `cuts`: the oracle's cuts' step against Balanced<S>'s."""
     found = re.findall(r"^- (\w+), (\d) stages: the chosen cuts [\d,]+ measured .*; chosen against Balanced<\d>: "
                        r"([+-][\d.]+) %\.$", body("cuts"), re.M)
-    if not found:  # a section of compare_cuts.py before 2026-12-03 evening: 2 stages, % slower than the best
-        old = re.findall(r"^- (\w+): the chosen cut \d+ measured (-?[\d.]+) % slower than the measured best \(\d+\); "
-                         r"Balanced<2>'s \(\d+\) (-?[\d.]+) %\.$", body("cuts"), re.M)
-        if old:
-            return ("2-stage pipeline, % slower than the measured best cut: the cut the oracle chose / Balanced<2>'s",
-                    ", ".join(f"{model(m)} {c} % / {b} %" for m, c, b in old))
     if not found:
         raise Stale("block 'cuts': no '- MODEL, S stages: the chosen cuts ... chosen against Balanced<S>: X %.' line")
     return ("pipeline step with the cuts the oracle chose, against Balanced<S>'s (2 and 4 stages)",
