@@ -361,6 +361,20 @@ def scores(rows, name):
             "tau": tau, "pairs": pairs, "hits": hits, "cases": cases, "accuracies": acc}
 
 
+def weighed(rows, full, name):
+    """A predictor against the full oracle (`full`: its scores over `rows`): its mean accuracy, the
+    difference of means with its bootstrap interval, and the verdict of the rule (docs/oracle.md)."""
+    s = scores(rows, name)
+    diff, low, high = paired_interval([a - b for a, b in zip(full["accuracies"], s["accuracies"])])
+    if name == "closed form":
+        verdict = ("the full oracle is better" if low > 0 else "the closed form is better" if high < 0
+                   else "no measurable difference")
+    else:
+        verdict = ("earns its place" if low > 0 else "costs accuracy: the oracle is better without it" if high < 0
+                   else "no measurable effect")
+    return pct(s["mean"]), f"{100 * diff:+.2f} ({100 * low:+.2f} to {100 * high:+.2f})", verdict
+
+
 def pct(x, digits=1):
     return "-" if x is None else f"{100 * x:.{digits}f} %"
 
@@ -451,16 +465,9 @@ def report(data):
     out.append("")
     ablation = []
     for name in variants:
-        s = scores(rows, name)
-        diff, low, high = paired_interval([a - b for a, b in zip(full["accuracies"], s["accuracies"])])
+        mean, difference, verdict = weighed(rows, full, name)
         moved = sum(abs(r[name] - r["oracle"]) > 1e-6 * r["oracle"] for r in rows)
-        verdict = ("earns its place" if low > 0 else "costs accuracy: the oracle is better without it" if high < 0
-                   else "no measurable effect")
-        if name == "closed form":
-            verdict = ("the full oracle is better" if low > 0 else "the closed form is better" if high < 0
-                       else "no measurable difference")
-        ablation.append([name, pct(s["mean"]), f"{100 * diff:+.2f} ({100 * low:+.2f} to {100 * high:+.2f})",
-                         f"{moved} of {len(rows)}", verdict])
+        ablation.append([name, mean, difference, f"{moved} of {len(rows)}", verdict])
     out.append(h.markdown_table(["predictor", "mean accuracy", "difference, points (interval)",
                                  "configurations it changes", "verdict"], ablation, "lrrrl"))
     out.append("")
@@ -498,20 +505,13 @@ def pooled_report(labels):
     out.append("")
     table = []
     for name in ["closed form"] + sorted(n for n in names if n.startswith("without ")):
-        s = scores(rows, name)
-        diff, low, high = paired_interval([a - b for a, b in zip(full["accuracies"], s["accuracies"])])
+        mean, difference, verdict = weighed(rows, full, name)
         per_run = []
         for label, d in runs:
             one = rows_of(d)
             a, b = scores(one, "oracle")["accuracies"], scores(one, name)["accuracies"]
             per_run.append(f"{100 * statistics.fmean(x - y for x, y in zip(a, b)):+.2f}")
-        verdict = ("earns its place" if low > 0 else "costs accuracy: the oracle is better without it" if high < 0
-                   else "no measurable effect")
-        if name == "closed form":
-            verdict = ("the full oracle is better" if low > 0 else "the closed form is better" if high < 0
-                       else "no measurable difference")
-        table.append([name, pct(s["mean"]), f"{100 * diff:+.2f} ({100 * low:+.2f} to {100 * high:+.2f})",
-                      " / ".join(per_run), verdict])
+        table.append([name, mean, difference, " / ".join(per_run), verdict])
     out.append(h.markdown_table(["predictor", "mean accuracy", "difference, points (interval)",
                                  "per run: " + " / ".join(labels), "verdict"], table, "lrrrl"))
     out.append("")
