@@ -65,7 +65,8 @@ inline std::vector<std::size_t> time_balanced_bounds(const ModelView& model, con
   const HostLoad load = ranks_per_host(profile, plan.ranks()) > 1 ? HostLoad::busy : HostLoad::alone;
   std::vector<double> prefix(n + 1, 0);
   for (std::size_t k = 0; k < n; ++k) {
-    const StageTimes t = stage_times(model, profile, timings, edge[k], edge[k + 1], k + 1 == n, m, load, plan.recompute, plan.split, plan.ranks());
+    const StageTimes t = stage_times(model, profile, timings, edge[k], edge[k + 1], k + 1 == n, m, load, plan.recompute,
+                                     plan.split, plan.ranks());
     prefix[k + 1] = prefix[k] + t.forward + t.backward;
   }
   // best[s][k]: the slowest of s stages over segments [0, k); from[s][k] where the last began.
