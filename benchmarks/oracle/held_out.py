@@ -592,8 +592,9 @@ def pooled_problems(published, results_path):
 
 
 def frozen_labels():
-    """The labels with a committed frozen record."""
-    return sorted(f[:-len(".json")] for f in os.listdir(FROZEN_DIR) if f.endswith(".json") and ".profile." not in f)
+    """The labels with a committed frozen record (LABEL.json beside its profile and, for a fabric, the
+    communication measurements behind it)."""
+    return sorted(f[:-len(".json")] for f in os.listdir(FROZEN_DIR) if f.endswith(".json") and "." not in f[:-len(".json")])
 
 
 # --- steps -----------------------------------------------------------------------------------------
