@@ -54,6 +54,7 @@ BLOCK_DATA = {
     "oracle": ["benchmarks/oracle/results/oracle_local.csv"],
     "oracle-held-out": ["benchmarks/oracle/results/held_out_local_held-out.json"],
     "oracle-development": ["benchmarks/oracle/results/held_out_local_development.json"],
+    "oracle-held-out-pruned": ["benchmarks/oracle/results/held_out_pruned_held-out.json"],
     "oracle-held-out-fabric-1gbit": ["benchmarks/oracle/results/held_out_fabric-1gbit_held-out.json"],
     "oracle-held-out-fabric-25gbit": ["benchmarks/oracle/results/held_out_fabric-25gbit_held-out.json"],
     "oracle-ablation": ["benchmarks/oracle/results/held_out_local_held-out.json",

@@ -258,13 +258,13 @@ def oracle_memory():
             match("oracle", r"^- memory: \*\*worst error ([\d.]+ %)\*\*")[1])
 
 
-def oracle_judged(which, fabric=""):
+def oracle_judged(which, fabric="", label=""):
     """The frozen oracle on a set's fresh measurements: mean accuracy, data parallel, recommendations."""
-    block = "oracle-" + which + (f"-fabric-{fabric}" if fabric else "")
+    block = "oracle-" + which + (f"-fabric-{fabric}" if fabric else f"-{label}" if label else "")
     figure = lambda name: cell(block, "measured", lambda r: r.get("figure", "").startswith(name))  # noqa: E731
     commit = match(block, r"Oracle frozen at commit `(\w+)`")[1]
     configurations = len(rows(block, "95 % interval"))
-    where = f" on 2 emulated hosts at {fabric}" if fabric else ""
+    where = f" on 2 emulated hosts at {fabric}" if fabric else f" ({label})" if label else ""
     return (f"oracle, {which} set{where}, frozen at {commit[:7]}, measured afresh ({configurations} configurations): "
             "mean accuracy / data parallel / recommendation within 5 %",
             f"{figure('mean accuracy')} / {figure('data parallel')} / {figure('recommendation within')} cases")
@@ -276,6 +276,10 @@ def oracle_held_out():
 
 def oracle_development():
     return oracle_judged("development")
+
+
+def oracle_held_out_pruned():
+    return oracle_judged("held-out", label="pruned")
 
 
 def oracle_held_out_1gbit():
@@ -312,7 +316,7 @@ ROWS = [(["single-process"], single_process), (["single-process-models"], single
         (["oracle"], oracle_memory), (["oracle-1gbit", "oracle-10gbit"], oracle_fabrics),
         (["oracle-held-out"], oracle_held_out), (["oracle-development"], oracle_development),
         (["oracle-held-out-fabric-1gbit"], oracle_held_out_1gbit), (["oracle-held-out-fabric-25gbit"], oracle_held_out_25gbit),
-        (["oracle-ablation"], oracle_ablation)]
+        (["oracle-ablation"], oracle_ablation), (["oracle-held-out-pruned"], oracle_held_out_pruned)]
 
 
 # --- labels from the records ------------------------------------------------------------------------
