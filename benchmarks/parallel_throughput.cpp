@@ -172,6 +172,8 @@ struct Settings {
   hpf::GradientReduction reduction = hpf::GradientReduction::automatic;
   hpf::HostHierarchy hierarchy = hpf::HostHierarchy::automatic;
   hpf::ExchangePrecision exchange_precision = hpf::ExchangePrecision::full;
+  hpf::ExchangeProgress exchange_progress = hpf::ExchangeProgress::between_layers;
+  std::size_t progress_interval_us = 1000;
   hpf::LayerSplit split{};
   bool stage_times = false, side_by_side = false, help = false;
   std::uint64_t seed = 0;
@@ -183,6 +185,7 @@ const char* const usage_text =
     "         [--bucket-bytes N] [--piece-bytes N] [--cuts L1,L2,...] [--steps N] [--warmup W] [--repeats R] [--stage-times] [--seed S]\n"
     "         [--shards C] [--side-by-side] [--profile FILE] [--hierarchy automatic|on|off]\n"
     "         [--exchange-precision full|bf16] [--split filter:G|channel:G]\n"
+    "         [--exchange-progress between-layers|thread] [--progress-interval US]\n"
     "  P processes form P / stages replicas (P / (stages x G) with --split); --batch is the global mini-batch (default: mlp 128, cnn and\n"
     "  resnets 64, gpt 32, cosmoflow 8 per replica), split into M micro-batches per replica (pipelined over the\n"
     "  stages, accumulated on one).\n"
@@ -204,6 +207,8 @@ const char* const usage_text =
     "                 without it and without --bucket-bytes, buckets of an eighth of a stage's gradient)\n"
     "  --hierarchy    whether replicas on one host sum gradients there first (StepOptions::hierarchy)\n"
     "  --exchange-precision  what gradients travel as between replicas (StepOptions::exchange_precision)\n"
+    "  --exchange-progress  what moves messages in flight while layers compute (StepOptions::exchange_progress;\n"
+    "                 thread asks MPI for MPI_THREAD_MULTIPLE), --progress-interval its sleep in microseconds\n"
     "  --piece-bytes N  messages between ranks on different hosts (gradient buckets, between stages)\n"
     "                 of at most N bytes (StepOptions::exchange_piece_bytes; 0: whole messages)\n"
     "  --split K:G    Dense and convolution layers split over groups of G ranks, by filters or by\n"
@@ -256,6 +261,11 @@ Settings parse(int argc, char** argv) {
     } else if (flag == "--exchange-precision") {
       if (value != "full" && value != "bf16") fail("--exchange-precision must be full or bf16");
       s.exchange_precision = value == "bf16" ? hpf::ExchangePrecision::bf16 : hpf::ExchangePrecision::full;
+    } else if (flag == "--exchange-progress") {
+      if (value != "between-layers" && value != "thread") fail("--exchange-progress must be between-layers or thread");
+      s.exchange_progress = value == "thread" ? hpf::ExchangeProgress::thread : hpf::ExchangeProgress::between_layers;
+    } else if (flag == "--progress-interval") {
+      s.progress_interval_us = to_size(flag, value);
     } else if (flag == "--stages") {
       s.stages = to_size(flag, value);
       if (s.stages != 1 && s.stages != 2 && s.stages != 4) fail("--stages must be 1, 2 or 4");
@@ -334,6 +344,8 @@ hpf::TrainOptions options_for(const Settings& s, std::size_t replicas) {
   o.reduction = s.reduction;
   o.hierarchy = s.hierarchy;
   o.exchange_precision = s.exchange_precision;
+  o.exchange_progress = s.exchange_progress;
+  o.exchange_progress_interval = std::chrono::microseconds(s.progress_interval_us);
   o.network.split = s.split;
   o.shards_per_replica = s.shards;
   o.shards_side_by_side = s.side_by_side;
@@ -467,6 +479,11 @@ void run_stage(const hpf::comm::Communicator& world, const hpf::ProcessGrid& gri
   const std::string tool = gather(world, tool_left ? 1.0 : 0.0, 0);
   if (world.rank() != 0) return;
 
+  // What moved messages: "between-layers", "thread" or, where the thread was asked for and MPI
+  // granted less, "between-layers(no-thread)".
+  const std::string progress = engine.links().has_progress_thread() ? "thread"
+                               : o.exchange_progress == hpf::ExchangeProgress::thread && world.size() > 1 ? "between-layers(no-thread)"
+                                                                                                         : "between-layers";
   const double gflop_per_image = 6.0 * static_cast<double>(Model::cost.macs) * 1e-9;
   const std::size_t local = o.batch / grid.replicas();
   std::printf(
@@ -479,7 +496,7 @@ void run_stage(const hpf::comm::Communicator& world, const hpf::ProcessGrid& gri
       "tool_loaded_while_timing=%s blas=%s blas_threads=%d kokkos_space=%s loss_first=%.5f loss_last=%.5f "
       "block_images_per_s=%s block_ms_per_step=%s shards_per_replica=%zu shard_threads=%zu "
       "exchange_piece_bytes=%zu exchange_messages=%zu summed_per_host=%s parameters=%zu exchange_precision=%s "
-      "split=%s group=%zu\n",
+      "split=%s group=%zu exchange_progress=%s\n",
       s.model.c_str(), world.size(), stages, grid.replicas(), o.batch, local, o.micro_batches,
       (local + o.micro_batches - 1) / o.micro_batches, hpf::to_string(o.schedule),
       hpf::to_string(hpf::resolve(o.reduction, grid.replicas() * o.shards_per_replica)), engine.links().bucket_bytes(), steps, warmup, repeats, best_rate,
@@ -491,7 +508,7 @@ void run_stage(const hpf::comm::Communicator& world, const hpf::ProcessGrid& gri
       Kokkos::DefaultExecutionSpace::name(), first_loss, last_loss, blocks.str().c_str(), block_ms.str().c_str(),
       o.shards_per_replica, engine.shard_threads(), o.exchange_piece_bytes, exchange_messages,
       engine.links().summed_per_host() ? "yes" : "no", static_cast<std::size_t>(Model::cost.parameters),
-      hpf::to_string(o.exchange_precision), o.network.split.kind_name(), grid.group_size());
+      hpf::to_string(o.exchange_precision), o.network.split.kind_name(), grid.group_size(), progress.c_str());
   std::fflush(stdout);
 }
 
@@ -543,7 +560,15 @@ void run_model(const hpf::comm::Communicator& world, const Settings& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return hpf::comm::run_main(argc, argv, [&](const hpf::comm::Communicator& world) {
+  // A progress thread calls MPI beside the training thread: ask MPI for that before it starts.
+  const auto asks_for_thread = [&](hpf::system::RuntimeOptions& runtime) {
+    for (int i = 1; i + 1 < argc; ++i) {
+      if (std::strcmp(argv[i], "--exchange-progress") == 0 && std::strcmp(argv[i + 1], "thread") == 0) {
+        runtime.mpi_thread_multiple = true;
+      }
+    }
+  };
+  return hpf::comm::run_main(argc, argv, asks_for_thread, [&](const hpf::comm::Communicator& world) {
     const Settings s = parse(argc, argv);
     if (s.help) {
       if (world.rank() == 0) std::fputs(usage_text, stdout);

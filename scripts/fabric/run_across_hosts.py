@@ -9,7 +9,10 @@ ranks) and fabric (1 and 10 Gbit/s), scripts/fabric/emulate.sh makes the hosts a
   hpf, hierarchy off       (2 x 2 only) every replica exchanging with every other
   hpf, bf16 exchange       gradients exchanged as bf16 (StepOptions::exchange_precision); a host's
                            partial sum still crosses hosts as float
-  hpf hybrid 2x2           2 pipeline stages x 2 replicas, 4 micro-batches of 32
+  hpf, progress thread     a thread per rank calls into MPI every millisecond while a step runs
+                           (StepOptions::exchange_progress), inside layers too
+  hpf hybrid 2x2           2 pipeline stages x 2 replicas, 4 micro-batches of 32 (also with the
+                           progress thread)
   PyTorch DDP              gloo over the hosts' addresses, one process per rank (torchrun's layout),
                            64 samples per process, DDP's 25 MB buckets
 
@@ -19,7 +22,7 @@ wire is the time the busiest host link needs for the bytes one step's exchange m
 Rounds alternate the order of fabrics and jobs; every figure is its job's best run. Prints the
 tables and writes the `across-hosts` section of benchmarks/RESULTS.md. As root:
 
-  /usr/bin/python3 scripts/fabric/run_across_hosts.py                 # ~8 min on 2 cores
+  /usr/bin/python3 scripts/fabric/run_across_hosts.py                 # ~12 min on 2 cores
   /usr/bin/python3 scripts/fabric/run_across_hosts.py --fabrics 1gbit --rounds 1 --no-write
 
 The hosts share this machine's cores (4 single-threaded ranks on 2 cores), so absolute figures
@@ -58,7 +61,10 @@ JOBS = [
     ("hpf data parallel", ["--stages", "1", "--micro-batches", "1"], ("4x1", "2x2")),
     ("hpf, hierarchy off", ["--stages", "1", "--micro-batches", "1", "--hierarchy", "off"], ("2x2",)),
     ("hpf, bf16 exchange", ["--stages", "1", "--micro-batches", "1", "--exchange-precision", "bf16"], ("4x1", "2x2")),
+    ("hpf, progress thread", ["--stages", "1", "--micro-batches", "1", "--exchange-progress", "thread"], ("4x1", "2x2")),
     ("hpf hybrid 2x2", ["--stages", "2", "--micro-batches", "4"], ("4x1", "2x2")),
+    ("hpf hybrid 2x2, progress thread", ["--stages", "2", "--micro-batches", "4", "--exchange-progress", "thread"],
+     ("4x1", "2x2")),
     ("PyTorch DDP", None, ("4x1", "2x2")),
 ]
 TRACED_STEPS = "2-3"

@@ -27,6 +27,7 @@ struct TraceSpan {
 struct TraceProcess {
   int rank = -1, stage = -1, replica = -1;
   long long buckets = 0, dropped = 0, round_trip_ns = 0;
+  long long progress_calls = 0, progress_us = 0;  // the progress thread's calls into MPI, traced steps
 };
 
 struct TraceFile {
@@ -86,6 +87,8 @@ inline TraceFile read_trace(const std::string& path) {
       p.buckets = static_cast<long long>(detail::number(*args, "buckets", 0));
       p.dropped = static_cast<long long>(detail::number(*args, "dropped_spans", 0));
       p.round_trip_ns = static_cast<long long>(detail::number(*args, "clock_round_trip_ns", 0));
+      p.progress_calls = static_cast<long long>(detail::number(*args, "progress_calls", 0));
+      p.progress_us = static_cast<long long>(detail::number(*args, "progress_us", 0));
     } else if (ph->text == "X") {
       TraceSpan s;
       s.name = name->text;

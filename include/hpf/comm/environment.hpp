@@ -14,13 +14,16 @@
 #include <exception>
 #include <iostream>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 
 namespace hpf::comm {
 
 /// \brief MPI and Kokkos for the lifetime of a scope: MPI first (threads funneled: only the
-/// thread that called MPI_Init calls MPI; Kokkos threads never do), then Kokkos; torn down in
+/// thread that called MPI_Init calls MPI; Kokkos threads never do; or multiple, where
+/// RuntimeOptions::mpi_thread_multiple asks for a progress thread), then Kokkos; torn down in
 /// reverse. Either may already be initialised by the application, which then keeps owning it.
 /// The process-wide settings of `runtime` are applied around them, once: before MPI starts,
 /// OpenBLAS gets the widest kernels the CPU supports; after Kokkos starts, OpenBLAS and OpenMP
@@ -34,7 +37,8 @@ class Environment {
     MPI_Initialized(&initialized);
     if (!initialized) {
       int provided = 0;
-      check(MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+      const int wanted = runtime.mpi_thread_multiple ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED;
+      check(MPI_Init_thread(&argc, &argv, wanted, &provided), "MPI_Init_thread");
       owns_mpi_ = true;
     }
     if (!Kokkos::is_initialized()) {
@@ -65,9 +69,21 @@ class Environment {
 /// exception into a message naming the rank and a non-zero exit. A UsageError is raised alike on
 /// every rank, so all of them finish cleanly (exit code 2); any other error may be this rank's
 /// alone, so it aborts the job (exit code 1) rather than leave peers waiting in a receive.
-template <class Body>
-int run_main(int argc, char** argv, Body&& body) {
-  Environment environment(argc, argv);
+/// `adjust(options)` may change the process-wide settings read from the environment (a program
+/// whose arguments ask for a progress thread sets RuntimeOptions::mpi_thread_multiple). Settings
+/// from the environment that cannot be read (HPF_MPI_THREADS=...) end it before MPI starts, with
+/// the message and exit code 2 on every rank.
+template <class Adjust, class Body>
+int run_main(int argc, char** argv, Adjust&& adjust, Body&& body) {
+  std::optional<system::RuntimeOptions> runtime;
+  try {
+    runtime = system::RuntimeOptions::from_environment();
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 2;
+  }
+  adjust(*runtime);
+  Environment environment(argc, argv, *runtime);
   const int rank = environment.world().rank();
   // One write per message: ranks share the terminal, and piecewise output would interleave.
   auto report = [rank](const std::string& what) {
@@ -90,6 +106,12 @@ int run_main(int argc, char** argv, Body&& body) {
   std::this_thread::sleep_for(std::chrono::milliseconds(250));
   MPI_Abort(MPI_COMM_WORLD, 1);
   return 1;
+}
+
+/// run_main with the settings the environment gives.
+template <class Body>
+int run_main(int argc, char** argv, Body&& body) {
+  return run_main(argc, argv, [](system::RuntimeOptions&) {}, std::forward<Body>(body));
 }
 
 }  // namespace hpf::comm

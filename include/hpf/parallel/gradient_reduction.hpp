@@ -65,6 +65,21 @@ enum class ExchangePrecision {
 
 inline const char* to_string(ExchangePrecision p) { return p == ExchangePrecision::bf16 ? "bf16" : "full"; }
 
+/// What moves the messages in flight (gradient buckets, activations between stages) while layers
+/// compute. MPI moves a non-blocking operation only inside MPI calls.
+enum class ExchangeProgress {
+  /// The training thread tests its operations after every layer of forward and backward (and
+  /// posts the buckets backward has finished): nothing moves inside a layer.
+  between_layers,
+  /// Also a thread per rank that calls into MPI every StepOptions::exchange_progress_interval while a
+  /// step runs (hpf::comm::ProgressThread), inside long layers too. Needs MPI_THREAD_MULTIPLE
+  /// (HPF_MPI_THREADS=multiple, or system::RuntimeOptions::mpi_thread_multiple); where the MPI
+  /// library grants less, training progresses between layers and the log says why.
+  thread,
+};
+
+inline const char* to_string(ExchangeProgress p) { return p == ExchangeProgress::thread ? "thread" : "between layers"; }
+
 /// The reduction actually used by `replicas` replicas.
 constexpr GradientReduction resolve(GradientReduction r, std::size_t replicas) {
   if (r != GradientReduction::automatic) return r;

@@ -5,6 +5,7 @@
 #include <hpf/comm/agreement.hpp>
 #include <hpf/comm/clock_offset.hpp>
 #include <hpf/comm/gather_text.hpp>
+#include <hpf/comm/progress_thread.hpp>
 #include <hpf/comm/request.hpp>
 #include <hpf/comm/transfer.hpp>
 #include <hpf/comm/watchdog.hpp>
@@ -22,6 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -96,6 +98,12 @@ class MpiLinks {
       if (grid_.stage() > 0) previous_piece_ = piece(grid_.stage() - 1);
       if (grid_.stage() + 1 < grid_.stages()) next_piece_ = piece(grid_.stage() + 1);
     }
+    if (options.exchange_progress == ExchangeProgress::thread && grid_.world().size() > 1) {
+      std::string why_not;
+      progress_ = comm::ProgressThread::make(options.exchange_progress_interval, why_not);
+      progress_note_ = progress_ ? "a thread per rank calls into MPI every " + std::to_string(options.exchange_progress_interval.count()) + " us"
+                                 : "between layers only: " + why_not;
+    }
     for (std::size_t j = 0; j < placement.shards_per_replica; ++j) shards_.push_back(grid_.replica() + j * grid_.replicas());
     if (shards_.size() > 1 && buffers_.extent(0) > 0) {
       shard0_buffers_ = Buffer<T, Space>("hpf::MpiLinks::shard0_buffers", buffers_.extent(0));
@@ -157,7 +165,10 @@ class MpiLinks {
   }
   std::string share_from_first(std::string text) const { return comm::broadcast_text(grid_.world(), std::move(text), 0); }
 
-  void begin_step() { buckets_.begin_step(); }
+  void begin_step() {
+    if (progress_) progress_->activate();
+    buckets_.begin_step();
+  }
   /// Starts the buckets backward has finished (overlapping the rest of backward; not while a
   /// replica trains several shards, whose sum is final only after the last).
   std::function<void(std::size_t)> gradients_ready() {
@@ -175,7 +186,10 @@ class MpiLinks {
   void shard_done(std::size_t k, const Buffer<T, Space>& gradients, const Buffer<T, Space>& buffers) {
     park(k, gradients, buffers);
   }
-  void finish_gradients() { buckets_.finish(); }
+  void finish_gradients() {
+    buckets_.finish();
+    if (progress_) progress_->deactivate();  // what is left (the last sends) the engine waits for
+  }
   void share_buffers() {
     if (shard0_buffers_.extent(0) > 0) Kokkos::deep_copy(buffers_, shard0_buffers_);
     if (grid_.replicas() == 1 || buffers_.extent(0) == 0) return;
@@ -226,6 +240,15 @@ class MpiLinks {
     return "stage " + std::to_string(grid_.stage()) + ": " + std::to_string(n) + (n == 1 ? " bucket of " : " buckets of ") +
            bucket_size_ + (hierarchy.empty() ? "" : ", " + hierarchy) + (buckets_.in_bf16() ? ", exchanged as bf16" : "");
   }
+  /// How messages in flight progress, for the log, where StepOptions::exchange_progress asked for a thread:
+  /// "a thread per rank calls into MPI every 100 us", or "between layers only: " and why not.
+  const std::string& describe_progress() const { return progress_note_; }
+  /// Whether a progress thread runs beside this rank's training thread.
+  bool has_progress_thread() const { return progress_.has_value(); }
+  /// The progress thread's calls into MPI so far and the seconds spent in them (zeros without one).
+  std::pair<std::uint64_t, double> progress_work() const {
+    return progress_ ? std::pair{progress_->probes(), progress_->probe_seconds()} : std::pair<std::uint64_t, double>{0, 0.0};
+  }
   /// Whether this stage's gradient buckets are summed per host first (StepOptions::hierarchy).
   bool summed_per_host() const { return buckets_.summed_per_host(); }
   /// Bytes per gradient bucket of this stage (StepOptions::bucket_bytes, chosen when automatic).
@@ -273,6 +296,8 @@ class MpiLinks {
   std::size_t previous_piece_ = 0, next_piece_ = 0;  // elements per message between stages (0: whole)
   std::vector<std::size_t> shards_;
   Buffer<T, Space> shard0_buffers_;  // several shards per replica: shard 0's buffers
+  std::string progress_note_;          // describe_progress()
+  std::optional<comm::ProgressThread> progress_;  // last: stops before the communicators go
 };
 
 }  // namespace hpf

@@ -8,6 +8,7 @@
 #include <hpf/parallel/gradient_reduction.hpp>
 #include <hpf/parallel/schedule.hpp>
 
+#include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -60,6 +61,14 @@ struct StepOptions {
   /// What gradients travel as between replicas: ExchangePrecision::bf16 halves the bytes of the
   /// exchange and rounds the gradient the optimizer sees to bf16 (the same bits on every layout).
   ExchangePrecision exchange_precision = ExchangePrecision::full;
+  /// What moves messages in flight while layers compute (hpf::ExchangeProgress).
+  ExchangeProgress exchange_progress = ExchangeProgress::between_layers;
+  /// With ExchangeProgress::thread: how long the progress thread sleeps between calls into MPI.
+  /// Each call wakes a thread that, where ranks have no spare core, takes the core from the
+  /// layers: every 100 us cost ResNet-20 15 % per step across 2 emulated hosts on 2 cores, every
+  /// 1000 us nothing measurable (docs/strategies.md). At 1 Gbit/s a millisecond is 125 KB, within
+  /// a TCP socket's buffer.
+  std::chrono::microseconds exchange_progress_interval{1000};
   OptimizerOptions optimizer = SgdOptions{.learning_rate = 0.05, .momentum = 0.9};
   /// Seed and scheme of the initial weights.
   NetworkOptions network{};
@@ -92,6 +101,9 @@ inline void check_step_options(const StepOptions& o, std::size_t replicas, const
   }
   if (o.pieces_on_one_host && o.exchange_piece_bytes == 0) fail("pieces_on_one_host needs exchange_piece_bytes > 0");
   if (o.eval_batch == 0) fail("eval_batch must be at least 1");
+  if (o.exchange_progress == ExchangeProgress::thread && o.exchange_progress_interval.count() <= 0) {
+    fail("exchange_progress_interval must be at least 1 microsecond");
+  }
   if (resolve(o.reduction, replicas) == GradientReduction::ordered && replicas > ordered_sum_max_parts) {
     fail("ordered gradient reduction supports up to " + std::to_string(ordered_sum_max_parts) +
          " replicas; use GradientReduction::allreduce");

@@ -41,6 +41,10 @@ struct ProcessFacts {
   std::size_t buckets = 0;  ///< gradient buckets its stage reduces per step
   std::int64_t offset_start = 0, offset_end = 0, round_trip = 0;  ///< clock against rank 0, ns
   std::size_t dropped = 0;  ///< spans that did not fit in the recorder
+  /// The progress thread's calls into MPI during the traced steps and the seconds they took
+  /// (StepOptions::exchange_progress; zeros without a thread).
+  std::uint64_t progress_calls = 0;
+  double progress_seconds = 0;
 };
 
 namespace detail {
@@ -77,7 +81,9 @@ inline std::string chrome_trace_part(std::span<const Event> events, const Proces
          ",\"stage\":" + std::to_string(who.stage) + ",\"replica\":" + std::to_string(who.replica) +
          ",\"buckets\":" + std::to_string(who.buckets) + ",\"clock_offset_start_ns\":" + std::to_string(who.offset_start) +
          ",\"clock_offset_end_ns\":" + std::to_string(who.offset_end) + ",\"clock_round_trip_ns\":" +
-         std::to_string(who.round_trip) + ",\"dropped_spans\":" + std::to_string(who.dropped) + "}}";
+         std::to_string(who.round_trip) + ",\"dropped_spans\":" + std::to_string(who.dropped) +
+         ",\"progress_calls\":" + std::to_string(who.progress_calls) + ",\"progress_us\":" +
+         std::to_string(static_cast<std::int64_t>(who.progress_seconds * 1e6)) + "}}";
   out += ",{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":" + pid + ",\"args\":{\"sort_index\":" + pid + "}}";
   for (std::size_t t = 0; t < track_names.size(); ++t) {
     out += ",{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" + pid + ",\"tid\":" + std::to_string(t) +

@@ -31,6 +31,17 @@ void say_gradient_exchange(const Links& links, std::ostream* log) {
   }
 }
 
+/// Writes to `log` (rank 0's) how messages in flight progress, where StepOptions::exchange_progress asked
+/// for a thread: "hpf: progress, a thread per rank calls into MPI every 100 us", or why not.
+template <class Links>
+void say_progress(const Links& links, std::ostream* log) {
+  if constexpr (requires { links.describe_progress(); }) {
+    if (log && links.first_process() && !links.describe_progress().empty()) {
+      *log << "hpf: progress, " << links.describe_progress() << '\n';
+    }
+  }
+}
+
 /// \brief The epoch loop every training strategy shares. An Engine provides
 ///   std::size_t steps_per_epoch() const;
 ///   StepResult step(std::size_t epoch, std::size_t step);  // one optimizer step, global totals
@@ -42,6 +53,7 @@ void say_gradient_exchange(const Links& links, std::ostream* log) {
 template <class Engine>
 TrainReport run_epochs(Engine& engine, const TrainOptions& options, bool print = true) {
   say_gradient_exchange(engine.links(), print ? options.log : nullptr);
+  say_progress(engine.links(), print ? options.log : nullptr);
   Timeline<typename Engine::links_type> timeline(options.trace, options, engine.links());
   Checkpointer<Engine> checkpoints(engine, options.checkpoint, print ? options.log : nullptr);
   const io::TrainingState start = checkpoints.resume();
