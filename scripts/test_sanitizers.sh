@@ -84,7 +84,7 @@ if [ "$configuration" = openmp-mpich ]; then
     # CI's selection (2 cores, 45 minutes for everything): where hpf itself handles bytes, not
     # Kokkos views: MPI transfers and message pieces, gradient buckets (also scattered and summed
     # per host first) and the step engine in every strategy (the CNN's equivalence at 1, 2, 4 and
-    # 6 ranks), Dense layers split over groups (their blocks of rows and columns, in one process
+    # 6 ranks), the progress thread beside the training thread (MPI_THREAD_MULTIPLE), Dense layers split over groups (their blocks of rows and columns, in one process
     # and across ranks), work and data shards side by side on OpenMP threads (test_thread_groups), the
     # OpenMP-only set-up (BLAS threads, re-execution),
     # the watchdog and failing ranks, the timeline's recorder, the IDX, NumPy, text, safetensors and
@@ -97,7 +97,7 @@ if [ "$configuration" = openmp-mpich ]; then
     configure=("${hpf_openmp_mpich_args[@]}" -DHPF_ENABLE_REFERENCE_TESTS=OFF -DHPF_ENABLE_EXAMPLES=OFF)
     labels="unit|mpi"
     CI_TESTS='^hpf\.(comm|io|system)\.|^hpf\.trace\.test_recorder$|^hpf\.checkpoint\.resume$|^hpf\.data\.test_(idx|npy|text)$'
-    CI_TESTS+='|^hpf\.parallel\.(test_equivalence_cnn|test_equivalence_split|test_message_pieces|test_host_hierarchy)\.np[0-9]+$'
+    CI_TESTS+='|^hpf\.parallel\.(test_equivalence_cnn|test_equivalence_split|test_message_pieces|test_host_hierarchy|test_progress_thread)\.np[0-9]+$'
     CI_TESTS+='|^hpf\.parallel\.test_thread_groups$'
     CI_TESTS+='|^hpf\.layers\.(test_bf16_gemm|test_matmul_precision|test_layer_split)$'
     filters=(-LE "compile|consumer|accuracy|readme|bench" -R "$CI_TESTS")

@@ -5,7 +5,10 @@
 # a power of two: the ordered reduction stays flat, MPI's allreduce goes through the leaders),
 # tests/parallel/test_host_hierarchy.cpp passes and the MLP trains every layout of the world size
 # bit for bit as one process (tests/parallel/test_equivalence_mlp.cpp, hierarchy automatic, and
-# with gradients exchanged as bf16: a host's partial sum crosses hosts as float).
+# with gradients exchanged as bf16: a host's partial sum crosses hosts as float). With a progress
+# thread (StepOptions::exchange_progress, HPF_MPI_THREADS=multiple) on 4 hosts x 1 rank and 2 x 2,
+# tests/parallel/test_progress_thread.cpp: a message crosses TCP while both ranks compute without
+# calling MPI, and every layout trains bit for bit as one process.
 # Fails, never skips, when it cannot run (scripts/fabric/emulate.sh's preconditions).
 #
 #   bash tests/fabric/test_hierarchy.sh [BUILD_DIR]
@@ -15,7 +18,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build=${1:-$root/build-fabric}
-tests=(hpf_parallel_test_host_hierarchy hpf_parallel_test_equivalence_mlp)
+tests=(hpf_parallel_test_host_hierarchy hpf_parallel_test_equivalence_mlp hpf_parallel_test_progress_thread)
 export HPF_FABRIC_PREFIX=hpfy HPF_FABRIC_NET=10.77.8.0/24 HPF_FABRIC_TIMEOUT=600
 [ "$(id -u)" -eq 0 ] || { echo "FAILED: must run as root (network namespaces, veth, tc)"; exit 1; }
 
@@ -57,5 +60,9 @@ for layout in "2 2" "3 2" "2 3"; do
   # shellcheck disable=SC2086
   on $layout hpf_parallel_test_equivalence_mlp --test-case='MLP: every layout*,MLP: gradients exchanged as bf16*'
 done
-echo "== hierarchy across emulated hosts: $passed passed, $failed failed"
+for layout in "4 1" "2 2"; do
+  # shellcheck disable=SC2086
+  HPF_MPI_THREADS=multiple on $layout hpf_parallel_test_progress_thread
+done
+echo "== hierarchy and progress thread across emulated hosts: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -101,8 +101,8 @@ class MpiLinks {
     if (options.exchange_progress == ExchangeProgress::thread && grid_.world().size() > 1) {
       std::string why_not;
       progress_ = comm::ProgressThread::make(options.exchange_progress_interval, why_not);
-      progress_note_ = progress_ ? "a thread per rank calls into MPI every " + std::to_string(options.exchange_progress_interval.count()) + " us"
-                                 : "between layers only: " + why_not;
+      const std::string every = std::to_string(options.exchange_progress_interval.count());
+      progress_note_ = progress_ ? "a thread per rank calls into MPI every " + every + " us" : "between layers only: " + why_not;
     }
     for (std::size_t j = 0; j < placement.shards_per_replica; ++j) shards_.push_back(grid_.replica() + j * grid_.replicas());
     if (shards_.size() > 1 && buffers_.extent(0) > 0) {
@@ -240,8 +240,8 @@ class MpiLinks {
     return "stage " + std::to_string(grid_.stage()) + ": " + std::to_string(n) + (n == 1 ? " bucket of " : " buckets of ") +
            bucket_size_ + (hierarchy.empty() ? "" : ", " + hierarchy) + (buckets_.in_bf16() ? ", exchanged as bf16" : "");
   }
-  /// How messages in flight progress, for the log, where StepOptions::exchange_progress asked for a thread:
-  /// "a thread per rank calls into MPI every 100 us", or "between layers only: " and why not.
+  /// How messages in flight progress, for the log, where StepOptions::exchange_progress asked for
+  /// a thread: "a thread per rank calls into MPI every 1000 us", or "between layers only: " and why.
   const std::string& describe_progress() const { return progress_note_; }
   /// Whether a progress thread runs beside this rank's training thread.
   bool has_progress_thread() const { return progress_.has_value(); }

@@ -31,8 +31,8 @@ void say_gradient_exchange(const Links& links, std::ostream* log) {
   }
 }
 
-/// Writes to `log` (rank 0's) how messages in flight progress, where StepOptions::exchange_progress asked
-/// for a thread: "hpf: progress, a thread per rank calls into MPI every 100 us", or why not.
+/// Writes to `log` (rank 0's) how messages in flight progress, where StepOptions::exchange_progress
+/// asked for a thread: "hpf: progress, a thread per rank calls into MPI every 1000 us", or why not.
 template <class Links>
 void say_progress(const Links& links, std::ostream* log) {
   if constexpr (requires { links.describe_progress(); }) {
