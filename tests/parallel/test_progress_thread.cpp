@@ -15,6 +15,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -42,6 +43,12 @@ hpf::TrainOptions mlp_options() {
   return o;
 }
 }  // namespace
+
+TEST_CASE("Where HPF_MPI_THREADS=multiple asks for it, the MPI library grants MPI_THREAD_MULTIPLE") {
+  const char* asked = std::getenv("HPF_MPI_THREADS");
+  if (asked && std::string(asked) == "multiple") CHECK(granted_multiple());
+  if (!asked || std::string(asked) == "funneled") CHECK_FALSE(granted_multiple());
+}
 
 TEST_CASE("A progress thread moves a message while both ranks compute without calling MPI") {
   const hpf::comm::Communicator world;
