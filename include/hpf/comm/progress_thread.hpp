@@ -63,7 +63,7 @@ class ProgressThread {
     state_->thread = std::thread([s = state_.get()] { s->run(); });
   }
   ProgressThread(ProgressThread&&) noexcept = default;
-  ProgressThread& operator=(ProgressThread&&) noexcept = default;
+  ProgressThread& operator=(ProgressThread&&) = delete;  // would drop a running thread unjoined
   ~ProgressThread() {
     if (!state_) return;
     {
