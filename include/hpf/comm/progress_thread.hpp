@@ -37,16 +37,19 @@ inline std::string thread_level_name(int level) {
 /// MPI moves a non-blocking operation only inside MPI calls. Between layers the training thread
 /// tests its operations in flight, but inside a long layer nothing moves, and over TCP a large
 /// message waits for the next test. While active() this thread calls MPI_Iprobe every
-/// `interval` on a private communicator nothing is ever sent on: the probe finds nothing, and
-/// the call advances every operation in flight (the library's progress engine is process-wide).
+/// `interval` on a private duplicate of the ranks' communicator that nothing is ever sent on:
+/// the probe finds nothing, and the call advances every operation in flight (the library's
+/// progress engine is process-wide). Not a duplicate of MPI_COMM_SELF: MPICH answers a probe
+/// there without entering its progress engine, and the message never moved (tested).
 /// It touches no hpf state: completions are still seen, summed and followed up by the training
 /// thread. Needs MPI_THREAD_MULTIPLE, because the training thread calls MPI at the same time;
 /// where the library granted less, make() says why and returns nothing.
 class ProgressThread {
  public:
   /// A progress thread probing every `interval`, or nothing (with the reason in `why_not`) when
-  /// the MPI library did not grant MPI_THREAD_MULTIPLE. Not collective.
-  static std::optional<ProgressThread> make(std::chrono::microseconds interval, std::string& why_not) {
+  /// the MPI library did not grant MPI_THREAD_MULTIPLE. Collective over `ranks` (it duplicates it).
+  static std::optional<ProgressThread> make(const Communicator& ranks, std::chrono::microseconds interval,
+                                            std::string& why_not) {
     int level = MPI_THREAD_SINGLE;
     check(MPI_Query_thread(&level), "MPI_Query_thread");
     if (level != MPI_THREAD_MULTIPLE) {
@@ -54,12 +57,13 @@ class ProgressThread {
                 " (HPF_MPI_THREADS=multiple asks for it)";
       return std::nullopt;
     }
-    return std::optional<ProgressThread>(std::in_place, interval);
+    return std::optional<ProgressThread>(std::in_place, ranks, interval);
   }
 
-  explicit ProgressThread(std::chrono::microseconds interval) : state_(std::make_unique<State>()) {
+  /// Needs MPI_THREAD_MULTIPLE (make() checks). Collective over `ranks`.
+  ProgressThread(const Communicator& ranks, std::chrono::microseconds interval) : state_(std::make_unique<State>()) {
     state_->interval = interval;
-    state_->probes_on = Communicator(MPI_COMM_SELF);
+    state_->probes_on = Communicator(ranks.get());
     state_->thread = std::thread([s = state_.get()] { s->run(); });
   }
   ProgressThread(ProgressThread&&) noexcept = default;

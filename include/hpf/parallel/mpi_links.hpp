@@ -100,7 +100,7 @@ class MpiLinks {
     }
     if (options.exchange_progress == ExchangeProgress::thread && grid_.world().size() > 1) {
       std::string why_not;
-      if (auto made = comm::ProgressThread::make(options.exchange_progress_interval, why_not)) progress_.emplace(std::move(*made));
+      if (auto made = comm::ProgressThread::make(grid_.world(), options.exchange_progress_interval, why_not)) progress_.emplace(std::move(*made));
       const std::string every = std::to_string(options.exchange_progress_interval.count());
       progress_note_ = progress_ ? "a thread per rank calls into MPI every " + every + " us" : "between layers only: " + why_not;
     }
