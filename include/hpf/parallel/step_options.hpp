@@ -65,9 +65,8 @@ struct StepOptions {
   ExchangeProgress exchange_progress = ExchangeProgress::between_layers;
   /// With ExchangeProgress::thread: how long the progress thread sleeps between calls into MPI.
   /// Each call wakes a thread that, where ranks have no spare core, takes the core from the
-  /// layers: every 100 us cost ResNet-20 15 % per step across 2 emulated hosts on 2 cores, every
-  /// 1000 us nothing measurable (docs/strategies.md). At 1 Gbit/s a millisecond is 125 KB, within
-  /// a TCP socket's buffer.
+  /// layers, so shorter intervals cost more (docs/strategies.md). At 1 Gbit/s a millisecond is
+  /// 125 KB, within a TCP socket's buffer.
   std::chrono::microseconds exchange_progress_interval{1000};
   OptimizerOptions optimizer = SgdOptions{.learning_rate = 0.05, .momentum = 0.9};
   /// Seed and scheme of the initial weights.
