@@ -481,9 +481,9 @@ void run_stage(const hpf::comm::Communicator& world, const hpf::ProcessGrid& gri
 
   // What moved messages: "between-layers", "thread" or, where the thread was asked for and MPI
   // granted less, "between-layers(no-thread)".
-  const std::string progress = engine.links().has_progress_thread() ? "thread"
-                               : o.exchange_progress == hpf::ExchangeProgress::thread && world.size() > 1 ? "between-layers(no-thread)"
-                                                                                                         : "between-layers";
+  const std::string progress = engine.links().has_progress_thread()          ? "thread"
+                               : engine.links().describe_progress().empty() ? "between-layers"
+                                                                            : "between-layers(no-thread)";
   const double gflop_per_image = 6.0 * static_cast<double>(Model::cost.macs) * 1e-9;
   const std::size_t local = o.batch / grid.replicas();
   std::printf(

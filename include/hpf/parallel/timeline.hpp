@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -50,10 +51,8 @@ class Timeline {
   void at_step(std::size_t step) {
     if (!recorder_) return;
     const bool inside = step >= options_.first_step && step <= options_.last_step;
-    if (inside && !window_started_) {
-      window_started_ = true;
-      progress_start_ = progress_work();
-    }
+    if (inside && !progress_start_) progress_start_ = progress_work();
+    if (!inside && progress_start_ && !progress_end_) progress_end_ = progress_work();  // the window has passed
     recorder_->set_step(static_cast<std::int64_t>(step));
     trace::activate(inside ? recorder_.get() : nullptr, options_.layers);
   }
@@ -68,9 +67,11 @@ class Timeline {
     who.offset_end = end.offset;
     who.round_trip = start_.round_trip > end.round_trip ? start_.round_trip : end.round_trip;
     who.dropped = recorder_->dropped();
-    const auto [calls, seconds] = progress_work();
-    who.progress_calls = calls - progress_start_.first;
-    who.progress_seconds = seconds - progress_start_.second;
+    if (progress_start_) {
+      const auto [calls, seconds] = progress_end_ ? *progress_end_ : progress_work();
+      who.progress_calls = calls - progress_start_->first;
+      who.progress_seconds = seconds - progress_start_->second;
+    }
     const trace::ClockAlignment clock{start_.root_time, start_.local, start_.offset, end.local, end.offset};
     const std::vector<std::string> parts =
         links_.gather_on_first(trace::chrome_trace_part(recorder_->events(), who, clock));
@@ -97,8 +98,8 @@ class Timeline {
   std::unique_ptr<trace::Recorder> recorder_;
   std::string facts_;  // the run's facts as JSON members, closed when the process count is known
   trace::ClockSample start_;
-  bool window_started_ = false;
-  std::pair<std::uint64_t, double> progress_start_{0, 0.0};  // progress_work() when the window began
+  // progress_work() when the traced steps began and when they were over.
+  std::optional<std::pair<std::uint64_t, double>> progress_start_, progress_end_;
 };
 
 }  // namespace hpf
