@@ -163,14 +163,14 @@ TEST_CASE("Layer splits: the log names the split; the timeline shows each split 
   traced.trace.path = path;
   traced.trace.first_step = 1;
   traced.trace.last_step = 1;
-  // Every rank's count of the collective spans of step 1 named `name`, each carrying bytes.
+  // Every rank's count of the group row's spans of step 1 named `name`, each carrying bytes.
   const auto check_spans = [&](const std::string& name, std::size_t expected) {
     world.barrier();
     const auto trace = hpf_test::read_trace(path);
     REQUIRE(trace.processes.size() == static_cast<std::size_t>(world.size()));
     for (const auto& [pid, p] : trace.processes) {
       INFO("rank ", pid, ", ", name);
-      const auto spans = trace.select(pid, "collective", name, 1);
+      const auto spans = trace.select(pid, "group", name, 1);
       CHECK(spans.size() == expected);
       for (const auto& span : spans) CHECK(span.bytes > 0);
     }

@@ -112,6 +112,12 @@ std::size_t replicas_of(const hpf::comm::Communicator& world) {
   return static_cast<std::size_t>(world.size()) / processes_per_replica<Model, Strategy>;
 }
 
+/// The model of Strategy's single-process reference: Model, or under Spatial<G> the model on
+/// every member's slabs (one process computes each member's part, as for the other splits).
+template <class Model, class Strategy>
+using reference_model_t = std::conditional_t<Strategy::split.kind == hpf::SplitKind::spatial && Strategy::split.splits(),
+                                             hpf::SpatialSplit<Model, Strategy::split.group>, Model>;
+
 /// The options of Strategy's single-process reference: its layer split (one process computes
 /// every member's part), and its shards side by side only where the layout trains them so (one
 /// stage, no split). A pipeline's ranks train their shards in turn with the BLAS on all their
@@ -137,7 +143,7 @@ Comparison compare_with_single_process(const hpf::comm::Communicator& world, hpf
   options.evaluate = false;
   std::optional<Reference<P>> computed;
   if (!given) {
-    computed = single_process_reference<Model, P>(world, reference_options<Model, Strategy>(options), source, replicas);
+    computed = single_process_reference<reference_model_t<Model, Strategy>, P>(world, reference_options<Model, Strategy>(options), source, replicas);
   }
   const Reference<P>& single = given ? *given : *computed;
   hpf::Network<Model, T> layout(options.network);  // names -> offsets of the whole model
@@ -232,7 +238,7 @@ void check_strategy_all(hpf::TrainOptions options, const hpf::DataSource& source
   const std::size_t replicas = replicas_of<Model, Strategy>(world);
   const hpf::TrainOptions reference = reference_options<Model, Strategy>(options);
   [&]<class... P>(Precisions<P...>) {
-    (both_schedules(single_process_reference<Model, P>(world, reference, source, replicas)), ...);
+    (both_schedules(single_process_reference<reference_model_t<Model, Strategy>, P>(world, reference, source, replicas)), ...);
   }(Checked{});
 }
 

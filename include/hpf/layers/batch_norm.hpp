@@ -6,14 +6,17 @@
 #include <hpf/layers/context.hpp>
 #include <hpf/layers/detail/elementwise.hpp>
 #include <hpf/layers/detail/reduce.hpp>
+#include <hpf/layers/detail/spatial_batch_norm.hpp>
 #include <hpf/layers/parameters.hpp>
 #include <hpf/tensor/math.hpp>
+#include <hpf/tensor/spatial_part.hpp>
 #include <hpf/trace/region.hpp>
 
 #include <Kokkos_Core.hpp>
 
 #include <cstddef>
 #include <string>
+#include <type_traits>
 
 namespace hpf {
 
@@ -182,7 +185,7 @@ class BatchNormImpl {
         });
   }
 
- private:
+ protected:
   /// v, or relu(v).
   template <bool Relu>
   KOKKOS_INLINE_FUNCTION static T activate(T v) {
@@ -211,12 +214,21 @@ struct BatchNorm {
     static constexpr bool in_place = false;
     static constexpr bool applies_next_relu_forward = true;   // forward_relu
     static constexpr bool applies_next_relu_backward = true;  // backward_relu
+    static constexpr bool takes_spatial_parts = true;         // statistics over the group's slabs
     static constexpr std::size_t leaves = 1;
     static std::string describe() { return "BatchNorm(" + std::to_string(In::channels) + ")"; }
     template <class T, class Space>
-    struct impl : detail::BatchNormImpl<T, Space> {
-      impl() : detail::BatchNormImpl<T, Space>(In::channels) {}
+    struct whole_impl : detail::BatchNormImpl<T, Space> {
+      whole_impl() : detail::BatchNormImpl<T, Space>(In::channels) {}
     };
+    template <class T, class Space>
+    struct slab_impl : detail::SpatialBatchNormImpl<T, Space, detail::BatchNormImpl<T, Space>> {
+      slab_impl()
+          : detail::SpatialBatchNormImpl<T, Space, detail::BatchNormImpl<T, Space>>(In::channels, spatial_group_v<In>,
+                                                                                     spatial_held_v<In>) {}
+    };
+    template <class T, class Space>
+    using impl = std::conditional_t<is_spatial_part_v<In>, slab_impl<T, Space>, whole_impl<T, Space>>;
   };
 };
 

@@ -5,9 +5,11 @@
 #include <hpf/layers/cost.hpp>
 #include <hpf/layers/protocol.hpp>
 #include <hpf/tensor/shape.hpp>
+#include <hpf/tensor/spatial_part.hpp>
 
 #include <cstddef>
 #include <string>
+#include <type_traits>
 
 namespace hpf {
 
@@ -129,13 +131,34 @@ struct bind_impl<Layer, InvalidShape> {
 template <class Layer, class In>
 using bind_t = typename detail::bind_impl<Layer, In>::type;
 
+/// The layer computes on a sample split into slabs (a SpatialPart input, hpf::Spatial<G>): it
+/// states `takes_spatial_parts` (elementwise layers, convolutions, BatchNorm, pooling whose
+/// windows stay in a slab, and the layers that gather the whole sample).
+template <class Bound>
+constexpr bool takes_spatial_parts() {
+  if constexpr (requires { Bound::takes_spatial_parts; }) return Bound::takes_spatial_parts;
+  return false;
+}
+/// The compile error of a layer that cannot take a sample split into slabs.
+template <class Layer, class In>
+struct layer_rejects_slabs {
+  static_assert(!std::is_same_v<Layer, Layer>,
+                "hpf::Spatial<G>: the layer named above cannot take samples split into slabs of rows. Under "
+                "Spatial<G> the layers before a Flatten or GlobalAvgPool (which gather the whole sample) must be "
+                "Conv2D, BatchNorm, ReLU, GELU, MaxPool/AvgPool with windows inside a slab, SubsampleZeroPad, or "
+                "blocks of them (Residual, Repeat, Chain)");
+};
+
 /// \brief Binds the layer at position LayerIndex of a model to its input shape. Exists to name
 /// the position: when a layer rejects its input, compilers print this instantiation
 /// (`layer_in_model<3, hpf::Dense<10>, hpf::Shape<32, 7, 7>>`) right at the static_assert.
 template <std::size_t LayerIndex, class Layer, class InputShape>
 struct layer_in_model {
   using type = bind_t<Layer, InputShape>;
-  using output_shape = typename type::output_shape;  // instantiates the layer here, under this name
+  static constexpr bool takes_input = !is_spatial_part_v<InputShape> || takes_spatial_parts<type>();
+  static_assert(sizeof(std::conditional_t<takes_input, char, layer_rejects_slabs<Layer, InputShape>>));
+  // Instantiates the layer here, under this name.
+  using output_shape = std::conditional_t<takes_input, typename type::output_shape, InvalidShape>;
   static_assert(layer_protocol_check<type>::value, "hpf: the layer named above does not follow the layer protocol");
 };
 

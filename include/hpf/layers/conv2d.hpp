@@ -10,10 +10,12 @@
 #include <hpf/layers/detail/rows.hpp>
 #include <hpf/layers/detail/im2col.hpp>
 #include <hpf/layers/detail/onednn_convolution.hpp>
+#include <hpf/layers/detail/spatial_convolution.hpp>
 #include <hpf/layers/detail/split_convolution.hpp>
 #include <hpf/layers/detail/window.hpp>
 #include <hpf/layers/options.hpp>
 #include <hpf/layers/parameters.hpp>
+#include <hpf/tensor/spatial_part.hpp>
 #include <hpf/trace/region.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -64,7 +66,7 @@ class Conv2DImpl {
   void bind(ParameterBinder<T, Space>& binder) {
     const KernelResources& kernels = binder.kernels();
     gemm_ = Gemm<T, Space>(kernels);
-    if (kernels.split.splits()) {
+    if (kernels.split.divides_layers()) {
       split_.emplace(kernels.layer_group<T, Space>(), kernels.split.kind, g_, out_, bias_, gemm_, kernels);
     }
 #if HPF_ENABLE_ONEDNN
@@ -84,6 +86,9 @@ class Conv2DImpl {
     }
   }
   void reserve(tape_type&, std::size_t) {}
+  /// The gradients of the weight and bias the layer binds (a spatial split adds its group's sum into them).
+  Matrix<T, Space> weight_gradient() const { return weight_grad_; }
+  Vector<T, Space> bias_gradient() const { return bias_grad_; }
   std::size_t workspace(std::size_t capacity) const {
     if (split_) return 0;  // the split keeps its own scratch
 #if HPF_ENABLE_ONEDNN
@@ -138,20 +143,27 @@ class Conv2DImpl {
       split_->backward(ctx.space, weight_, weight_grad_, bias_grad_, x, dy, dx);
       return;
     }
+    backward_into(ctx, x, dy, dx, weight_grad_, bias_grad_);
+  }
+
+  /// backward, adding the weight and bias gradients into `weight_grad` and `bias_grad` instead of
+  /// the layer's own (a spatial slab's partial gradients, which its group adds up).
+  void backward_into(const Context<T, Space>& ctx, ConstActivation<T, Space> x, ConstActivation<T, Space> dy,
+                     Activation<T, Space> dx, Matrix<T, Space> weight_grad, Vector<T, Space> bias_grad) const {
 #if HPF_ENABLE_ONEDNN
     if constexpr (onednn_possible) {
       if (vendor_) {
-        vendor_->backward(ctx.space, x.data(), weight_.data(), dy.data(), is_empty(dx) ? nullptr : dx.data(), weight_grad_.data(),
-                          bias_ ? bias_grad_.data() : nullptr, x.extent(1), ctx.workspace.data());
+        vendor_->backward(ctx.space, x.data(), weight_.data(), dy.data(), is_empty(dx) ? nullptr : dx.data(), weight_grad.data(),
+                          bias_ ? bias_grad.data() : nullptr, x.extent(1), ctx.workspace.data());
         return;
       }
     }
 #endif
     const std::size_t n = x.extent(1), ohw = g_.out_spatial();
     const auto grad_out = as_matrix(dy);  // [O][n*OHW]
-    if (bias_) add_row_sums(ctx.space, grad_out, bias_grad_, "hpf::Conv2D::bias_grad");
+    if (bias_) add_row_sums(ctx.space, grad_out, bias_grad, "hpf::Conv2D::bias_grad");
     if (pointwise_) {
-      gemm_("N", "T", T(1), grad_out, as_matrix(x), T(1), weight_grad_);  // dW += dY X^T
+      gemm_("N", "T", T(1), grad_out, as_matrix(x), T(1), weight_grad);  // dW += dY X^T
       if (!is_empty(dx)) gemm_("T", "N", T(1), weight_, grad_out, T(0), as_matrix(dx));
       return;
     }
@@ -160,7 +172,7 @@ class Conv2DImpl {
       for_each_chunk(n, [&](std::size_t first, std::size_t count) {
         auto col = columns(ctx, count);
         im2col(ctx.space, g_, x, first, count, col);
-        gemm_("N", "T", T(1), columns_of(grad_out, first, count, ohw), col, T(1), weight_grad_);  // dW += dY col^T
+        gemm_("N", "T", T(1), columns_of(grad_out, first, count, ohw), col, T(1), weight_grad);  // dW += dY col^T
       });
       if (!is_empty(dx)) input_gradient_by_convolution(ctx, dy, dx);
       return;
@@ -169,7 +181,7 @@ class Conv2DImpl {
       auto col = columns(ctx, count);
       const auto dy_chunk = columns_of(grad_out, first, count, ohw);
       im2col(ctx.space, g_, x, first, count, col);                // recomputed: cheaper than keeping
-      gemm_("N", "T", T(1), dy_chunk, col, T(1), weight_grad_);   // dW += dY col^T
+      gemm_("N", "T", T(1), dy_chunk, col, T(1), weight_grad);   // dW += dY col^T
       if (!is_empty(dx)) {
         gemm_("T", "N", T(1), weight_, dy_chunk, T(0), col);       // dcol = W^T dY
         col2im(ctx.space, g_, Matrix<const T, Space>(col), first, count, dx);
@@ -244,6 +256,7 @@ struct Conv2D {
   struct bind {
     // Parameter checks here rather than at class scope: instantiated under layer_in_model<I, ...>,
     // they name the layer's position (GCC instantiates the class itself earlier, for ADL).
+    using whole_in = whole_shape_t<In>;  // In, or the whole sample of a spatial slab
     static_assert(Out > 0, "hpf::Conv2D: the number of output channels must be positive");
     static_assert(Kernel > 0, "hpf::Conv2D: the kernel size must be positive");
     static_assert(check_spatial_options<Options...>::value);
@@ -251,19 +264,25 @@ struct Conv2D {
     static_assert(In::rank == 3,
                   "hpf::Conv2D: the input must be an image (channels, height, width); a convolution "
                   "cannot follow Flatten, Dense or GlobalAvgPool");
-    static_assert(In::rank != 3 || (In::height + 2 * pad >= Kernel && In::width + 2 * pad >= Kernel),
+    static_assert(In::rank != 3 || (whole_in::height + 2 * pad >= Kernel && whole_in::width + 2 * pad >= Kernel),
                   "hpf::Conv2D: the kernel is larger than the padded input image");
     static constexpr bool accepted = Out > 0 && Kernel > 0 && stride > 0 && In::rank == 3 &&
-                                     In::height + 2 * pad >= Kernel && In::width + 2 * pad >= Kernel;
-    static constexpr detail::WindowGeometry geometry{In::channels, In::height, In::width, Kernel, stride, pad};
+                                     whole_in::height + 2 * pad >= Kernel && whole_in::width + 2 * pad >= Kernel;
+    static constexpr detail::WindowGeometry geometry{whole_in::channels, whole_in::height, whole_in::width, Kernel, stride, pad};
+    static constexpr std::size_t members = spatial_group_v<In>;
+    static constexpr bool slabs_align = !accepted || detail::slabs_align(geometry, members);
+    static_assert(sizeof(std::conditional_t<slabs_align, char, detail::conv2d_slabs_misaligned<In, Kernel, stride, pad>>));
     static constexpr std::size_t patch = In::channels * Kernel * Kernel;
     static constexpr std::size_t out_spatial = geometry.out_height * geometry.out_width;
+    static constexpr std::size_t held_out_spatial = out_spatial / members * spatial_held_v<In>;
 
     using input_shape = In;
-    using output_shape = std::conditional_t<accepted, Shape<Out, geometry.out_height, geometry.out_width>, InvalidShape>;
-    static constexpr LayerCost cost = product_cost(Out, patch, out_spatial, In::size, has_bias);
+    using output_shape = std::conditional_t<accepted && slabs_align,
+                                            part_like_t<In, Shape<Out, geometry.out_height, geometry.out_width>>, InvalidShape>;
+    static constexpr LayerCost cost = product_cost(Out, patch, held_out_spatial, In::size, has_bias);
     static constexpr bool backward_reads_output = false;
     static constexpr bool in_place = false;
+    static constexpr bool takes_spatial_parts = true;
     static constexpr std::size_t leaves = 1;
     static std::string describe() {
       return "Conv2D(" + std::to_string(In::channels) + " -> " + std::to_string(Out) + ", " +
@@ -272,9 +291,17 @@ struct Conv2D {
              (pad != 0 ? ", pad " + std::to_string(pad) : std::string()) + (has_bias ? ")" : ", no bias)");
     }
     template <class T, class Space>
-    struct impl : detail::Conv2DImpl<T, Space> {
-      impl() : detail::Conv2DImpl<T, Space>(geometry, Out, has_bias) {}
+    struct whole_impl : detail::Conv2DImpl<T, Space> {
+      whole_impl() : detail::Conv2DImpl<T, Space>(geometry, Out, has_bias) {}
     };
+    template <class T, class Space>
+    struct slab_impl : detail::SpatialConvolution<T, Space, detail::Conv2DImpl<T, Space>> {
+      slab_impl()
+          : detail::SpatialConvolution<T, Space, detail::Conv2DImpl<T, Space>>(geometry, Out, has_bias, members,
+                                                                              spatial_held_v<In>) {}
+    };
+    template <class T, class Space>
+    using impl = std::conditional_t<is_spatial_part_v<In>, slab_impl<T, Space>, whole_impl<T, Space>>;
   };
 };
 

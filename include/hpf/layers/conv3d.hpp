@@ -52,7 +52,7 @@ class Conv3DImpl {
   void bind(ParameterBinder<T, Space>& binder) {
     const KernelResources& kernels = binder.kernels();
     gemm_ = Gemm<T, Space>(kernels);
-    if (kernels.split.splits()) {
+    if (kernels.split.divides_layers()) {
       split_.emplace(kernels.layer_group<T, Space>(), kernels.split.kind, g_, out_, bias_, gemm_, kernels);
     }
 #if HPF_ENABLE_ONEDNN

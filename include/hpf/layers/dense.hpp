@@ -33,7 +33,7 @@ class DenseImpl {
   void bind(ParameterBinder<T, Space>& binder) {
     const KernelResources& kernels = binder.kernels();
     gemm_ = Gemm<T, Space>(kernels);
-    if (kernels.split.splits()) split_ = SplitDense<T, Space>(kernels.layer_group<T, Space>(), kernels.split.kind, in_, out_, gemm_);
+    if (kernels.split.divides_layers()) split_ = SplitDense<T, Space>(kernels.layer_group<T, Space>(), kernels.split.kind, in_, out_, gemm_);
     auto w = binder.parameter("weight", {out_, in_}, InitRule::weight(in_, out_));
     weight_ = Matrix<T, Space>(w.value.data(), out_, in_);
     weight_grad_ = Matrix<T, Space>(w.grad.data(), out_, in_);

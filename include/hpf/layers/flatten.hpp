@@ -4,13 +4,16 @@
 
 #include <hpf/layers/bind.hpp>
 #include <hpf/layers/context.hpp>
+#include <hpf/layers/detail/spatial_gather.hpp>
 #include <hpf/layers/parameters.hpp>
+#include <hpf/tensor/spatial_part.hpp>
 #include <hpf/trace/region.hpp>
 
 #include <Kokkos_Core.hpp>
 
 #include <cstddef>
 #include <string>
+#include <type_traits>
 
 namespace hpf {
 
@@ -60,18 +63,24 @@ struct FlattenImpl : public ParameterFreeLayer {
 
 /// \brief Flattens a sample to a feature vector in PyTorch's order: (C, H, W) for images, (T, D)
 /// for sequences.
+/// On a sample split into slabs (hpf::Spatial<G>) it gathers the whole sample from the group.
 struct Flatten {
   template <class In>
   struct bind {
     using input_shape = In;
-    using output_shape = Shape<In::size>;
-    static constexpr LayerCost cost{.activations = In::size};
+    using output_shape = Shape<whole_shape_t<In>::size>;
+    static constexpr LayerCost cost{.activations = output_shape::size};
     static constexpr bool backward_reads_output = false;
     static constexpr bool in_place = false;
+    static constexpr bool takes_spatial_parts = true;  // gathers the slabs
     static constexpr std::size_t leaves = 1;
     static std::string describe() { return "Flatten"; }
     template <class T, class Space>
-    using impl = detail::FlattenImpl<T, Space, In::sequence>;
+    struct slab_impl : detail::SpatialFlattenImpl<T, Space> {
+      slab_impl() : detail::SpatialFlattenImpl<T, Space>(spatial_group_v<In>, spatial_held_v<In>, whole_shape_t<In>::spatial) {}
+    };
+    template <class T, class Space>
+    using impl = std::conditional_t<is_spatial_part_v<In>, slab_impl<T, Space>, detail::FlattenImpl<T, Space, In::sequence>>;
   };
 };
 

@@ -4,8 +4,10 @@
 
 #include <hpf/layers/bind.hpp>
 #include <hpf/layers/context.hpp>
+#include <hpf/layers/detail/spatial_gather.hpp>
 #include <hpf/layers/options.hpp>
 #include <hpf/layers/parameters.hpp>
+#include <hpf/tensor/spatial_part.hpp>
 #include <hpf/trace/region.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -13,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 namespace hpf {
 
@@ -58,6 +61,7 @@ struct GlobalAvgPoolImpl : public ParameterFreeLayer {
 /// width of an image (PyTorch's AdaptiveAvgPool2d(1) followed by flatten), over a volume's depth,
 /// height and width (AdaptiveAvgPool3d(1)), over a sequence's positions (`x.mean(dim=1)` on
 /// `[N, T, D]`).
+/// On a sample split into slabs (hpf::Spatial<G>) the group adds its members' sums.
 struct GlobalAvgPool {
   template <class In>
   struct bind {
@@ -69,10 +73,16 @@ struct GlobalAvgPool {
                                     .activations = In::channels};
     static constexpr bool backward_reads_output = false;
     static constexpr bool in_place = false;
+    static constexpr bool takes_spatial_parts = true;  // adds the slabs' sums
     static constexpr std::size_t leaves = 1;
     static std::string describe() { return "GlobalAvgPool"; }
     template <class T, class Space>
-    using impl = detail::GlobalAvgPoolImpl<T, Space>;
+    struct slab_impl : detail::SpatialGlobalAvgPoolImpl<T, Space> {
+      slab_impl()
+          : detail::SpatialGlobalAvgPoolImpl<T, Space>(spatial_group_v<In>, spatial_held_v<In>, whole_shape_t<In>::spatial) {}
+    };
+    template <class T, class Space>
+    using impl = std::conditional_t<is_spatial_part_v<In>, slab_impl<T, Space>, detail::GlobalAvgPoolImpl<T, Space>>;
   };
 };
 

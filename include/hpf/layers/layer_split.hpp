@@ -22,6 +22,11 @@ enum class SplitKind {
   /// Member m reads inputs (input channels) [m C / G, (m + 1) C / G); forward adds the members'
   /// partial outputs in a fixed tree, backward gathers the input gradient.
   channel,
+  /// Member m holds slab m of every sample (rows of an image, planes of a volume; hpf::SpatialPart):
+  /// convolutions exchange halos with the neighbouring members, BatchNorm and the parameters'
+  /// gradients add the members' partial sums in a fixed tree, Flatten and GlobalAvgPool gather the
+  /// whole sample.
+  spatial,
 };
 
 /// \brief A split of a network's Dense and convolution layers over `group` members. The parts are added in
@@ -34,18 +39,21 @@ struct LayerSplit {
 
   static constexpr LayerSplit filter(std::size_t group) { return {SplitKind::filter, group}; }
   static constexpr LayerSplit channel(std::size_t group) { return {SplitKind::channel, group}; }
+  static constexpr LayerSplit spatial(std::size_t group) { return {SplitKind::spatial, group}; }
   /// Whether layers split at all (a group of one computes everything).
   constexpr bool splits() const { return kind != SplitKind::none && group > 1; }
+  /// Whether Dense and convolution layers divide their filters or channels (not the samples' slabs).
+  constexpr bool divides_layers() const { return splits() && kind != SplitKind::spatial; }
   /// Ranks that share each stage of a replica: the group, or 1 without a split.
   constexpr std::size_t ranks() const { return splits() ? group : 1; }
   constexpr bool operator==(const LayerSplit&) const = default;
 
-  /// "none", "filter" or "channel" (none for a group of one).
+  /// "none", "filter", "channel" or "spatial" (none for a group of one).
   const char* kind_name() const {
     if (!splits()) return "none";
-    return kind == SplitKind::filter ? "filter" : "channel";
+    return kind == SplitKind::filter ? "filter" : kind == SplitKind::channel ? "channel" : "spatial";
   }
-  /// "none", "filter split over 2", "channel split over 4".
+  /// "none", "filter split over 2", "spatial split over 4".
   std::string describe() const {
     if (!splits()) return "none";
     return std::string(kind_name()) + " split over " + std::to_string(group);
@@ -95,6 +103,17 @@ class LayerGroup : public LayerGroupBase {
   /// out[0, n) = the sum over members of their parts, in ordered_sum's tree; `mine` holds this
   /// process's members' parts, n elements each, one after another.
   virtual void sum(const T* mine, std::size_t n, T* out) const = 0;
+  /// all[m n, (m + 1) n) = member m's n elements, for every member; `mine` holds this process's
+  /// members' parts, n elements each, one after another.
+  virtual void gather_parts(const T* mine, std::size_t n, T* all) const = 0;
+  /// The edges of spatial slabs: sends `to_previous` to member first_member() - 1 and receives
+  /// `from_previous` from it, and likewise with member first_member() + local_members(); a
+  /// neighbour past either end of the group is skipped. Counts are elements.
+  virtual void swap_edges(const T* to_previous, std::size_t to_previous_count, T* from_previous,
+                          std::size_t from_previous_count, const T* to_next, std::size_t to_next_count, T* from_next,
+                          std::size_t from_next_count) const = 0;
+  /// Whether member m is another process's (a spatial layer then receives its edges through swap_edges).
+  bool remote(std::size_t m) const { return m < first_member() || m >= first_member() + local_members(); }
 };
 
 /// \brief The group of one process that computes every member's part: gathering moves nothing,
@@ -108,6 +127,12 @@ class LocalLayerGroup final : public LayerGroup<T, Space> {
   std::size_t local_members() const override { return members_; }
   void gather(T*, std::span<const std::size_t>) const override {}
   void sum(const T* mine, std::size_t n, T* out) const override { ordered_sum(Space{}, mine, members_, n, out, n); }
+  void gather_parts(const T* mine, std::size_t n, T* all) const override {
+    using Flat = Kokkos::View<T*, memory_space_t<Space>, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+    if (mine != all) Kokkos::deep_copy(Space{}, Flat(all, members_ * n), Flat(const_cast<T*>(mine), members_ * n));
+  }
+  /// Every member is this process's: no neighbour to swap with.
+  void swap_edges(const T*, std::size_t, T*, std::size_t, const T*, std::size_t, T*, std::size_t) const override {}
 
  private:
   std::size_t members_;

@@ -5,6 +5,7 @@
 #include <hpf/layers/bind.hpp>
 #include <hpf/layers/context.hpp>
 #include <hpf/layers/parameters.hpp>
+#include <hpf/tensor/spatial_part.hpp>
 #include <hpf/trace/region.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -74,12 +75,18 @@ struct SubsampleZeroPad {
   struct bind {
     static_assert(In::rank == 3, "hpf::SubsampleZeroPad: the input must be an image");
     static_assert(In::channels <= OutChannels, "hpf::SubsampleZeroPad: it can only add channels");
-    static constexpr bool accepted = In::rank == 3 && In::channels <= OutChannels;
-    static constexpr std::size_t out_height = (In::height + Stride - 1) / Stride;
+    // On a sample split into slabs (hpf::Spatial<G>) each member subsamples its own rows: the
+    // stride must divide them.
+    using whole_in = whole_shape_t<In>;
+    static constexpr bool slabs_align = whole_in::height / spatial_group_v<In> % Stride == 0 || spatial_group_v<In> == 1;
+    static_assert(slabs_align, "hpf::Spatial<G>: SubsampleZeroPad's stride must divide each member's rows (height / G)");
+    static constexpr bool accepted = In::rank == 3 && In::channels <= OutChannels && slabs_align;
+    static constexpr std::size_t out_height = (whole_in::height + Stride - 1) / Stride;
     static constexpr std::size_t out_width = (In::width + Stride - 1) / Stride;
     using input_shape = In;
-    using output_shape = std::conditional_t<accepted, Shape<OutChannels, out_height, out_width>, InvalidShape>;
-    static constexpr LayerCost cost{.activations = OutChannels * out_height * out_width};
+    using output_shape = std::conditional_t<accepted, part_like_t<In, Shape<OutChannels, out_height, out_width>>, InvalidShape>;
+    static constexpr bool takes_spatial_parts = true;
+    static constexpr LayerCost cost{.activations = output_shape::size};
     static constexpr bool backward_reads_output = false;
     static constexpr bool in_place = false;
     static constexpr std::size_t leaves = 1;

@@ -24,8 +24,10 @@ namespace hpf {
 /// What the code around a network needs to know of its model, as values. (Not its type_name:
 /// computing the name of a long model's type costs the compiler seconds per stage.)
 struct NetworkFacts {
-  std::string input_shape;  ///< shape_string of its input, for messages
-  std::size_t input_channels = 0, input_spatial = 0;
+  std::string input_shape;  ///< shape_string of its whole input sample, for messages
+  /// Channels and positions per channel of its input (of the slabs it holds, when hpf::Spatial<G>
+  /// splits samples), and positions per channel of a whole input sample.
+  std::size_t input_channels = 0, input_spatial = 0, input_whole_spatial = 0;
   std::size_t output_channels = 0, output_spatial = 0;
   bool classifier = false;      ///< ends with a loss against class labels
   std::size_t target_size = 0;  ///< real targets per sample (regression losses)
@@ -33,6 +35,7 @@ struct NetworkFacts {
   std::size_t input_vocabulary = 0;  ///< token ids its first layer reads (an Embedding's rows), else 0
 
   std::size_t input_size() const { return input_channels * input_spatial; }
+  std::size_t input_whole_size() const { return input_channels * input_whole_spatial; }
   std::size_t output_size() const { return output_channels * output_spatial; }
 };
 
@@ -41,8 +44,8 @@ template <class Model>
 NetworkFacts network_facts() {
   using In = typename Model::input_shape;
   using Out = typename Model::output_shape;
-  return {shape_string<In>(), In::channels, In::spatial, Out::channels, Out::spatial, model_classifies_v<Model>,
-          model_target_size_v<Model>, model_label_size_v<Model>, model_input_vocabulary_v<Model>};
+  return {shape_string<whole_shape_t<In>>(), In::channels, In::spatial, whole_shape_t<In>::spatial, Out::channels, Out::spatial,
+          model_classifies_v<Model>, model_target_size_v<Model>, model_label_size_v<Model>, model_input_vocabulary_v<Model>};
 }
 
 /// \brief Any hpf::Network<Model, T, Space> behind one interface: what StageEngine, the
@@ -78,6 +81,8 @@ class AnyNetwork {
 
   virtual std::unique_ptr<Tape> make_tape(std::size_t capacity) = 0;
   virtual Activation<T, Space> input(const Tape& tape, std::size_t n) const = 0;
+  /// The positions of a whole input sample's channels that input() holds (Network::input_positions).
+  virtual InputPositions input_positions() const = 0;
   virtual Activation<T, Space> output(const Tape& tape) const = 0;
   /// The class labels of the first n samples of a tape (classifiers only; label_size each).
   virtual label_buffer labels(const Tape& tape, std::size_t n) const = 0;
@@ -136,6 +141,7 @@ class NetworkHolder final : public AnyNetwork<T, Space> {
     return made;
   }
   Activation<T, Space> input(const Tape& tape, std::size_t n) const override { return net_.input(held(tape), n); }
+  InputPositions input_positions() const override { return net_.input_positions(); }
   Activation<T, Space> output(const Tape& tape) const override { return net_.output(held(tape)); }
   label_buffer labels(const Tape& tape, std::size_t n) const override {
     if constexpr (Net::classifier) {

@@ -499,6 +499,7 @@ struct chain_named_from {
     static constexpr LayerCost cost = chain_facts<bound_list>::cost;
     static constexpr std::size_t leaves = chain_facts<bound_list>::leaves;
     static constexpr bool in_place = false;
+    static constexpr bool takes_spatial_parts = true;  // its children say whether they do
     static constexpr bool backward_reads_output = hpf::backward_reads_output<at_t<bound_list, size_v<bound_list> - 1>>();
     /// backward_relu: the last child takes a following ReLU's gradient (a residual body ending
     /// in BatchNorm; the chain gives no forward_relu, so a chain never fuses it on its own).

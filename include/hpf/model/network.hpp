@@ -11,6 +11,7 @@
 #include <hpf/meta/type_name.hpp>
 #include <hpf/tensor/finite.hpp>
 #include <hpf/tensor/random.hpp>
+#include <hpf/tensor/spatial_part.hpp>
 #include <hpf/tensor/views.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -97,6 +98,13 @@ inline constexpr std::size_t model_target_size_v = [] {
   }
 }();
 
+/// The positions of each channel of a whole input sample that a network's input holds:
+/// [first, first + count) of `whole` (all of them unless samples are split into slabs).
+struct InputPositions {
+  std::size_t first = 0, count = 0, whole = 0;
+  bool all() const { return count == whole; }
+};
+
 /// A layer whose output held a value that is not finite: its index and kind
 /// (Network::first_non_finite_layer).
 struct NonFiniteLayer {
@@ -133,6 +141,8 @@ class Network {
   static constexpr std::size_t target_size = model_target_size_v<Model>;
   /// Class labels per sample (classifiers; one per position for a per-position loss).
   static constexpr std::size_t label_size = model_label_size_v<Model>;
+  /// Samples split into slabs (hpf::SpatialSplit): this network holds some of each sample's.
+  static constexpr bool takes_slabs = is_spatial_part_v<input_shape>;
 
   /// Activations and saved state of one micro-batch between its forward and backward passes.
   struct Tape {
@@ -157,7 +167,16 @@ class Network {
     options.split.check();
     kernels_.split = options.split;
     kernels_.split_group = options.split_group;
+    if constexpr (takes_slabs) {
+      constexpr LayerSplit slabs = LayerSplit::spatial(spatial_group_v<input_shape>);
+      if (options.split.splits() && options.split != slabs) {
+        throw std::invalid_argument("hpf::Network: the model splits samples into slabs (" + slabs.describe() +
+                                    ") but NetworkOptions::split asks for a " + options.split.describe());
+      }
+      kernels_.split = slabs;
+    }
     bind_layers(nullptr);
+    check_slab_group();
     initialize(options);
   }
 
@@ -215,6 +234,17 @@ class Network {
     ensure_capacity(workspace_, layers_.workspace(capacity), "hpf::Network::workspace");
     ensure_capacity(scratch_, scratch_of(layers_, capacity), "hpf::Network::scratch");
     return tape;
+  }
+
+  /// Which positions of each channel of a whole input sample the input holds (what to load).
+  InputPositions input_positions() const {
+    using Whole = whole_shape_t<input_shape>;
+    if constexpr (takes_slabs) {
+      const std::size_t first = kernels_.template layer_group<T, Space>().first_member() * input_shape::slab_spatial;
+      return {first, input_shape::spatial, Whole::spatial};
+    } else {
+      return {0, Whole::spatial, Whole::spatial};
+    }
   }
 
   /// The `[C][n][S]` input of a tape, to be filled before forward.
@@ -356,6 +386,20 @@ class Network {
     ParameterBinder<T, Space> binder(parameters_, gradients_, buffers_, kernels_);
     layers_.bind(binder);
     tensors_ = binder.tensors();
+  }
+
+  /// A network on slabs holds as many members' slabs as its group's process computes: all of
+  /// them in one process, one on each rank of an hpf::fit group.
+  void check_slab_group() const {
+    if constexpr (takes_slabs) {
+      const LayerGroup<T, Space>& group = kernels_.template layer_group<T, Space>();
+      if (group.size() != input_shape::group || group.local_members() != input_shape::held) {
+        throw std::invalid_argument("hpf::Network: the model holds " + std::to_string(input_shape::held) + " of " +
+                                    std::to_string(input_shape::group) + " slabs of each sample, but its group's process computes " +
+                                    std::to_string(group.local_members()) + " of " + std::to_string(group.size()) +
+                                    " members' parts (hpf::fit makes the group of a Spatial<G> split)");
+      }
+    }
   }
 
   Context<T, Space> context(const Tape& tape, Mode mode) const {

@@ -134,6 +134,7 @@ struct Repeat {
     static constexpr std::size_t leaves = N * block::leaves;
     static constexpr std::size_t count = N;
     static constexpr bool in_place = false;
+    static constexpr bool takes_spatial_parts = true;  // its block's layers say whether they do
     static constexpr bool backward_reads_output = hpf::backward_reads_output<block>();
     static constexpr std::size_t first_index = FirstIndex;
     static std::string describe() { return std::to_string(N) + " x " + block::describe(); }

@@ -184,6 +184,7 @@ struct Residual {
                                                 .activations = output_shape::size};
     static constexpr std::size_t leaves = body::leaves + shortcut::leaves;
     static constexpr bool in_place = false;
+    static constexpr bool takes_spatial_parts = true;  // its paths' layers say whether they do
     static constexpr bool backward_reads_output = false;  // reads the paths' outputs, kept apart
     static constexpr bool applies_next_relu_forward = true;  // forward_relu
     static constexpr bool applies_next_relu_backward = detail::residual_takes_relu_backward<body, shortcut>;

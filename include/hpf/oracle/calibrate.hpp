@@ -111,7 +111,7 @@ void load_calibration_input(Net& net, typename Net::Tape& tape, const data::Data
   const data::Shard& shard = samples->shard();
   std::vector<std::size_t> indices(n);
   for (std::size_t k = 0; k < n; ++k) indices[k] = shard.index + (k % samples->local_size()) * shard.count;
-  BatchLoader<typename Net::scalar_type, typename Net::execution_space>().load_inputs(*samples, indices, net.input(tape, n));
+  BatchLoader<typename Net::scalar_type, typename Net::execution_space>().load_inputs(*samples, indices, net.input(tape, n), net.input_positions());
 }
 
 /// Per top-level layer of Model: seconds forward and backward at each size of `o.batches`, timed

@@ -9,6 +9,7 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -25,10 +26,22 @@ class BatchLoader {
       Kokkos::SpaceAccessibility<Kokkos::HostSpace, memory_space_t<Space>>::accessible;
 
  public:
-  /// The images of samples `indices` into `input` (a tape's `[C][n][S]` input).
-  void load_inputs(const data::Dataset& dataset, std::span<const std::size_t> indices, const Activation<T, Space>& input) {
+  /// The images of samples `indices` into `input` (a tape's `[C][n][S]` input), which holds
+  /// positions `held` of each channel (a slab of every sample under hpf::Spatial<G>: the samples
+  /// are read whole and the slab copied out).
+  void load_inputs(const data::Dataset& dataset, std::span<const std::size_t> indices, const Activation<T, Space>& input,
+                   const InputPositions& held) {
     trace::Region region("hpf::BatchLoader::inputs");
-    fill(input, staging_, [&](T* out) { dataset.gather(indices, out); });
+    if (held.all()) return fill(input, staging_, [&](T* out) { dataset.gather(indices, out); });
+    fill(input, slab_staging_, [&](T* out) {
+      whole_.resize(input.extent(0) * indices.size() * held.whole);
+      dataset.gather(indices, whole_.data());
+      const std::size_t planes = input.extent(0) * indices.size();
+      for (std::size_t plane = 0; plane < planes; ++plane) {
+        const T* from = whole_.data() + plane * held.whole + held.first;
+        std::copy(from, from + held.count, out + plane * held.count);
+      }
+    });
   }
 
   /// The targets of samples `indices` into `net`'s tape: class labels for a classifier, real
@@ -60,7 +73,7 @@ class BatchLoader {
     }
   }
 
-  std::vector<T> staging_;
+  std::vector<T> staging_, slab_staging_, whole_;
   std::vector<std::int32_t> label_staging_;
 };
 

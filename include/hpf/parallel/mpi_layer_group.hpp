@@ -14,14 +14,16 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 namespace hpf {
 
 /// \brief The collectives of split layers among the ranks of a group (ProcessGrid::group()):
 /// rank m computes member m's part. Gathering is MPI_Allgatherv in place; a sum gathers every
 /// member's part and adds them in ordered_sum's tree, the tree LocalLayerGroup adds in, so G
-/// ranks and one process get the same bits. Each is a blocking span on the timeline's
-/// collective row ("gather in group", "sum in group").
+/// ranks and one process get the same bits. Spatial slabs swap their edges with the neighbouring
+/// ranks. Each is a blocking span on the timeline's group row ("gather in group", "sum in group",
+/// "halo exchange").
 template <class T, class Space>
 class MpiLayerGroup final : public LayerGroup<T, Space> {
   using Flat = Kokkos::View<T*, memory_space_t<Space>, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
@@ -40,7 +42,7 @@ class MpiLayerGroup final : public LayerGroup<T, Space> {
       parts.counts.push_back(static_cast<int>(bounds[m + 1] - bounds[m]));
       parts.offsets.push_back(static_cast<int>(bounds[m]));
     }
-    trace::Blocking span(trace::Track::collective, "gather in group", {.bytes = bytes(bounds.back())});
+    trace::Blocking span(trace::Track::group, "gather in group", {.bytes = bytes(bounds.back())});
     Space().fence();
     comm::iallgatherv_in_place(group_, Flat(data, bounds.back()), std::move(parts), what()).wait();
   }
@@ -48,11 +50,38 @@ class MpiLayerGroup final : public LayerGroup<T, Space> {
   void sum(const T* mine, std::size_t n, T* out) const override {
     ensure_capacity(all_, size() * n, "hpf::MpiLayerGroup::parts");
     {
-      trace::Blocking span(trace::Track::collective, "sum in group", {.bytes = bytes(size() * n)});
+      trace::Blocking span(trace::Track::group, "sum in group", {.bytes = bytes(size() * n)});
       Space().fence();
       comm::iallgather(group_, ConstFlat(mine, n), Flat(all_.data(), size() * n), what()).wait();
     }
     ordered_sum(Space{}, all_.data(), size(), n, out, n);
+  }
+
+  void gather_parts(const T* mine, std::size_t n, T* all) const override {
+    trace::Blocking span(trace::Track::group, "gather in group", {.bytes = bytes(size() * n)});
+    Space().fence();
+    comm::iallgather(group_, ConstFlat(mine, n), Flat(all, size() * n), what()).wait();
+  }
+
+  void swap_edges(const T* to_previous, std::size_t to_previous_count, T* from_previous, std::size_t from_previous_count,
+                  const T* to_next, std::size_t to_next_count, T* from_next, std::size_t from_next_count) const override {
+    const int me = group_.rank(), previous = me - 1, next = me + 1;
+    const bool has_previous = previous >= 0, has_next = next < group_.size();
+    const std::size_t moved = (has_previous ? to_previous_count + from_previous_count : 0) +
+                              (has_next ? to_next_count + from_next_count : 0);
+    trace::Blocking span(trace::Track::group, "halo exchange", {.bytes = bytes(moved)});
+    Space().fence();
+    const comm::WaitFor halo{.what = "a spatial layer's halo", .members = "the layer's group"};
+    // Tags by direction: a slab's edge going down the group, and one going up.
+    constexpr int down = 1, up = 2;
+    std::vector<comm::Request> requests;
+    if (has_previous && from_previous_count > 0)
+      requests.push_back(comm::irecv(group_, Flat(from_previous, from_previous_count), previous, down, halo));
+    if (has_next && from_next_count > 0) requests.push_back(comm::irecv(group_, Flat(from_next, from_next_count), next, up, halo));
+    if (has_previous && to_previous_count > 0)
+      requests.push_back(comm::isend(group_, ConstFlat(to_previous, to_previous_count), previous, up, halo));
+    if (has_next && to_next_count > 0) requests.push_back(comm::isend(group_, ConstFlat(to_next, to_next_count), next, down, halo));
+    for (auto& request : requests) request.wait();
   }
 
  private:

@@ -99,7 +99,7 @@ StagePosition stage_position() {
 inline void check_stage_dataset(const data::Dataset& d, const char* which, const NetworkFacts& net,
                                 const StagePosition& position) {
   if (d.size() == 0) return;
-  if (position.first && d.has_images() && (d.sample_size() != net.input_size() || d.channels() != net.input_channels)) {
+  if (position.first && d.has_images() && (d.sample_size() != net.input_whole_size() || d.channels() != net.input_channels)) {
     throw std::invalid_argument(std::string("hpf: the ") + which + " set's samples are " + d.shape_text() +
                                 " but the model's input is " + net.input_shape);
   }
@@ -279,7 +279,7 @@ class StageEngine {
       indices.resize(n);
       for (std::size_t i = 0; i < n; ++i) indices[i] = (first_local + i) * mine.count + mine.index;
       if (position_.first) {
-        loader_.load_inputs(dataset, indices, net_->input(tape, n));
+        loader_.load_inputs(dataset, indices, net_->input(tape, n), net_->input_positions());
       } else {
         const trace::Blocking receiving(trace::Track::receive, "receive activation", stage_tags());
         receive_from_previous(net_->input(tape, n), evaluation_tag).wait();
@@ -421,7 +421,7 @@ class StageEngine {
           trace::wait(slot.activation_sent, "send activation", tags);  // its buffer is about to be rewritten
           {
             const trace::Span loading(trace::Track::compute, "load", tags);
-            if (position_.first) loader.load_inputs(train_, samples, net.input(tape, n));
+            if (position_.first) loader.load_inputs(train_, samples, net.input(tape, n), net.input_positions());
             if (position_.last) loader.load_targets(train_, samples, net, tape);
             net.set_samples(tape, samples);
           }

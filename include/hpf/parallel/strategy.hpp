@@ -4,6 +4,7 @@
 
 #include <hpf/layers/layer_split.hpp>
 #include <hpf/meta/type_list.hpp>
+#include <hpf/model/spatial_split.hpp>
 #include <hpf/parallel/partition.hpp>
 
 #include <array>
@@ -30,6 +31,18 @@ struct Channel {
   static constexpr LayerSplit split = LayerSplit::channel(G);
 };
 
+/// \brief Layer split of a Pipeline: every sample split into G slabs of rows (of planes, for a
+/// volume), one per process of a group (ParaDL's spatial parallelism, LBANN's distconv). The
+/// layers up to the first Flatten or GlobalAvgPool compute on their slab, convolutions exchanging
+/// halos with the neighbouring slabs and BatchNorm adding its statistics over the group; those
+/// two gather the whole sample, and the layers after them run whole on every process of the
+/// group. A slab's activations are 1/G of a sample's (hpf::SpatialSplit).
+template <std::size_t G>
+struct Spatial {
+  static_assert(G >= 1 && G <= ordered_sum_max_parts, "hpf::Spatial<G>: a group has 1 to 64 processes");
+  static constexpr LayerSplit split = LayerSplit::spatial(G);
+};
+
 namespace detail {
 template <class Option>
 inline constexpr bool is_layer_split_v = false;
@@ -37,6 +50,8 @@ template <std::size_t G>
 inline constexpr bool is_layer_split_v<Filter<G>> = true;
 template <std::size_t G>
 inline constexpr bool is_layer_split_v<Channel<G>> = true;
+template <std::size_t G>
+inline constexpr bool is_layer_split_v<Spatial<G>> = true;
 
 /// The options of a Pipeline that are not a layer split: its stage spaces.
 template <class... Options>
@@ -65,19 +80,37 @@ constexpr LayerSplit layer_split_of() {
 /// \tparam Partition where the stages begin
 /// \tparam Options optionally one Kokkos execution space per stage (a CPU stage next to a GPU
 ///         stage; by default every stage runs on fit's execution space), and at most one layer
-///         split, Filter<G> or Channel<G>: each stage of each replica then runs on G processes
-///         that divide its Dense and convolution layers (R x S x G processes). Activations crossing between
+///         split, Filter<G>, Channel<G> or Spatial<G>: each stage of each replica then runs on G
+///         processes that divide its Dense and convolution layers, or its samples' rows
+///         (R x S x G processes). Activations crossing between
 ///         stages move through MPI, staged through host memory where a space's memory is not
 ///         host-accessible (unless hpf is configured for a GPU-aware MPI).
 template <class Partition, class... Options>
 struct Pipeline {
   static_assert((std::size_t{0} + ... + std::size_t{detail::is_layer_split_v<Options>}) <= 1,
-                "hpf::Pipeline: name at most one layer split (Filter<G> or Channel<G>)");
+                "hpf::Pipeline: name at most one layer split (Filter<G>, Channel<G> or Spatial<G>)");
   using partition = Partition;
   using stage_spaces = detail::stage_spaces_of<Options...>;
   /// How each stage's Dense and convolution layers divide among a group (LayerSplit{} without a split).
   static constexpr LayerSplit split = detail::layer_split_of<Options...>();
 };
+
+namespace detail {
+template <class Model, bool Slabs, std::size_t Group>
+struct split_model {
+  using type = Model;
+};
+template <class Model, std::size_t Group>
+struct split_model<Model, true, Group> {
+  using type = SpatialSplit<Model, Group, 1>;
+};
+}  // namespace detail
+
+/// The model a process of a group of Strategy runs: Model, or under Spatial<G> the model on one
+/// slab of each sample (SpatialSplit<Model, G, 1>).
+template <class Model, class Strategy>
+using split_model_t = typename detail::split_model<Model, Strategy::split.kind == SplitKind::spatial && Strategy::split.splits(),
+                                                   Strategy::split.group>::type;
 
 /// \brief Parallel strategy: the whole model on every process (one stage), gradients averaged
 /// among all of them.

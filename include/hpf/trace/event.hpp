@@ -10,10 +10,11 @@ namespace hpf::trace {
 
 /// The row of a rank's timeline a span belongs to. `wait` holds the time the rank's thread was
 /// blocked (in a receive, a collective or Request::wait), so idle time is recorded, not inferred;
-/// the communication rows hold each operation from its post to its completion.
-enum class Track : std::uint8_t { compute, wait, send, receive, collective };
+/// the communication rows hold each operation from its post to its completion; `group` holds
+/// the collectives and halo exchanges of layers split within a group (LayerSplit).
+enum class Track : std::uint8_t { compute, wait, send, receive, collective, group };
 
-inline constexpr std::array<std::string_view, 5> track_names{"compute", "wait", "send", "receive", "collective"};
+inline constexpr std::array<std::string_view, 6> track_names{"compute", "wait", "send", "receive", "collective", "group"};
 
 /// What a span is about; -1 where it does not apply. The step is filled in by the recorder.
 struct Tags {

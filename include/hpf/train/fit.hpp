@@ -352,11 +352,14 @@ TrainReport fit(const comm::Communicator& world, const TrainOptions& given, cons
   static_assert(schedules_verified<stages>(), "hpf::fit: a pipeline schedule failed its compile-time check");
   static_assert(Strategy::stage_spaces::size == 0 || Strategy::stage_spaces::size == stages,
                 "hpf::Pipeline: name one execution space per stage, or none");
-  static_assert(!Strategy::split.splits() || Model::cost.split_layers > 0,
+  static_assert(!Strategy::split.divides_layers() || Model::cost.split_layers > 0,
                 "hpf::fit: the strategy's layer split (Filter<G> or Channel<G>) divides Dense, Conv2D and Conv3D layers, "
                 "and the model has none");
 
   constexpr LayerSplit split = Strategy::split;
+  // What each rank of a group runs: the model, or its slab of every sample under Spatial<G>.
+  using GroupModel = split_model_t<Model, Strategy>;
+  static_assert(GroupModel::valid, "hpf::fit: the model does not split as the strategy says; the error above says why");
   const TrainOptions options = detail::with_profile_exchange_cost(
       world, detail::agreed_options(world, with_precision<Precision>(given), split), stages);
   std::optional<comm::WaitLimit> wait_limit;
@@ -369,20 +372,22 @@ TrainReport fit(const comm::Communicator& world, const TrainOptions& given, cons
   const ProcessGrid grid(world, stages, split.ranks());
   detail::check_layout<T>(options, grid);
   if (split.splits() && options.log && world.rank() == 0) {
-    *options.log << "hpf: layer split, Dense and convolution layers in " << split.describe() << " ranks: " << grid.replicas()
-                 << " replica(s) x " << stages << " stage(s) x " << split.ranks() << " ranks" << std::endl;
+    *options.log << "hpf: layer split, "
+                 << (split.divides_layers() ? "Dense and convolution layers" : "samples in slabs of rows, layers up to the gather")
+                 << " in " << split.describe() << " ranks: " << grid.replicas() << " replica(s) x " << stages << " stage(s) x "
+                 << split.ranks() << " ranks" << std::endl;
   }
   NetworkFacts facts;
   StagePosition position;
   detail::with_index<stages>(grid.stage(), [&](auto stage) {
-    using StageModel = detail::fit_stage_t<Model, Partition, stage>;
+    using StageModel = detail::fit_stage_t<GroupModel, Partition, stage>;
     facts = network_facts<StageModel>();
     position = stage_position<StageModel>();
   });
   const data::TrainTest data = detail::load_stage_data(world, source, grid, options, facts, position);
   TrainReport report;
   detail::with_index<stages>(grid.stage(), [&](auto stage) {
-    using StageModel = detail::fit_stage_t<Model, Partition, stage>;
+    using StageModel = detail::fit_stage_t<GroupModel, Partition, stage>;
     using StageSpace = stage_space_t<Strategy, stage, Space>;
     TrainOptions stage_options = options;
     if (split.splits()) stage_options.network.split_group = std::make_shared<MpiLayerGroup<T, StageSpace>>(grid.group());

@@ -5,6 +5,7 @@
 #include <hpf/layers/bind.hpp>
 #include <hpf/layers/detail/volume_window.hpp>
 #include <hpf/layers/detail/window.hpp>
+#include <hpf/tensor/spatial_part.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -49,6 +50,15 @@ KOKKOS_INLINE_FUNCTION void keep_max(T v, std::int32_t i, T& best, std::int32_t&
 }
 
 /// Shared compile-time part of MaxPool and AvgPool.
+/// The compile error of a pooling window that would read two members' slabs.
+template <class In, std::size_t Kernel, std::size_t Stride, std::size_t Pad>
+struct pool_window_crosses_slabs {
+  static_assert(Kernel == 0,
+                "hpf::Spatial<G>: MaxPool/AvgPool on samples split into slabs of rows needs windows inside a slab: "
+                "a window as large as its stride, no padding, and a stride that divides each member's rows "
+                "(height / G)");
+};
+
 template <class Impl, std::size_t Kernel, std::size_t Stride, std::size_t Pad, class In>
 struct bound_pool {
   static_assert(In::rank == 3, "hpf::MaxPool/AvgPool: the input must be an image (channels, height, width)");
@@ -59,8 +69,17 @@ struct bound_pool {
   static constexpr bool accepted =
       Stride > 0 && In::rank == 3 && In::height + 2 * Pad >= Kernel && In::width + 2 * Pad >= Kernel;
   static constexpr WindowGeometry geometry{In::channels, In::height, In::width, Kernel, Stride, Pad};
+  // A sample split into slabs (hpf::Spatial<G>) pools each slab by itself: windows must not cross one.
+  using whole_in = whole_shape_t<In>;
+  static constexpr std::size_t members = spatial_group_v<In>;
+  static constexpr bool slabs_align = members == 1 || (Kernel == Stride && Pad == 0 && whole_in::height / members % Stride == 0);
+  static_assert(sizeof(std::conditional_t<slabs_align, char, pool_window_crosses_slabs<In, Kernel, Stride, Pad>>));
+  static constexpr WindowGeometry whole_geometry{In::channels, whole_in::height, whole_in::width, Kernel, Stride, Pad};
   using input_shape = In;
-  using output_shape = std::conditional_t<accepted, Shape<In::channels, geometry.out_height, geometry.out_width>, InvalidShape>;
+  using output_shape = std::conditional_t<accepted && slabs_align,
+                                          part_like_t<In, Shape<In::channels, whole_geometry.out_height, whole_geometry.out_width>>,
+                                          InvalidShape>;
+  static constexpr bool takes_spatial_parts = true;
   static constexpr std::size_t outputs = In::channels * geometry.out_height * geometry.out_width;
   static constexpr LayerCost cost{.forward_flops = outputs * Kernel * Kernel, .backward_flops = In::size * Kernel * Kernel,
                                   .activations = outputs, .saved_indices = Impl::saves_indices ? outputs : 0};

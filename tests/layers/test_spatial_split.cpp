@@ -1,0 +1,162 @@
+// Samples split into slabs of rows (spatial parallelism), every member computed in one process.
+#include <hpf/layers/avg_pool.hpp>
+#include <hpf/layers/batch_norm.hpp>
+#include <hpf/layers/conv2d.hpp>
+#include <hpf/layers/dense.hpp>
+#include <hpf/layers/flatten.hpp>
+#include <hpf/layers/global_avg_pool.hpp>
+#include <hpf/layers/max_pool.hpp>
+#include <hpf/layers/relu.hpp>
+#include <hpf/layers/softmax_cross_entropy.hpp>
+#include <hpf/model/network.hpp>
+#include <hpf/model/sequential.hpp>
+#include <hpf/model/spatial_split.hpp>
+#include <hpf/tensor/random.hpp>
+#include <hpf/zoo/blocks.hpp>
+
+#include <support/gradient_check.hpp>
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <vector>
+
+namespace {
+
+using SameConv = hpf::Sequential<hpf::Input<3, 6, 5>, hpf::Conv2D<4, 3, hpf::Pad<1>>>;
+using WideConv = hpf::Sequential<hpf::Input<2, 8, 4>, hpf::Conv2D<3, 5, hpf::Pad<2>, hpf::NoBias>>;
+using StridedConv = hpf::Sequential<hpf::Input<3, 8, 6>, hpf::Conv2D<4, 3, hpf::Stride<2>, hpf::Pad<1>>>;
+using PointwiseStrided = hpf::Sequential<hpf::Input<3, 8, 4>, hpf::Conv2D<2, 1, hpf::Stride<2>>>;
+using Cnn = hpf::Sequential<hpf::Input<2, 8, 6>, hpf::Conv2D<4, 3, hpf::Pad<1>>, hpf::BatchNorm, hpf::ReLU, hpf::MaxPool<2>,
+                            hpf::Conv2D<5, 3, hpf::Pad<1>>, hpf::ReLU, hpf::AvgPool<2>, hpf::Flatten, hpf::Dense<3>,
+                            hpf::SoftmaxCrossEntropy>;
+using ResNet = hpf::Sequential<hpf::Input<2, 8, 8>, hpf::Conv2D<4, 3, hpf::Pad<1>, hpf::NoBias>, hpf::BatchNorm, hpf::ReLU,
+                               hpf::zoo::BasicBlock<4>, hpf::zoo::BasicBlock<6, 2, false, hpf::zoo::Shortcut::projection>,
+                               hpf::GlobalAvgPool, hpf::Dense<3>, hpf::SoftmaxCrossEntropy>;
+
+// The slabs are the input's shape, split: a rank holding one slab holds 1/G of each activation
+// up to the gather, and the whole one after it.
+using Half = hpf::SpatialSplit<Cnn, 2, 1>;
+static_assert(std::is_same_v<Half::input_shape, hpf::SpatialPart<hpf::Shape<2, 8, 6>, 2, 1>>);
+static_assert(Half::input_shape::height == 4 && Half::input_shape::size == 48);
+static_assert(std::is_same_v<Half::output_shape, Cnn::output_shape>);
+static_assert(Half::cost.parameters == Cnn::cost.parameters);
+static_assert(hpf::SpatialSplit<Cnn, 2>::cost.activations == Cnn::cost.activations);
+static_assert(Half::cost.activations < Cnn::cost.activations);
+
+/// The split model's analytic gradients against central differences, as tight as the unsplit
+/// model's own (the differences' truncation error through ReLUs and max pooling).
+template <class Model, std::size_t G>
+void check_gradients() {
+  INFO("spatial split over ", G);
+  const auto draw = [](hpf::Rng& g) { return g.uniform(-1.0, 1.0); };
+  const auto whole = hpf_test::gradient_check<Model>(4, 3, 24, 1e-5, draw);
+  const auto split = hpf_test::gradient_check<hpf::SpatialSplit<Model, G>>(4, 3, 24, 1e-5, draw);
+  CHECK(split.checked > 0);
+  CHECK(split.worst_input_error < std::max(1e-6, 2 * whole.worst_input_error));
+  CHECK(split.worst_parameter_error < std::max(1e-6, 2 * whole.worst_parameter_error));
+}
+
+/// Output, input gradient and parameter gradients of one forward and backward on fixed random data.
+struct Pass {
+  std::vector<double> output, input_grad, gradients, buffers;
+};
+
+template <class Model, class T = double>
+Pass run_pass(std::size_t batch) {
+  hpf::Network<Model, T> net;
+  auto tape = net.make_tape(batch);
+  hpf::Rng rng(4, "spatial pass");
+  auto x = Kokkos::create_mirror_view(net.input(tape, batch));
+  for (std::size_t i = 0; i < x.size(); ++i) x.data()[i] = static_cast<T>(rng.uniform(-1.0, 1.0));
+  Kokkos::deep_copy(net.input(tape, batch), x);
+  net.forward(tape, batch);
+  auto y = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, net.output(tape));
+  Pass p;
+  p.output.assign(y.data(), y.data() + y.size());
+  hpf::Buffer<T, Kokkos::DefaultExecutionSpace> dy("dy", y.size()), dx("dx", x.size());
+  auto dy_host = Kokkos::create_mirror_view(dy);
+  for (std::size_t i = 0; i < dy_host.size(); ++i) dy_host(i) = static_cast<T>(rng.uniform(-1.0, 1.0));
+  Kokkos::deep_copy(dy, dy_host);
+  const auto out = net.output(tape);
+  const auto in = net.input(tape, batch);
+  net.backward(tape, T(1), hpf::activation_view(dy, out.extent(0), out.extent(1), out.extent(2)),
+               hpf::activation_view(dx, in.extent(0), in.extent(1), in.extent(2)));
+  auto dx_host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, dx);
+  p.input_grad.assign(dx_host.data(), dx_host.data() + dx_host.size());
+  for (const auto& t : net.tensors()) {
+    const auto values = net.read(t, t.kind == hpf::TensorKind::parameter);
+    (t.kind == hpf::TensorKind::parameter ? p.gradients : p.buffers).insert(
+        (t.kind == hpf::TensorKind::parameter ? p.gradients : p.buffers).end(), values.begin(), values.end());
+  }
+  return p;
+}
+
+double worst_relative(const std::vector<double>& a, const std::vector<double>& b) {
+  REQUIRE(a.size() == b.size());
+  double scale = 0, worst = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    scale = std::max(scale, std::abs(b[i]));
+    worst = std::max(worst, std::abs(a[i] - b[i]));
+  }
+  return worst / std::max(scale, 1e-300);
+}
+
+/// The split model agrees with the unsplit one within `tolerance` of the largest value.
+template <class Model, std::size_t G, class T = double>
+void check_agreement(std::size_t batch, double tolerance) {
+  INFO("spatial split over ", G);
+  const Pass whole = run_pass<Model, T>(batch);
+  const Pass part = run_pass<hpf::SpatialSplit<Model, G>, T>(batch);
+  CHECK(worst_relative(part.output, whole.output) < tolerance);
+  CHECK(worst_relative(part.input_grad, whole.input_grad) < tolerance);
+  CHECK(worst_relative(part.gradients, whole.gradients) < tolerance);
+  CHECK(worst_relative(part.buffers, whole.buffers) < tolerance);
+}
+
+}  // namespace
+
+TEST_CASE("Spatial split: finite-difference gradients of convolutions on slabs, halos included") {
+  check_gradients<SameConv, 2>();
+  check_gradients<SameConv, 3>();
+  check_gradients<SameConv, 6>();  // one row per member
+  check_gradients<WideConv, 2>();  // halos of two rows
+  check_gradients<WideConv, 4>();  // halos as tall as a member's rows
+  check_gradients<StridedConv, 2>();
+  check_gradients<StridedConv, 4>();
+  check_gradients<PointwiseStrided, 4>();  // reads only its own rows
+}
+
+TEST_CASE("Spatial split: finite-difference gradients through BatchNorm, pooling and the gathers") {
+  check_gradients<Cnn, 2>();
+  check_gradients<ResNet, 2>();
+  check_gradients<ResNet, 4>();
+}
+
+TEST_CASE("Spatial split: the unsplit model's values up to the order of additions") {
+  check_agreement<SameConv, 3>(3, 1e-14);
+  check_agreement<WideConv, 4>(3, 1e-14);
+  check_agreement<StridedConv, 2>(3, 1e-14);
+  check_agreement<Cnn, 2>(5, 1e-13);
+  check_agreement<ResNet, 4>(3, 1e-13);
+}
+
+TEST_CASE("Spatial split in float: the unsplit model's values to float rounding") {
+  // In float on the host each member's rows run oneDNN's convolution where hpf is built with it.
+  check_agreement<Cnn, 2, float>(5, 2e-5);
+  check_agreement<ResNet, 2, float>(3, 2e-5);
+}
+
+TEST_CASE("Spatial split: a network holding one slab needs its group's processes") {
+  CHECK_THROWS_WITH_AS(hpf::Network<Half>(), doctest::Contains("holds 1 of 2 slabs of each sample"), std::invalid_argument);
+  hpf::NetworkOptions filter;
+  filter.split = hpf::LayerSplit::filter(2);
+  const auto split_twice = [&] { hpf::Network<hpf::SpatialSplit<Cnn, 2>> net(filter); };
+  CHECK_THROWS_WITH_AS(split_twice(), doctest::Contains("splits samples into slabs (spatial split over 2)"), std::invalid_argument);
+  CHECK(hpf::LayerSplit::spatial(3).describe() == "spatial split over 3");
+  CHECK(!hpf::LayerSplit::spatial(3).divides_layers());
+  const hpf::Network<hpf::SpatialSplit<Cnn, 2>> net;
+  CHECK(net.input_positions().all());
+}
