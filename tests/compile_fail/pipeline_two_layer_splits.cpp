@@ -1,5 +1,5 @@
 // A filter and a channel split named in one strategy.
-// expect-message: hpf::Pipeline: name at most one layer split \(Filter<G> or Channel<G>\)
+// expect-message: hpf::Pipeline: name at most one layer split \(Filter<G>, Channel<G> or Spatial<G>\)
 #include <hpf/parallel/strategy.hpp>
 
 using Strategy = hpf::Pipeline<hpf::Cuts<>, hpf::Filter<2>, hpf::Channel<2>>;

@@ -77,7 +77,8 @@ struct Flatten {
     static std::string describe() { return "Flatten"; }
     template <class T, class Space>
     struct slab_impl : detail::SpatialFlattenImpl<T, Space> {
-      slab_impl() : detail::SpatialFlattenImpl<T, Space>(spatial_group_v<In>, spatial_held_v<In>, whole_shape_t<In>::spatial) {}
+      slab_impl()
+          : detail::SpatialFlattenImpl<T, Space>(In::channels, spatial_group_v<In>, spatial_held_v<In>, whole_shape_t<In>::spatial) {}
     };
     template <class T, class Space>
     using impl = std::conditional_t<is_spatial_part_v<In>, slab_impl<T, Space>, detail::FlattenImpl<T, Space, In::sequence>>;

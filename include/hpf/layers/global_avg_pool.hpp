@@ -79,7 +79,8 @@ struct GlobalAvgPool {
     template <class T, class Space>
     struct slab_impl : detail::SpatialGlobalAvgPoolImpl<T, Space> {
       slab_impl()
-          : detail::SpatialGlobalAvgPoolImpl<T, Space>(spatial_group_v<In>, spatial_held_v<In>, whole_shape_t<In>::spatial) {}
+          : detail::SpatialGlobalAvgPoolImpl<T, Space>(In::channels, spatial_group_v<In>, spatial_held_v<In>,
+                                                       whole_shape_t<In>::spatial) {}
     };
     template <class T, class Space>
     using impl = std::conditional_t<is_spatial_part_v<In>, slab_impl<T, Space>, detail::GlobalAvgPoolImpl<T, Space>>;

@@ -138,6 +138,41 @@ class LocalLayerGroup final : public LayerGroup<T, Space> {
   std::size_t members_;
 };
 
+/// \brief Member 0 of a group whose other members are absent: what the performance oracle's
+/// calibration runs to time and size one rank's part of a split alone (hpf/oracle/calibrate.hpp).
+/// It moves nothing and waits for no one: absent neighbours' halos and gathered parts are zeros,
+/// and a sum adds this member's part to zeros in the group's tree (the arithmetic a rank does).
+/// Its results are not the group's: never train with it.
+template <class T, class Space>
+class AbsentPeersLayerGroup final : public LayerGroup<T, Space> {
+  using Flat = Kokkos::View<T*, memory_space_t<Space>, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+
+ public:
+  explicit AbsentPeersLayerGroup(std::size_t members) : members_(members) {}
+  std::size_t size() const override { return members_; }
+  std::size_t first_member() const override { return 0; }
+  std::size_t local_members() const override { return 1; }
+  void gather(T*, std::span<const std::size_t>) const override {}
+  void sum(const T* mine, std::size_t n, T* out) const override {
+    ensure_capacity(all_, members_ * n, "hpf::AbsentPeersLayerGroup::parts");
+    gather_parts(mine, n, all_.data());
+    ordered_sum(Space{}, all_.data(), members_, n, out, n);
+  }
+  void gather_parts(const T* mine, std::size_t n, T* all) const override {
+    Kokkos::deep_copy(Space{}, Flat(all, n), Flat(const_cast<T*>(mine), n));
+    Kokkos::deep_copy(Space{}, Flat(all + n, (members_ - 1) * n), T(0));
+  }
+  void swap_edges(const T*, std::size_t, T* from_previous, std::size_t from_previous_count, const T*, std::size_t,
+                  T* from_next, std::size_t from_next_count) const override {
+    Kokkos::deep_copy(Space{}, Flat(from_previous, from_previous_count), T(0));
+    Kokkos::deep_copy(Space{}, Flat(from_next, from_next_count), T(0));
+  }
+
+ private:
+  std::size_t members_;
+  mutable Buffer<T, Space> all_;
+};
+
 }  // namespace hpf
 
 #endif  // HPF_LAYERS_LAYER_SPLIT_HPP

@@ -91,7 +91,7 @@ void fill_like_data(const View& view) {
 /// Throws std::invalid_argument unless `samples` can feed Model's input: images of its shape.
 template <class Model>
 void check_samples(const data::Dataset& samples) {
-  using In = typename Model::input_shape;
+  using In = whole_shape_t<typename Model::input_shape>;  // a slab model reads whole samples
   const std::string what = "hpf::oracle::calibrate: the samples ";
   if (!samples.has_images() || samples.local_size() == 0) throw std::invalid_argument(what + "hold no images");
   if (samples.sample_size() != In::size || samples.channels() != In::channels) {
@@ -124,7 +124,13 @@ std::vector<UnitTiming> time_layers(const CalibrationOptions& o) {
   using Seconds = std::vector<double>;  // per top-level layer
   static_assert(HPF_ENABLE_TRACE, "hpf::oracle::calibrate times layers by their trace spans: build with HPF_ENABLE_TRACE=1");
   if (o.samples) check_samples<Model>(*o.samples);
-  Net net(NetworkOptions{.matmul_precision = o.matmul_precision});
+  NetworkOptions options{.matmul_precision = o.matmul_precision};
+  using In = typename Model::input_shape;
+  if constexpr (is_spatial_part_v<In>) {
+    // One rank's slab of a spatial split (SpatialSplit<Model, G, 1>), timed without its peers.
+    if constexpr (In::held < In::group) options.split_group = std::make_shared<AbsentPeersLayerGroup<T, Space>>(In::group);
+  }
+  Net net(options);
   auto tape = net.make_tape(o.batches.back());
   if constexpr (Net::classifier) Kokkos::deep_copy(tape.labels, 1);
   // One forward and backward of n samples: each top-level layer's seconds, forward and backward.

@@ -65,6 +65,15 @@ std::string shape_string() {
       if (i) s += 'x';
       s += std::to_string(S::dims[i]);
     }
+    if constexpr (requires { typename S::whole; }) {  // a SpatialPart: the slabs it holds
+      s += " (";
+      s += std::to_string(S::held);
+      s += " of ";
+      s += std::to_string(S::group);
+      s += " slabs of ";
+      s += shape_string<typename S::whole>();
+      s += ')';
+    }
     return s;
   }
 }

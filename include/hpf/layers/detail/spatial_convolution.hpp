@@ -60,6 +60,13 @@ constexpr bool slabs_align(const WindowGeometry& g, std::size_t members) {
          s.bottom <= s.rows_per_member;
 }
 
+/// Values of one sample's halo rows a tape keeps from forward to backward (those of other processes).
+constexpr std::size_t slab_halo_elements(const WindowGeometry& whole, std::size_t members, std::size_t held) {
+  if (members <= 1 || held == members) return 0;
+  const SlabGeometry s = SlabGeometry::of(whole, members, held);
+  return whole.channels * (s.pad + s.bottom) * s.width;
+}
+
 /// The compile error of a convolution whose windows do not follow its input's slabs.
 template <class In, std::size_t Kernel, std::size_t Stride, std::size_t Pad>
 struct conv2d_slabs_misaligned {
@@ -98,9 +105,10 @@ class SpatialConvolution {
     ensure_capacity(tape.from_previous, halo(slab_.pad, capacity), "hpf::Conv2D::halo_from_previous");
     ensure_capacity(tape.from_next, halo(slab_.bottom, capacity), "hpf::Conv2D::halo_from_next");
   }
-  std::size_t workspace(std::size_t capacity) const {
-    return padded(capacity) + outputs(capacity) + slab_.held * padded(capacity) + inner_.workspace(capacity);
-  }
+  /// The padded rows of a member, its output rows (when this process holds several members), the
+  /// members' padded input gradients, the edges sent and received, then the inner kernel's own.
+  std::size_t workspace(std::size_t capacity) const { return own_workspace(capacity) + inner_.workspace(capacity); }
+
 
   void forward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, Activation<T, Space> y,
                tape_type& tape) const {
@@ -158,8 +166,7 @@ class SpatialConvolution {
   void swap_input_edges(const Context<T, Space>& ctx, ConstActivation<T, Space> x, tape_type& tape) const {
     const std::size_t n = x.extent(1), held_rows = slab_.held * slab_.rows_per_member;
     if (slab_.held == slab_.members) return;  // no member on another process
-    ensure_capacity(send_, halo(slab_.bottom, n) + halo(slab_.pad, n), "hpf::Conv2D::halo_send");
-    T* to_previous = send_.data();
+    T* to_previous = edges(ctx, n);
     T* to_next = to_previous + halo(slab_.bottom, n);
     copy_rows(ctx.space, x.data(), held_rows, 0, to_previous, slab_.bottom, n);
     copy_rows(ctx.space, x.data(), held_rows, held_rows - slab_.pad, to_next, slab_.pad, n);
@@ -256,11 +263,9 @@ class SpatialConvolution {
     const std::size_t first = group_->first_member(), held_rows = s.held * s.rows_per_member;
     // Rows of the first held member's padded gradient above it go to the member before, rows of
     // the last one's below it to the member after.
-    ensure_capacity(send_, halo(s.pad, n) + halo(s.bottom, n), "hpf::Conv2D::halo_send");
-    ensure_capacity(receive_, halo(s.bottom, n) + halo(s.pad, n), "hpf::Conv2D::halo_receive");
-    T* to_previous = send_.data();
+    T* to_previous = edges(ctx, n);
     T* to_next = to_previous + halo(s.pad, n);
-    T* from_previous = receive_.data();
+    T* from_previous = to_next + halo(s.bottom, n);
     T* from_next = from_previous + halo(s.bottom, n);
     if (s.held < s.members) {
       crop_rows(ctx.space, padded_dx, 0, to_previous, s.pad, n);
@@ -324,10 +329,19 @@ class SpatialConvolution {
   std::size_t padded(std::size_t n) const { return whole_.channels * n * slab_.padded_image(); }
   std::size_t member_outputs() const { return slab_.out_rows_per_member * whole_.out_width; }
   std::size_t outputs(std::size_t n) const { return slab_.held > 1 ? out_ * n * member_outputs() : 0; }
+  std::size_t edge_elements(std::size_t n) const {
+    return slab_.held < slab_.members ? 2 * (halo(slab_.pad, n) + halo(slab_.bottom, n)) : 0;
+  }
+  std::size_t own_workspace(std::size_t n) const {
+    return padded(n) + outputs(n) + slab_.held * padded(n) + edge_elements(n);
+  }
+  /// The workspace's room for the edges sent and received.
+  T* edges(const Context<T, Space>& ctx, std::size_t n) const {
+    return ctx.workspace.data() + padded(n) + outputs(n) + slab_.held * padded(n);
+  }
   Context<T, Space> inner_context(const Context<T, Space>& ctx, std::size_t n) const {
     Context<T, Space> inner = ctx;
-    const std::size_t used = padded(n) + outputs(n) + slab_.held * padded(n);
-    inner.workspace = Kokkos::subview(ctx.workspace, Kokkos::make_pair(used, ctx.workspace.extent(0)));
+    inner.workspace = Kokkos::subview(ctx.workspace, Kokkos::make_pair(own_workspace(n), ctx.workspace.extent(0)));
     return inner;
   }
 
@@ -340,7 +354,7 @@ class SpatialConvolution {
   const LayerGroup<T, Space>* group_ = nullptr;
   Matrix<T, Space> weight_grad_;
   Vector<T, Space> bias_grad_;
-  mutable Buffer<T, Space> parts_, total_, send_, receive_;
+  mutable Buffer<T, Space> parts_, total_;
 };
 
 }  // namespace hpf::detail

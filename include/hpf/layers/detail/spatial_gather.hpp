@@ -21,8 +21,8 @@ namespace hpf::detail {
 template <class T, class Space>
 class SlabGather : public ParameterFreeLayer {
  public:
-  SlabGather(std::size_t members, std::size_t held, std::size_t whole_spatial)
-      : members_(members), held_(held), whole_spatial_(whole_spatial) {}
+  SlabGather(std::size_t channels, std::size_t members, std::size_t held, std::size_t whole_spatial)
+      : channels_(channels), members_(members), held_(held), whole_spatial_(whole_spatial) {}
   void bind(ParameterBinder<T, Space>& binder) { group_ = &binder.kernels().template layer_group<T, Space>(); }
 
  protected:
@@ -30,9 +30,9 @@ class SlabGather : public ParameterFreeLayer {
   /// First position (of a channel's whole_spatial) this process holds.
   std::size_t first_position() const { return group_->first_member() * slab(); }
 
-  std::size_t members_, held_, whole_spatial_;
+  std::size_t channels_, members_, held_, whole_spatial_;
   const LayerGroup<T, Space>* group_ = nullptr;
-  mutable Buffer<T, Space> parts_, total_;
+  mutable Buffer<T, Space> parts_, total_;  // GlobalAvgPool's sums
 };
 
 /// Flatten of a sample split into slabs: the group gathers every member's slab, and each member
@@ -42,6 +42,10 @@ template <class T, class Space>
 class SpatialFlattenImpl : public SlabGather<T, Space> {
  public:
   using SlabGather<T, Space>::SlabGather;
+  /// Every member's slabs, gathered (when other processes hold some).
+  std::size_t workspace(std::size_t capacity) const {
+    return this->held_ < this->members_ ? this->channels_ * capacity * this->whole_spatial_ : 0;
+  }
 
   void forward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, Activation<T, Space> y, NoTape&) const {
     trace::Region region("hpf::Flatten::forward (slabs)");
@@ -49,9 +53,8 @@ class SpatialFlattenImpl : public SlabGather<T, Space> {
     const std::size_t held = this->held_, members = this->members_, part = channels * n * slab;
     const T* all = x.data();  // every member's slab, when this process holds them all
     if (held < members) {
-      ensure_capacity(this->parts_, members * part, "hpf::Flatten::slabs");
-      this->group_->gather_parts(x.data(), part, this->parts_.data());
-      all = this->parts_.data();
+      this->group_->gather_parts(x.data(), part, ctx.workspace.data());
+      all = ctx.workspace.data();
     }
     T* out = y.data();
     Kokkos::parallel_for(
