@@ -1,9 +1,9 @@
 // Under Spatial<4> 2x2 pooling of 12 rows gives slabs of 3 rows, which a stride of 2 does not
-// divide: a window would read two members' rows. Layer 2 gets the slabs of Shape<4, 12, 12>.
+// divide: a window would read two members' rows. Layer 1 gets the slabs of Shape<4, 12, 12>.
 // expect-message: hpf::Spatial<G>: MaxPool/AvgPool on samples split into slabs of rows needs windows inside a slab
 // expect-early: MaxPool<2>
 // expect-early: Shape<4, 12, 12>
-// expect-index: 2
+// expect-index: 1
 #include <hpf/layers/conv2d.hpp>
 #include <hpf/layers/dense.hpp>
 #include <hpf/layers/flatten.hpp>
