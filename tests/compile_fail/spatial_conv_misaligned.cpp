@@ -1,6 +1,6 @@
 // Under Spatial<2> a 3x3 convolution without padding (12 rows -> 10) does not map each slab's
 // rows to its own output rows: layer 1 gets the slabs of Shape<4, 12, 12>.
-// expect-message: hpf::Spatial<G>: this Conv2D does not split into the input's slabs of rows
+// expect-message: hpf::Spatial<G>: this convolution does not split into the input's slabs of rows
 // expect-early: Conv2D<6, 3>
 // expect-early: Shape<4, 12, 12>
 // expect-index: 1

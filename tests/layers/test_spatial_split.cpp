@@ -2,6 +2,8 @@
 #include <hpf/layers/avg_pool.hpp>
 #include <hpf/layers/batch_norm.hpp>
 #include <hpf/layers/conv2d.hpp>
+#include <hpf/layers/conv3d.hpp>
+#include <hpf/layers/max_pool3d.hpp>
 #include <hpf/layers/dense.hpp>
 #include <hpf/layers/flatten.hpp>
 #include <hpf/layers/global_avg_pool.hpp>
@@ -35,6 +37,13 @@ using Cnn = hpf::Sequential<hpf::Input<2, 8, 6>, hpf::Conv2D<4, 3, hpf::Pad<1>>,
 using ResNet = hpf::Sequential<hpf::Input<2, 8, 8>, hpf::Conv2D<4, 3, hpf::Pad<1>, hpf::NoBias>, hpf::BatchNorm, hpf::ReLU,
                                hpf::zoo::BasicBlock<4>, hpf::zoo::BasicBlock<6, 2, false, hpf::zoo::Shortcut::projection>,
                                hpf::GlobalAvgPool, hpf::Dense<3>, hpf::SoftmaxCrossEntropy>;
+
+using VolumeConv = hpf::Sequential<hpf::Input<2, 8, 3, 4>, hpf::Conv3D<3, 3, hpf::Pad<1>>>;
+using StridedVolumeConv = hpf::Sequential<hpf::Input<2, 8, 4, 3>, hpf::Conv3D<2, 3, hpf::Stride<2>, hpf::Pad<1>, hpf::NoBias>>;
+using VolumeCnn = hpf::Sequential<hpf::Input<1, 8, 4, 4>, hpf::Conv3D<3, 3, hpf::Pad<1>>, hpf::BatchNorm, hpf::ReLU,
+                                  hpf::MaxPool3D<2>, hpf::Conv3D<4, 3, hpf::Pad<1>>, hpf::ReLU, hpf::Flatten, hpf::Dense<3>,
+                                  hpf::SoftmaxCrossEntropy>;
+static_assert(hpf::SpatialSplit<VolumeCnn, 2, 1>::input_shape::depth == 4 && hpf::SpatialSplit<VolumeCnn, 2, 1>::input_shape::height == 4);
 
 // The slabs are the input's shape, split: a rank holding one slab holds 1/G of each activation
 // up to the gather, and the whole one after it.
@@ -129,6 +138,13 @@ TEST_CASE("Spatial split: finite-difference gradients of convolutions on slabs, 
   check_gradients<PointwiseStrided, 4>();  // reads only its own rows
 }
 
+TEST_CASE("Spatial split: finite-difference gradients of volumes split into slabs of planes") {
+  check_gradients<VolumeConv, 2>();
+  check_gradients<VolumeConv, 8>();  // one plane per member
+  check_gradients<StridedVolumeConv, 2>();
+  check_gradients<VolumeCnn, 2>();
+}
+
 TEST_CASE("Spatial split: finite-difference gradients through BatchNorm, pooling and the gathers") {
   check_gradients<Cnn, 2>();
   check_gradients<ResNet, 2>();
@@ -141,12 +157,15 @@ TEST_CASE("Spatial split: the unsplit model's values up to the order of addition
   check_agreement<StridedConv, 2>(3, 1e-14);
   check_agreement<Cnn, 2>(5, 1e-13);
   check_agreement<ResNet, 4>(3, 1e-13);
+  check_agreement<VolumeConv, 4>(3, 1e-14);
+  check_agreement<VolumeCnn, 2>(3, 1e-13);
 }
 
 TEST_CASE("Spatial split in float: the unsplit model's values to float rounding") {
   // In float on the host each member's rows run oneDNN's convolution where hpf is built with it.
   check_agreement<Cnn, 2, float>(5, 2e-5);
   check_agreement<ResNet, 2, float>(3, 2e-5);
+  check_agreement<VolumeCnn, 2, float>(3, 2e-5);
 }
 
 TEST_CASE("Spatial split: a network holding one slab needs its group's processes") {

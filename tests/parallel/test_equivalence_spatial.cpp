@@ -1,3 +1,5 @@
+#include <hpf/layers/conv3d.hpp>
+#include <hpf/layers/max_pool3d.hpp>
 #include <hpf/zoo/blocks.hpp>
 #include <hpf/zoo/models.hpp>
 
@@ -22,6 +24,11 @@ using ResNet = hpf::Sequential<hpf::Input<3, 8, 8>, hpf::Conv2D<4, 3, hpf::Pad<1
                                hpf::zoo::BasicBlock<4>, hpf::zoo::BasicBlock<6, 2, false, hpf::zoo::Shortcut::projection>,
                                hpf::GlobalAvgPool, hpf::Dense<10>, hpf::SoftmaxCrossEntropy>;
 
+// 12 planes: slabs of 6, 4 or 2 planes pool by 2.
+using Volumes = hpf::Sequential<hpf::Input<2, 12, 4, 4>, hpf::Conv3D<4, 3, hpf::Pad<1>>, hpf::BatchNorm, hpf::ReLU,
+                                hpf::MaxPool3D<2>, hpf::Conv3D<6, 3, hpf::Pad<1>>, hpf::ReLU, hpf::GlobalAvgPool, hpf::Dense<10>,
+                                hpf::SoftmaxCrossEntropy>;
+
 hpf::TrainOptions options() {
   hpf::TrainOptions o = hpf_test::cnn_options();  // batch 24 in 2 micro-batches, SGD with momentum
   o.bucket_bytes = 4 << 10;                        // several buckets
@@ -29,6 +36,7 @@ hpf::TrainOptions options() {
 }
 const auto cnn_source = hpf_test::synthetic_source<Cnn>(24 * 4 + 5);
 const auto resnet_source = hpf_test::synthetic_source<ResNet>(24 * 3 + 5);
+const auto volume_source = hpf_test::synthetic_source<Volumes>(24 * 3 + 5);
 
 template <std::size_t G>
 using Slabs = hpf::Pipeline<hpf::Cuts<>, hpf::Spatial<G>>;
@@ -77,6 +85,21 @@ TEST_CASE("Spatial split: a ResNet, strided and projection convolutions included
   }
   hpf_test::check_strategy_all<ResNet, Slabs<2>>(o, resnet_source, 4);
   if (hpf_test::world_size() == 4) hpf_test::check_strategy_all<ResNet, Slabs<4>>(o, resnet_source, 4);
+}
+
+TEST_CASE("Spatial split: a 3-D CNN's volumes split into slabs of planes, bit for bit as one process") {
+  const auto o = options();
+  switch (hpf_test::world_size()) {
+    case 1:
+      hpf_test::check_strategy_all<Volumes, Slabs<1>>(o, volume_source, 4);
+      break;
+    case 6:
+      hpf_test::check_strategy_all<Volumes, Slabs<3>>(o, volume_source, 4);
+      hpf_test::check_strategy_all<Volumes, Slabs<6>>(o, volume_source, 4);
+      break;
+    default:  // 2 and 4 ranks
+      hpf_test::check_strategy_all<Volumes, Slabs<2>>(o, volume_source, 4);
+  }
 }
 
 TEST_CASE("Spatial split: mixed precision and two shards per replica train bit for bit as one process") {

@@ -145,8 +145,8 @@ struct layer_rejects_slabs {
   static_assert(!std::is_same_v<Layer, Layer>,
                 "hpf::Spatial<G>: the layer named above cannot take samples split into slabs of rows. Under "
                 "Spatial<G> the layers before a Flatten or GlobalAvgPool (which gather the whole sample) must be "
-                "Conv2D, BatchNorm, ReLU, GELU, MaxPool/AvgPool with windows inside a slab, SubsampleZeroPad, or "
-                "blocks of them (Residual, Repeat, Chain)");
+                "Conv2D, Conv3D, BatchNorm, ReLU, GELU, MaxPool/AvgPool (2-D and 3-D) with windows inside a slab, "
+                "SubsampleZeroPad, or blocks of them (Residual, Repeat, Chain)");
 };
 
 /// \brief Binds the layer at position LayerIndex of a model to its input shape. Exists to name

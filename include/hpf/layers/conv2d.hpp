@@ -271,7 +271,7 @@ struct Conv2D {
     static constexpr detail::WindowGeometry geometry{whole_in::channels, whole_in::height, whole_in::width, Kernel, stride, pad};
     static constexpr std::size_t members = spatial_group_v<In>;
     static constexpr bool slabs_align = !accepted || detail::slabs_align(geometry, members);
-    static_assert(sizeof(std::conditional_t<slabs_align, char, detail::conv2d_slabs_misaligned<In, Kernel, stride, pad>>));
+    static_assert(sizeof(std::conditional_t<slabs_align, char, detail::convolution_slabs_misaligned<In, Kernel, stride, pad>>));
     static constexpr std::size_t patch = In::channels * Kernel * Kernel;
     static constexpr std::size_t out_spatial = geometry.out_height * geometry.out_width;
     static constexpr std::size_t held_out_spatial = out_spatial / members * spatial_held_v<In>;

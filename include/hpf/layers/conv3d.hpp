@@ -8,11 +8,13 @@
 #include <hpf/layers/detail/gemm.hpp>
 #include <hpf/layers/detail/onednn_convolution.hpp>
 #include <hpf/layers/detail/rows.hpp>
+#include <hpf/layers/detail/spatial_convolution.hpp>
 #include <hpf/layers/detail/split_convolution.hpp>
 #include <hpf/layers/detail/vol2col.hpp>
 #include <hpf/layers/detail/volume_window.hpp>
 #include <hpf/layers/options.hpp>
 #include <hpf/layers/parameters.hpp>
+#include <hpf/tensor/spatial_part.hpp>
 #include <hpf/trace/region.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -72,6 +74,9 @@ class Conv3DImpl {
     }
   }
   void reserve(tape_type&, std::size_t) {}
+  /// The gradients of the weight and bias the layer binds (a spatial split adds its group's sum into them).
+  Matrix<T, Space> weight_gradient() const { return weight_grad_; }
+  Vector<T, Space> bias_gradient() const { return bias_grad_; }
   std::size_t workspace(std::size_t capacity) const {
     if (split_) return 0;  // the split keeps its own scratch
 #if HPF_ENABLE_ONEDNN
@@ -118,19 +123,26 @@ class Conv3DImpl {
       split_->backward(ctx.space, weight_, weight_grad_, bias_grad_, x, dy, dx);
       return;
     }
+    backward_into(ctx, x, dy, dx, weight_grad_, bias_grad_);
+  }
+
+  /// backward, adding the weight and bias gradients into `weight_grad` and `bias_grad` instead of
+  /// the layer's own (a spatial slab's partial gradients, which its group adds up).
+  void backward_into(const Context<T, Space>& ctx, ConstActivation<T, Space> x, ConstActivation<T, Space> dy,
+                     Activation<T, Space> dx, Matrix<T, Space> weight_grad, Vector<T, Space> bias_grad) const {
 #if HPF_ENABLE_ONEDNN
     if constexpr (onednn_possible) {
       if (vendor_) {
         vendor_->backward(ctx.space, x.data(), weight_.data(), dy.data(), is_empty(dx) ? nullptr : dx.data(),
-                          weight_grad_.data(), bias_ ? bias_grad_.data() : nullptr, x.extent(1), ctx.workspace.data());
+                          weight_grad.data(), bias_ ? bias_grad.data() : nullptr, x.extent(1), ctx.workspace.data());
         return;
       }
     }
 #endif
     const auto grad_out = as_matrix(dy);  // [O][n*ODHW]
-    if (bias_) add_row_sums(ctx.space, grad_out, bias_grad_, "hpf::Conv3D::bias_grad");
+    if (bias_) add_row_sums(ctx.space, grad_out, bias_grad, "hpf::Conv3D::bias_grad");
     if (pointwise_) {
-      gemm_("N", "T", T(1), grad_out, as_matrix(x), T(1), weight_grad_);  // dW += dY X^T
+      gemm_("N", "T", T(1), grad_out, as_matrix(x), T(1), weight_grad);  // dW += dY X^T
       if (!is_empty(dx)) gemm_("T", "N", T(1), weight_, grad_out, T(0), as_matrix(dx));
       return;
     }
@@ -138,7 +150,7 @@ class Conv3DImpl {
       auto col = columns(ctx, count);
       const auto dy_chunk = columns_of(grad_out, first, count);
       vol2col(ctx.space, g_, x, first, count, col);              // recomputed: cheaper than keeping
-      gemm_("N", "T", T(1), dy_chunk, col, T(1), weight_grad_);   // dW += dY col^T
+      gemm_("N", "T", T(1), dy_chunk, col, T(1), weight_grad);   // dW += dY col^T
       if (!is_empty(dx)) {
         gemm_("T", "N", T(1), weight_, dy_chunk, T(0), col);      // dcol = W^T dY
         col2vol(ctx.space, g_, Matrix<const T, Space>(col), first, count, dx);
@@ -204,27 +216,37 @@ struct Conv3D {
   template <class In>
   struct bind {
     // Checks in bind, where layer_in_model<I, ...> names the layer's position (see Conv2D).
+    using whole_in = whole_shape_t<In>;  // In, or the whole sample of a spatial slab
     static_assert(Out > 0, "hpf::Conv3D: the number of output channels must be positive");
     static_assert(Kernel > 0, "hpf::Conv3D: the kernel size must be positive");
     static_assert(check_spatial_options<Options...>::value);
     static_assert(stride > 0, "hpf::Conv3D: Stride<S> must be positive");
     static constexpr bool volume = In::rank == 4;
-    static constexpr bool fits =
-        In::depth + 2 * pad >= Kernel && In::height + 2 * pad >= Kernel && In::width + 2 * pad >= Kernel;
+    static constexpr bool fits = whole_in::depth + 2 * pad >= Kernel && whole_in::height + 2 * pad >= Kernel &&
+                                 whole_in::width + 2 * pad >= Kernel;
     // One error, naming the shape: not a volume, else a kernel too large.
-    using too_large = conv3d_kernel_larger_than_padded_volume<In, Kernel, pad>;
+    using too_large = conv3d_kernel_larger_than_padded_volume<whole_in, Kernel, pad>;
     static_assert(sizeof(std::conditional_t<!volume, conv3d_input_not_a_volume<In>, std::conditional_t<fits, char, too_large>>));
     static constexpr bool accepted = Out > 0 && Kernel > 0 && stride > 0 && volume && fits;
-    static constexpr detail::VolumeGeometry geometry{In::channels, In::depth, In::height, In::width, Kernel, stride, pad};
+    static constexpr detail::VolumeGeometry geometry{whole_in::channels, whole_in::depth, whole_in::height, whole_in::width,
+                                                     Kernel, stride, pad};
+    static constexpr std::size_t members = spatial_group_v<In>;
+    static constexpr bool slabs_align = !accepted || detail::slabs_align(geometry, members);
+    static_assert(sizeof(std::conditional_t<slabs_align, char, detail::convolution_slabs_misaligned<In, Kernel, stride, pad>>));
     static constexpr std::size_t patch = geometry.patch();
     static constexpr std::size_t out_spatial = geometry.out_spatial();
+    static constexpr std::size_t held_out_spatial = out_spatial / members * spatial_held_v<In>;
 
     using input_shape = In;
     using output_shape = std::conditional_t<
-        accepted, Shape<Out, geometry.out_depth, geometry.plane.out_height, geometry.plane.out_width>, InvalidShape>;
-    static constexpr LayerCost cost = product_cost(Out, patch, out_spatial, In::size, has_bias);
+        accepted && slabs_align,
+        part_like_t<In, Shape<Out, geometry.out_depth, geometry.plane.out_height, geometry.plane.out_width>>, InvalidShape>;
+    // On slabs the tape also keeps the halos forward received.
+    static constexpr LayerCost cost = product_cost(Out, patch, held_out_spatial, In::size, has_bias) +
+                                      LayerCost{.activations = detail::slab_halo_elements(geometry, members, spatial_held_v<In>)};
     static constexpr bool backward_reads_output = false;
     static constexpr bool in_place = false;
+    static constexpr bool takes_spatial_parts = true;
     static constexpr std::size_t leaves = 1;
     static std::string describe() {
       const std::string k = std::to_string(Kernel);
@@ -233,9 +255,17 @@ struct Conv3D {
              (pad != 0 ? ", pad " + std::to_string(pad) : std::string()) + (has_bias ? ")" : ", no bias)");
     }
     template <class T, class Space>
-    struct impl : detail::Conv3DImpl<T, Space> {
-      impl() : detail::Conv3DImpl<T, Space>(geometry, Out, has_bias) {}
+    struct whole_impl : detail::Conv3DImpl<T, Space> {
+      whole_impl() : detail::Conv3DImpl<T, Space>(geometry, Out, has_bias) {}
     };
+    template <class T, class Space>
+    struct slab_impl : detail::SpatialConvolution<T, Space, detail::Conv3DImpl<T, Space>> {
+      slab_impl()
+          : detail::SpatialConvolution<T, Space, detail::Conv3DImpl<T, Space>>(geometry, Out, has_bias, members,
+                                                                              spatial_held_v<In>) {}
+    };
+    template <class T, class Space>
+    using impl = std::conditional_t<is_spatial_part_v<In>, slab_impl<T, Space>, whole_impl<T, Space>>;
   };
 };
 

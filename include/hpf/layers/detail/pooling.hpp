@@ -56,7 +56,7 @@ struct pool_window_crosses_slabs {
   static_assert(Kernel == 0,
                 "hpf::Spatial<G>: MaxPool/AvgPool on samples split into slabs of rows needs windows inside a slab: "
                 "a window as large as its stride, no padding, and a stride that divides each member's rows "
-                "(height / G)");
+                "(height / G; depth / G for MaxPool3D/AvgPool3D)");
 };
 
 template <class Impl, std::size_t Kernel, std::size_t Stride, std::size_t Pad, class In>
@@ -115,10 +115,18 @@ struct bound_pool3d {
   static_assert(sizeof(std::conditional_t<!volume, pool3d_input_not_a_volume<In>, std::conditional_t<fits, char, too_large>>));
   static constexpr bool accepted = Stride > 0 && volume && fits;
   static constexpr VolumeGeometry geometry{In::channels, In::depth, In::height, In::width, Kernel, Stride, Pad};
+  // Volumes split into slabs of planes (hpf::Spatial<G>) pool each slab by itself, as images do.
+  using whole_in = whole_shape_t<In>;
+  static constexpr std::size_t members = spatial_group_v<In>;
+  static constexpr bool slabs_align = members == 1 || (Kernel == Stride && Pad == 0 && whole_in::depth / members % Stride == 0);
+  static_assert(sizeof(std::conditional_t<slabs_align, char, pool_window_crosses_slabs<In, Kernel, Stride, Pad>>));
+  static constexpr VolumeGeometry whole_geometry{In::channels, whole_in::depth, In::height, In::width, Kernel, Stride, Pad};
   using input_shape = In;
-  using output_shape =
-      std::conditional_t<accepted, Shape<In::channels, geometry.out_depth, geometry.plane.out_height, geometry.plane.out_width>,
-                         InvalidShape>;
+  using output_shape = std::conditional_t<
+      accepted && slabs_align,
+      part_like_t<In, Shape<In::channels, whole_geometry.out_depth, geometry.plane.out_height, geometry.plane.out_width>>,
+      InvalidShape>;
+  static constexpr bool takes_spatial_parts = true;
   static constexpr std::size_t outputs = In::channels * geometry.out_spatial();
   static constexpr std::size_t window = Kernel * Kernel * Kernel;
   static constexpr LayerCost cost{.forward_flops = outputs * window, .backward_flops = In::size * window,

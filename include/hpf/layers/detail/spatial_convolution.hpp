@@ -3,6 +3,7 @@
 #define HPF_LAYERS_DETAIL_SPATIAL_CONVOLUTION_HPP
 
 #include <hpf/layers/context.hpp>
+#include <hpf/layers/detail/volume_window.hpp>
 #include <hpf/layers/detail/window.hpp>
 #include <hpf/layers/layer_split.hpp>
 #include <hpf/layers/parameters.hpp>
@@ -15,71 +16,122 @@
 
 namespace hpf::detail {
 
-/// \brief Where one member's rows of a 2-D convolution come from when samples are split into
-/// slabs of rows (hpf::Spatial<G>). Member m holds input rows [m h, (m + 1) h) and computes
-/// output rows [m oh, (m + 1) oh): it reads `rows` input rows from m h - pad on, its own and `pad`
-/// rows of the member before it (its top halo) and `bottom` rows of the member after it, as an
-/// unpadded image `padded_width` wide (zeros where the whole image is padded).
+/// \brief Where one member's rows of a convolution come from when samples are split into slabs
+/// along their outermost spatial axis (hpf::Spatial<G>): the rows of an image, the planes of a
+/// volume, "rows" here either way. Member m holds input rows [m h, (m + 1) h) and computes output
+/// rows [m oh, (m + 1) oh): it reads `rows` input rows from m h - pad on, its own, `pad` rows of
+/// the member before it (its top halo) and `bottom` rows of the member after it, each row padded
+/// as the whole sample is (a row of `row_height` x `width` values, `padded_row` once padded: an
+/// image's row is 1 x W, a volume's plane H x W), and convolves them without padding.
 struct SlabGeometry {
   std::size_t members, held;           // G, and the members this process computes
   std::size_t rows_per_member;         // h
   std::size_t out_rows_per_member;     // oh
   std::size_t pad, rows, bottom;       // top halo, rows read, bottom halo
-  std::size_t width, padded_width;     // W, W + 2 pad
+  std::size_t row_height, width;       // a row's extents: 1 x W (images), H x W (volumes)
+  std::size_t row_pad;                 // padding around a row's height: 0 (images), pad (volumes)
+  std::size_t channels, patch, out_row;  // C, C K^d, outputs per output row (OW, or OH OW)
+  std::size_t stride;
+  bool divides;  // the rows and the output rows divide among the members
 
-  /// Whole convolution `g` split among `members`, `held` of them here; the caller has checked
-  /// that rows align (h = oh * stride) and that halos come from one neighbour each.
-  static constexpr SlabGeometry of(const WindowGeometry& g, std::size_t members, std::size_t held) {
+  static constexpr SlabGeometry split(std::size_t extent, std::size_t out_extent, std::size_t kernel, std::size_t stride,
+                                      std::size_t pad, std::size_t members, std::size_t held) {
     SlabGeometry s{};
     s.members = members;
     s.held = held;
-    s.rows_per_member = g.height / members;
-    s.out_rows_per_member = g.out_height / members;
-    s.pad = g.pad;
-    s.rows = (s.out_rows_per_member - 1) * g.stride + g.kernel;
-    s.bottom = s.rows > g.pad + s.rows_per_member ? s.rows - g.pad - s.rows_per_member : 0;
+    s.stride = stride;
+    s.divides = extent % members == 0 && out_extent % members == 0;
+    s.rows_per_member = extent / members;
+    s.out_rows_per_member = out_extent / members;
+    s.pad = pad;
+    s.rows = s.out_rows_per_member > 0 ? (s.out_rows_per_member - 1) * stride + kernel : 0;
+    s.bottom = s.rows > pad + s.rows_per_member ? s.rows - pad - s.rows_per_member : 0;
+    return s;
+  }
+  /// Whole convolution `g` split among `members`, `held` of them here; the caller has checked
+  /// that rows align (h = oh * stride) and that halos come from one neighbour each.
+  static constexpr SlabGeometry of(const WindowGeometry& g, std::size_t members, std::size_t held) {
+    SlabGeometry s = split(g.height, g.out_height, g.kernel, g.stride, g.pad, members, held);
+    s.row_height = 1;
     s.width = g.width;
-    s.padded_width = g.width + 2 * g.pad;
+    s.row_pad = 0;
+    s.channels = g.channels;
+    s.patch = g.patch();
+    s.out_row = g.out_width;
+    return s;
+  }
+  static constexpr SlabGeometry of(const VolumeGeometry& g, std::size_t members, std::size_t held) {
+    SlabGeometry s = split(g.depth, g.out_depth, g.kernel(), g.stride(), g.pad(), members, held);
+    s.row_height = g.plane.height;
+    s.width = g.plane.width;
+    s.row_pad = g.pad();
+    s.channels = g.channels();
+    s.patch = g.patch();
+    s.out_row = g.plane.out_spatial();
     return s;
   }
   /// The convolution each member runs on its rows: unpadded, the same kernel and stride.
   static constexpr WindowGeometry member_geometry(const WindowGeometry& g, std::size_t members) {
     const SlabGeometry s = of(g, members, 1);
-    return WindowGeometry(g.channels, s.rows, s.padded_width, g.kernel, g.stride, 0);
+    return WindowGeometry(g.channels, s.rows, s.padded_width(), g.kernel, g.stride, 0);
   }
-  std::size_t padded_image() const { return rows * padded_width; }
+  static constexpr VolumeGeometry member_geometry(const VolumeGeometry& g, std::size_t members) {
+    const SlabGeometry s = of(g, members, 1);
+    return VolumeGeometry(g.channels(), s.rows, s.row_height + 2 * s.row_pad, s.padded_width(), g.kernel(), g.stride(), 0);
+  }
+  KOKKOS_INLINE_FUNCTION constexpr std::size_t padded_width() const { return width + 2 * pad; }
+  KOKKOS_INLINE_FUNCTION constexpr std::size_t row() const { return row_height * width; }
+  KOKKOS_INLINE_FUNCTION constexpr std::size_t padded_row() const { return (row_height + 2 * row_pad) * padded_width(); }
+  std::size_t padded_image() const { return rows * padded_row(); }
+  /// A row's values into its padded form (zeros around them, and for a null row).
+  template <class T>
+  KOKKOS_INLINE_FUNCTION void pad_row(const T* row_values, T* padded) const {
+    for (std::size_t i = 0; i < padded_row(); ++i) padded[i] = T(0);
+    if (!row_values) return;
+    for (std::size_t h = 0; h < row_height; ++h) {
+      for (std::size_t w = 0; w < width; ++w) padded[(row_pad + h) * padded_width() + pad + w] = row_values[h * width + w];
+    }
+  }
+  /// Where value i of a row is in its padded form.
+  KOKKOS_INLINE_FUNCTION std::size_t padded_index(std::size_t i) const {
+    return (row_pad + i / width) * padded_width() + pad + i % width;
+  }
+  /// Output values of one member per channel and sample.
+  std::size_t member_outputs() const { return out_rows_per_member * out_row; }
 };
 
-/// Whether a convolution of whole geometry `g` splits into `members` slabs exactly: each member's
-/// output rows read its own input rows and at most one neighbour's on either side.
-constexpr bool slabs_align(const WindowGeometry& g, std::size_t members) {
+/// Whether a convolution of whole geometry `g` (an image's or a volume's) splits into `members`
+/// slabs exactly: each member's output rows read its own input rows and at most one neighbour's on
+/// either side.
+template <class Geometry>
+constexpr bool slabs_align(const Geometry& g, std::size_t members) {
   if (members <= 1) return true;
-  if (g.height % members != 0 || g.out_height % members != 0) return false;
   const SlabGeometry s = SlabGeometry::of(g, members, 1);
-  return s.rows_per_member == s.out_rows_per_member * g.stride && s.pad <= s.rows_per_member &&
-         s.bottom <= s.rows_per_member;
+  return s.divides && s.out_rows_per_member > 0 && s.rows_per_member == s.out_rows_per_member * s.stride &&
+         s.pad <= s.rows_per_member && s.bottom <= s.rows_per_member;
 }
 
 /// Values of one sample's halo rows a tape keeps from forward to backward (those of other processes).
-constexpr std::size_t slab_halo_elements(const WindowGeometry& whole, std::size_t members, std::size_t held) {
+template <class Geometry>
+constexpr std::size_t slab_halo_elements(const Geometry& whole, std::size_t members, std::size_t held) {
   if (members <= 1 || held == members) return 0;
   const SlabGeometry s = SlabGeometry::of(whole, members, held);
-  return whole.channels * (s.pad + s.bottom) * s.width;
+  return s.channels * (s.pad + s.bottom) * s.row();
 }
 
 /// The compile error of a convolution whose windows do not follow its input's slabs.
 template <class In, std::size_t Kernel, std::size_t Stride, std::size_t Pad>
-struct conv2d_slabs_misaligned {
+struct convolution_slabs_misaligned {
   static_assert(Kernel == 0,
-                "hpf::Spatial<G>: this Conv2D does not split into the input's slabs of rows: each member's input "
-                "rows (height / G) must be its output rows (output height / G) times the stride, as for a "
-                "'same' convolution (kernel = 2 pad + 1) or a stride that divides the rows, with halos no taller "
-                "than a member's rows");
+                "hpf::Spatial<G>: this convolution does not split into the input's slabs of rows (planes of a "
+                "volume): each member's input rows (height / G; depth / G) must be its output rows times the "
+                "stride, as for a 'same' convolution (kernel = 2 pad + 1) or a stride that divides the rows, with "
+                "halos no taller than a member's rows");
 };
 
-/// \brief A 2-D convolution on slabs of rows (SplitKind::spatial): each member this process
+/// \brief A convolution (2-D or 3-D) on slabs of rows (SplitKind::spatial): each member this process
 /// holds runs `Inner` (the layer's unsplit kernel: oneDNN or im2col + GEMM) on its rows and halos
-/// laid out as an unpadded image. The halos of members on other processes travel through the
+/// padded as the whole sample is. The halos of members on other processes travel through the
 /// group's swap_edges, forward (input rows) and backward (input-gradient rows); the members'
 /// weight gradients are added in the group's fixed tree, so one process holding every member
 /// gets the same bits as G processes holding one each.
@@ -90,9 +142,10 @@ class SpatialConvolution {
     Buffer<T, Space> from_previous, from_next;  // the forward's halos from other processes
   };
 
-  SpatialConvolution(const WindowGeometry& whole, std::size_t out_channels, bool bias, std::size_t members,
-                     std::size_t held)
-      : whole_(whole), slab_(SlabGeometry::of(whole, members, held)), out_(out_channels), bias_(bias),
+  /// \param whole the layer's geometry (WindowGeometry or VolumeGeometry) on whole samples
+  template <class Geometry>
+  SpatialConvolution(const Geometry& whole, std::size_t out_channels, bool bias, std::size_t members, std::size_t held)
+      : slab_(SlabGeometry::of(whole, members, held)), out_(out_channels), bias_(bias),
         inner_(SlabGeometry::member_geometry(whole, members), out_channels, bias) {}
 
   void bind(ParameterBinder<T, Space>& binder) {
@@ -102,8 +155,8 @@ class SpatialConvolution {
     bias_grad_ = inner_.bias_gradient();
   }
   void reserve(tape_type& tape, std::size_t capacity) {
-    ensure_capacity(tape.from_previous, halo(slab_.pad, capacity), "hpf::Conv2D::halo_from_previous");
-    ensure_capacity(tape.from_next, halo(slab_.bottom, capacity), "hpf::Conv2D::halo_from_next");
+    ensure_capacity(tape.from_previous, halo(slab_.pad, capacity), "hpf::SpatialConvolution::halo_from_previous");
+    ensure_capacity(tape.from_next, halo(slab_.bottom, capacity), "hpf::SpatialConvolution::halo_from_next");
   }
   /// The padded rows of a member, its output rows (when this process holds several members), the
   /// members' padded input gradients, the edges sent and received, then the inner kernel's own.
@@ -112,7 +165,7 @@ class SpatialConvolution {
 
   void forward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, Activation<T, Space> y,
                tape_type& tape) const {
-    trace::Region region("hpf::Conv2D::forward (slabs)");
+    trace::Region region("hpf::SpatialConvolution::forward");
     const std::size_t n = x.extent(1);
     swap_input_edges(ctx, x, tape);
     T* padded_x = ctx.workspace.data();
@@ -121,7 +174,7 @@ class SpatialConvolution {
     for (std::size_t k = 0; k < slab_.held; ++k) {
       pad_rows(ctx.space, x, tape, k, padded_x);
       const bool direct = slab_.held == 1;
-      inner_.forward(inner_ctx, ConstActivation<T, Space>(padded_x, whole_.channels, n, slab_.padded_image()),
+      inner_.forward(inner_ctx, ConstActivation<T, Space>(padded_x, slab_.channels, n, slab_.padded_image()),
                      Activation<T, Space>(direct ? y.data() : member_y, out_, n, member_outputs()), inner_tape_);
       if (!direct) copy_member_rows(ctx.space, member_y, y, k, /*into_whole=*/true);
     }
@@ -129,10 +182,10 @@ class SpatialConvolution {
 
   void backward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, ConstActivation<T, Space>,
                 ConstActivation<T, Space> dy, Activation<T, Space> dx, tape_type& tape) const {
-    trace::Region region("hpf::Conv2D::backward (slabs)");
-    const std::size_t n = x.extent(1), parameters = out_ * whole_.patch() + (bias_ ? out_ : 0);
-    ensure_capacity(parts_, slab_.held * parameters, "hpf::Conv2D::member_gradients");
-    ensure_capacity(total_, parameters, "hpf::Conv2D::group_gradient");
+    trace::Region region("hpf::SpatialConvolution::backward");
+    const std::size_t n = x.extent(1), parameters = out_ * slab_.patch + (bias_ ? out_ : 0);
+    ensure_capacity(parts_, slab_.held * parameters, "hpf::SpatialConvolution::member_gradients");
+    ensure_capacity(total_, parameters, "hpf::SpatialConvolution::group_gradient");
     Kokkos::deep_copy(ctx.space, Kokkos::subview(parts_, Kokkos::make_pair(std::size_t{0}, slab_.held * parameters)), T(0));
     T* padded_x = ctx.workspace.data();
     T* member_dy = padded_x + padded(n);
@@ -147,12 +200,12 @@ class SpatialConvolution {
                          /*into_whole=*/false);
       }
       T* part = parts_.data() + k * parameters;
-      inner_.backward_into(inner_ctx, ConstActivation<T, Space>(padded_x, whole_.channels, n, slab_.padded_image()),
+      inner_.backward_into(inner_ctx, ConstActivation<T, Space>(padded_x, slab_.channels, n, slab_.padded_image()),
                            ConstActivation<T, Space>(direct ? dy.data() : member_dy, out_, n, member_outputs()),
-                           want_dx ? Activation<T, Space>(padded_dx + k * padded(n), whole_.channels, n, slab_.padded_image())
+                           want_dx ? Activation<T, Space>(padded_dx + k * padded(n), slab_.channels, n, slab_.padded_image())
                                    : Activation<T, Space>(),
-                           Matrix<T, Space>(part, out_, whole_.patch()),
-                           Vector<T, Space>(bias_ ? part + out_ * whole_.patch() : nullptr, bias_ ? out_ : 0));
+                           Matrix<T, Space>(part, out_, slab_.patch),
+                           Vector<T, Space>(bias_ ? part + out_ * slab_.patch : nullptr, bias_ ? out_ : 0));
     }
     group_->sum(parts_.data(), parameters, total_.data());
     add_gradient(ctx.space, parameters);
@@ -174,13 +227,13 @@ class SpatialConvolution {
                        halo(slab_.pad, n), tape.from_next.data(), halo(slab_.bottom, n));
   }
 
-  /// to[c][j][r][w] = from[c][j][first + r][w] for r < count: rows of `[C][n][rows * W]` images.
+  /// to[c][j][r] = from[c][j][first + r] for rows r < count of `[C][n][rows * row]` activations.
   void copy_rows(const Space& space, const T* from, std::size_t from_rows, std::size_t first, T* to, std::size_t count,
                  std::size_t n) const {
     if (count == 0) return;
-    const std::size_t w = slab_.width, planes = whole_.channels * n;
+    const std::size_t w = slab_.row(), planes = slab_.channels * n;
     Kokkos::parallel_for(
-        "hpf::Conv2D::halo_rows", Kokkos::RangePolicy<Space>(space, 0, planes * count), KOKKOS_LAMBDA(const std::size_t item) {
+        "hpf::SpatialConvolution::halo_rows", Kokkos::RangePolicy<Space>(space, 0, planes * count), KOKKOS_LAMBDA(const std::size_t item) {
           const std::size_t plane = item / count, r = item % count;
           const T* src = from + (plane * from_rows + first + r) * w;
           T* dst = to + (plane * count + r) * w;
@@ -188,18 +241,19 @@ class SpatialConvolution {
         });
   }
 
-  /// Member k's (of those held) rows and halos as an unpadded image: zeros outside the whole image.
+  /// Member k's (of those held) rows and halos, padded as the whole sample is: zeros outside it.
   void pad_rows(const Space& space, ConstActivation<T, Space> x, const tape_type& tape, std::size_t k, T* padded_x) const {
     const SlabGeometry s = slab_;
-    const std::size_t n = x.extent(1), planes = whole_.channels * n;
+    const std::size_t n = x.extent(1), planes = slab_.channels * n;
     const std::size_t first = group_->first_member(), member = first + k, members = s.members;
     const std::size_t held_rows = s.held * s.rows_per_member;
     const T* from_previous = tape.from_previous.data();
     const T* from_next = tape.from_next.data();
     Kokkos::parallel_for(
-        "hpf::Conv2D::pad_rows", Kokkos::RangePolicy<Space>(space, 0, planes * s.rows), KOKKOS_LAMBDA(const std::size_t item) {
+        "hpf::SpatialConvolution::pad_rows", Kokkos::RangePolicy<Space>(space, 0, planes * s.rows),
+        KOKKOS_LAMBDA(const std::size_t item) {
           const std::size_t plane = item / s.rows, r = item % s.rows;
-          T* out = padded_x + (plane * s.rows + r) * s.padded_width;
+          T* out = padded_x + (plane * s.rows + r) * s.padded_row();
           // Global row of padded row r (signed: the rows above the image are negative).
           const std::ptrdiff_t row = static_cast<std::ptrdiff_t>(member * s.rows_per_member + r) - static_cast<std::ptrdiff_t>(s.pad);
           const std::ptrdiff_t held_begin = static_cast<std::ptrdiff_t>(first * s.rows_per_member);
@@ -208,15 +262,14 @@ class SpatialConvolution {
           if (row < 0 || row >= static_cast<std::ptrdiff_t>(members * s.rows_per_member)) {
             src = nullptr;  // the whole image's padding
           } else if (row < held_begin) {
-            src = from_previous + (plane * s.pad + static_cast<std::size_t>(row - (held_begin - static_cast<std::ptrdiff_t>(s.pad)))) * s.width;
+            src = from_previous +
+                  (plane * s.pad + static_cast<std::size_t>(row - (held_begin - static_cast<std::ptrdiff_t>(s.pad)))) * s.row();
           } else if (row >= held_end) {
-            src = from_next + (plane * s.bottom + static_cast<std::size_t>(row - held_end)) * s.width;
+            src = from_next + (plane * s.bottom + static_cast<std::size_t>(row - held_end)) * s.row();
           } else {
-            src = &x(plane / n, plane % n, static_cast<std::size_t>(row - held_begin) * s.width);
+            src = &x(plane / n, plane % n, static_cast<std::size_t>(row - held_begin) * s.row());
           }
-          for (std::size_t i = 0; i < s.pad; ++i) out[i] = T(0);
-          for (std::size_t i = 0; i < s.width; ++i) out[s.pad + i] = src ? src[i] : T(0);
-          for (std::size_t i = s.pad + s.width; i < s.padded_width; ++i) out[i] = T(0);
+          s.pad_row(src, out);
         });
   }
 
@@ -225,7 +278,7 @@ class SpatialConvolution {
   void copy_member_rows(const Space& space, T* member, Activation<T, Space> whole, std::size_t k, bool into_whole) const {
     const std::size_t n = whole.extent(1), per_member = member_outputs(), per_plane = whole.extent(2);
     Kokkos::parallel_for(
-        "hpf::Conv2D::member_rows", Kokkos::RangePolicy<Space>(space, 0, out_ * n), KOKKOS_LAMBDA(const std::size_t plane) {
+        "hpf::SpatialConvolution::member_rows", Kokkos::RangePolicy<Space>(space, 0, out_ * n), KOKKOS_LAMBDA(const std::size_t plane) {
           T* own = member + plane * per_member;
           T* all = whole.data() + plane * per_plane + k * per_member;
           for (std::size_t i = 0; i < per_member; ++i) {
@@ -240,12 +293,12 @@ class SpatialConvolution {
 
   /// The layer's gradients += the group's sum of the members' parts.
   void add_gradient(const Space& space, std::size_t parameters) const {
-    const std::size_t weights = out_ * whole_.patch();
+    const std::size_t weights = out_ * slab_.patch;
     const T* total = total_.data();
     T* const weight_grad = weight_grad_.data();
     T* const bias_grad = bias_grad_.data();
     Kokkos::parallel_for(
-        "hpf::Conv2D::add_group_gradient", Kokkos::RangePolicy<Space>(space, 0, parameters), KOKKOS_LAMBDA(const std::size_t i) {
+        "hpf::SpatialConvolution::add_group_gradient", Kokkos::RangePolicy<Space>(space, 0, parameters), KOKKOS_LAMBDA(const std::size_t i) {
           if (i < weights) {
             weight_grad[i] += total[i];
           } else {
@@ -259,7 +312,7 @@ class SpatialConvolution {
   /// members received through swap_edges.
   void input_gradient(const Context<T, Space>& ctx, const T* padded_dx, Activation<T, Space> dx) const {
     const SlabGeometry s = slab_;
-    const std::size_t n = dx.extent(1), planes = whole_.channels * n, image = s.padded_image();
+    const std::size_t n = dx.extent(1), planes = slab_.channels * n, image = s.padded_image();
     const std::size_t first = group_->first_member(), held_rows = s.held * s.rows_per_member;
     // Rows of the first held member's padded gradient above it go to the member before, rows of
     // the last one's below it to the member after.
@@ -275,59 +328,65 @@ class SpatialConvolution {
     }
     const bool has_previous = first > 0, has_next = first + s.held < s.members;
     Kokkos::parallel_for(
-        "hpf::Conv2D::slab_input_gradient", Kokkos::RangePolicy<Space>(ctx.space, 0, planes * held_rows),
+        "hpf::SpatialConvolution::input_gradient", Kokkos::RangePolicy<Space>(ctx.space, 0, planes * held_rows),
         KOKKOS_LAMBDA(const std::size_t item) {
           const std::size_t plane = item / held_rows, local_row = item % held_rows;
           const std::size_t k = local_row / s.rows_per_member, r = local_row % s.rows_per_member;  // held member, its row
-          // The padded row of member k +- 1 holding this row, when in range.
+          // The row in the padded gradient of member k - 1, k and k + 1 when they cover it (or as
+          // received from another process's member, without padding).
           const T* before = nullptr;
+          bool before_padded = true;
           if (r < s.bottom) {
             if (k > 0) {
-              before = padded_dx + ((k - 1) * planes + plane) * image + (s.pad + s.rows_per_member + r) * s.padded_width + s.pad;
+              before = padded_dx + ((k - 1) * planes + plane) * image + (s.pad + s.rows_per_member + r) * s.padded_row();
             } else if (has_previous) {
-              before = from_previous + (plane * s.bottom + r) * s.width;
+              before = from_previous + (plane * s.bottom + r) * s.row();
+              before_padded = false;
             }
           }
-          const T* own = s.pad + r < s.rows ? padded_dx + (k * planes + plane) * image + (s.pad + r) * s.padded_width + s.pad : nullptr;
+          const T* own = s.pad + r < s.rows ? padded_dx + (k * planes + plane) * image + (s.pad + r) * s.padded_row() : nullptr;
           const T* after = nullptr;
+          bool after_padded = true;
           if (r + s.pad >= s.rows_per_member) {
             const std::size_t above = r + s.pad - s.rows_per_member;  // row of the next member's top halo
             if (k + 1 < s.held) {
-              after = padded_dx + ((k + 1) * planes + plane) * image + above * s.padded_width + s.pad;
+              after = padded_dx + ((k + 1) * planes + plane) * image + above * s.padded_row();
             } else if (has_next) {
-              after = from_next + (plane * s.pad + above) * s.width;
+              after = from_next + (plane * s.pad + above) * s.row();
+              after_padded = false;
             }
           }
-          T* out = dx.data() + (plane * held_rows + local_row) * s.width;
-          for (std::size_t i = 0; i < s.width; ++i) {
+          T* out = dx.data() + (plane * held_rows + local_row) * s.row();
+          for (std::size_t i = 0; i < s.row(); ++i) {
+            const std::size_t at = s.padded_index(i);
             T sum = T(0);
-            if (before) sum += before[i];
-            if (own) sum += own[i];
-            if (after) sum += after[i];
+            if (before) sum += before[before_padded ? at : i];
+            if (own) sum += own[at];
+            if (after) sum += after[after_padded ? at : i];
             out[i] = sum;
           }
         });
   }
 
-  /// to[c][j][r][w] = padded[c][j][first + r][pad + w]: rows of the padded gradient without its columns of padding.
+  /// to[c][j][r] = rows first + r < count of the padded gradient, without their padding.
   void crop_rows(const Space& space, const T* padded, std::size_t first, T* to, std::size_t count, std::size_t n) const {
     if (count == 0) return;
     const SlabGeometry s = slab_;
-    const std::size_t planes = whole_.channels * n, image = s.padded_image();
+    const std::size_t planes = slab_.channels * n, image = s.padded_image();
     Kokkos::parallel_for(
-        "hpf::Conv2D::halo_gradient_rows", Kokkos::RangePolicy<Space>(space, 0, planes * count),
+        "hpf::SpatialConvolution::halo_gradient_rows", Kokkos::RangePolicy<Space>(space, 0, planes * count),
         KOKKOS_LAMBDA(const std::size_t item) {
           const std::size_t plane = item / count, r = item % count;
-          const T* src = padded + plane * image + (first + r) * s.padded_width + s.pad;
-          T* dst = to + (plane * count + r) * s.width;
-          for (std::size_t i = 0; i < s.width; ++i) dst[i] = src[i];
+          const T* src = padded + plane * image + (first + r) * s.padded_row();
+          T* dst = to + (plane * count + r) * s.row();
+          for (std::size_t i = 0; i < s.row(); ++i) dst[i] = src[s.padded_index(i)];
         });
   }
 
  private:
-  std::size_t halo(std::size_t rows, std::size_t n) const { return whole_.channels * n * rows * slab_.width; }
-  std::size_t padded(std::size_t n) const { return whole_.channels * n * slab_.padded_image(); }
-  std::size_t member_outputs() const { return slab_.out_rows_per_member * whole_.out_width; }
+  std::size_t halo(std::size_t rows, std::size_t n) const { return slab_.channels * n * rows * slab_.row(); }
+  std::size_t padded(std::size_t n) const { return slab_.channels * n * slab_.padded_image(); }
+  std::size_t member_outputs() const { return slab_.member_outputs(); }
   std::size_t outputs(std::size_t n) const { return slab_.held > 1 ? out_ * n * member_outputs() : 0; }
   std::size_t edge_elements(std::size_t n) const {
     return slab_.held < slab_.members ? 2 * (halo(slab_.pad, n) + halo(slab_.bottom, n)) : 0;
@@ -345,7 +404,6 @@ class SpatialConvolution {
     return inner;
   }
 
-  WindowGeometry whole_;
   SlabGeometry slab_;
   std::size_t out_;
   bool bias_;
