@@ -212,7 +212,9 @@ const char* const usage_text =
     "  --piece-bytes N  messages between ranks on different hosts (gradient buckets, between stages)\n"
     "                 of at most N bytes (StepOptions::exchange_piece_bytes; 0: whole messages)\n"
     "  --split K:G    Dense and convolution layers split over groups of G ranks, by filters or by\n"
-    "                 channels (hpf::Filter<G>, hpf::Channel<G>); --batch stays the global batch\n";
+    "                 channels (hpf::Filter<G>, hpf::Channel<G>), or samples split into G slabs of rows\n"
+    "                 (spatial:G, hpf::Spatial<G>; resnet20 and cosmoflow, G = 2 or 4, one stage); --batch\n"
+    "                 stays the global batch\n";
 
 std::size_t to_size(const std::string& flag, const std::string& text) {
   const auto value = hpf_bench::whole_number(text);
@@ -393,7 +395,7 @@ void run_stage(const hpf::comm::Communicator& world, const hpf::ProcessGrid& gri
       for (std::size_t i = 0; i < text.size(); ++i) text[i] = static_cast<std::uint8_t>("the quick brown fox jumps "[i % 26]);
       return {hpf::data::text_windows(text, context, shard), hpf::data::text_windows({}, context, shard)};
     } else if constexpr (Model::input_shape::rank == 4) {  // volumes (CosmoFlow): real-valued targets
-      using In = typename Model::input_shape;
+      using In = hpf::whole_shape_t<typename Model::input_shape>;  // whole samples, also under --split spatial:G
       const hpf::data::SampleDims dims{In::channels, In::height, In::width, In::depth};
       return {hpf::data::synthetic_regression(o.batch, dims, Model::output_shape::size, s.seed, shard),
               hpf::data::synthetic_regression(0, dims, Model::output_shape::size, s.seed + 1, shard)};
@@ -407,7 +409,7 @@ void run_stage(const hpf::comm::Communicator& world, const hpf::ProcessGrid& gri
   const bool count_views = !o.shards_side_by_side;
   if (count_views) views::install(true);
   hpf::TrainOptions stage_options = o;  // as hpf::fit makes them
-  if (o.network.split.splits())
+  if (o.network.split.splits())  // as hpf::fit makes it
     stage_options.network.split_group = std::make_shared<hpf::MpiLayerGroup<float, Kokkos::DefaultExecutionSpace>>(grid.group());
   auto engine = hpf::make_stage_engine<StageModel, float, Kokkos::DefaultExecutionSpace, Links>(
       {grid, o.shards_per_replica, o.shards_side_by_side}, stage_options, data.train, nullptr);
@@ -540,8 +542,27 @@ struct CutLeaves<hpf::Cuts<Leaves...>> {
 /// Balanced<S> for 1, 2 or 4 stages, or one of the compiled partitions (`hpf::Cuts<...>` types) by
 /// its leaves: partitions are types, so only these few (block boundaries around the balanced cut,
 /// and the oracle's choices) exist in this executable.
+/// Models whose samples split into 2 and 4 slabs (--split spatial:G): compiled in for them only.
+template <class Model>
+inline constexpr bool splits_into_slabs = false;
+template <>
+inline constexpr bool splits_into_slabs<hpf::zoo::ResNet20> = true;
+template <>
+inline constexpr bool splits_into_slabs<hpf::zoo::CosmoFlow<32>> = true;
+
 template <class Model, class... Compiled>
 void run_model(const hpf::comm::Communicator& world, const Settings& s) {
+  if (s.split.kind == hpf::SplitKind::spatial && s.split.splits()) {  // each rank trains its slabs' model, one stage
+    if (s.stages != 1) throw hpf::comm::UsageError("--split spatial:G is compiled for one stage (--stages 1) only");
+    if constexpr (splits_into_slabs<Model>) {
+      if (s.split.group == 2) return run<hpf::SpatialSplit<Model, 2, 1>, hpf::DataParallel::partition>(world, s);
+      if (s.split.group == 4) return run<hpf::SpatialSplit<Model, 4, 1>, hpf::DataParallel::partition>(world, s);
+    }
+    std::ostringstream what;
+    what << "--split spatial:G is compiled for G = 2 and 4 on resnet20 and cosmoflow, not --model " << s.model << " with G = "
+         << s.split.group;
+    throw hpf::comm::UsageError(what.str());
+  }
   if (!s.cuts.empty() && s.cuts.size() + 1 != s.stages) {
     throw hpf::comm::UsageError("--cuts gives " + std::to_string(s.cuts.size()) + " cut(s): " +
                                 std::to_string(s.cuts.size() + 1) + " stages, not --stages " + std::to_string(s.stages));

@@ -97,9 +97,9 @@ if [ "$configuration" = openmp-mpich ]; then
     configure=("${hpf_openmp_mpich_args[@]}" -DHPF_ENABLE_REFERENCE_TESTS=OFF -DHPF_ENABLE_EXAMPLES=OFF)
     labels="unit|mpi"
     CI_TESTS='^hpf\.(comm|io|system)\.|^hpf\.trace\.test_recorder$|^hpf\.checkpoint\.resume$|^hpf\.data\.test_(idx|npy|text)$'
-    CI_TESTS+='|^hpf\.parallel\.(test_equivalence_cnn|test_equivalence_split|test_message_pieces|test_host_hierarchy|test_progress_thread)\.np[0-9]+$'
+    CI_TESTS+='|^hpf\.parallel\.(test_equivalence_cnn|test_equivalence_split|test_equivalence_spatial|test_message_pieces|test_host_hierarchy|test_progress_thread)\.np[0-9]+$'
     CI_TESTS+='|^hpf\.parallel\.test_thread_groups$'
-    CI_TESTS+='|^hpf\.layers\.(test_bf16_gemm|test_matmul_precision|test_layer_split)$'
+    CI_TESTS+='|^hpf\.layers\.(test_bf16_gemm|test_matmul_precision|test_layer_split|test_spatial_split)$'
     filters=(-LE "compile|consumer|accuracy|readme|bench" -R "$CI_TESTS")
   fi
 fi

@@ -176,6 +176,7 @@ Args parse(int argc, char** argv) {
       } catch (const std::invalid_argument& e) {
         fail(std::string("--split: ") + e.what());
       }
+      if (a.split.kind == hpf::SplitKind::spatial) fail(std::string("--split ") + value + ": the oracle does not price spatial splits yet");
     }
     else if ((flag == "--canary" || flag == "--compute-scale") && a.command != "calibrate" && a.command != "load") {
       try {

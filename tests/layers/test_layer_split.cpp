@@ -11,6 +11,7 @@
 #include <hpf/tensor/random.hpp>
 
 #include <support/gradient_check.hpp>
+#include <support/network_pass.hpp>
 
 #include <doctest/doctest.h>
 
@@ -62,50 +63,9 @@ void check_gradients(hpf::LayerSplit split) {
   CHECK(r.worst_parameter_error < std::max(1e-6, 2 * whole.worst_parameter_error));
 }
 
-/// Output, input gradient and parameter gradients of one forward and backward of Model (in T) on
-/// fixed random data.
-struct Pass {
-  std::vector<double> output, input_grad, gradients;
-};
-
-template <class Model, class T = double>
-Pass run_pass(const hpf::NetworkOptions& options, std::size_t batch) {
-  hpf::Network<Model, T> net(options);
-  auto tape = net.make_tape(batch);
-  hpf::Rng rng(4, "split pass");
-  auto x = Kokkos::create_mirror_view(net.input(tape, batch));
-  for (std::size_t i = 0; i < x.size(); ++i) x.data()[i] = static_cast<T>(rng.uniform(-1.0, 1.0));
-  Kokkos::deep_copy(net.input(tape, batch), x);
-  net.forward(tape, batch);
-  auto y = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, net.output(tape));
-  Pass p;
-  p.output.assign(y.data(), y.data() + y.size());
-  hpf::Buffer<T, Kokkos::DefaultExecutionSpace> dy("dy", y.size()), dx("dx", x.size());
-  auto dy_host = Kokkos::create_mirror_view(dy);
-  for (std::size_t i = 0; i < dy_host.size(); ++i) dy_host(i) = static_cast<T>(rng.uniform(-1.0, 1.0));
-  Kokkos::deep_copy(dy, dy_host);
-  const auto out = net.output(tape);
-  const auto in = net.input(tape, batch);
-  net.backward(tape, T(1), hpf::activation_view(dy, out.extent(0), out.extent(1), out.extent(2)),
-               hpf::activation_view(dx, in.extent(0), in.extent(1), in.extent(2)));
-  auto dx_host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, dx);
-  p.input_grad.assign(dx_host.data(), dx_host.data() + dx_host.size());
-  for (const auto& t : net.tensors()) {
-    const auto g = net.read(t, true);
-    p.gradients.insert(p.gradients.end(), g.begin(), g.end());
-  }
-  return p;
-}
-
-double worst_relative(const std::vector<double>& a, const std::vector<double>& b) {
-  REQUIRE(a.size() == b.size());
-  double scale = 0, worst = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    scale = std::max(scale, std::abs(b[i]));
-    worst = std::max(worst, std::abs(a[i] - b[i]));
-  }
-  return worst / std::max(scale, 1e-300);
-}
+using hpf_test::Pass;
+using hpf_test::run_pass;
+using hpf_test::worst_relative;
 
 /// Every split of Model agrees with the unsplit Model (output, input and parameter gradients)
 /// within `tolerance` of the largest value.
@@ -189,9 +149,10 @@ TEST_CASE("Dense split over a group: checked options") {
   CHECK(hpf::LayerSplit::channel(1).ranks() == 1);
   CHECK(hpf::LayerSplit::parse("filter:3") == hpf::LayerSplit::filter(3));
   CHECK(hpf::LayerSplit::parse("channel:2") == hpf::LayerSplit::channel(2));
+  CHECK(hpf::LayerSplit::parse("spatial:4") == hpf::LayerSplit::spatial(4));
   for (const char* bad : {"rows:2", "filter:", "filter", "channel:two", "filter:-1"}) {
     INFO(bad);
-    CHECK_THROWS_WITH_AS(hpf::LayerSplit::parse(bad), doctest::Contains("is filter:G or channel:G, not"),
+    CHECK_THROWS_WITH_AS(hpf::LayerSplit::parse(bad), doctest::Contains("is filter:G, channel:G or spatial:G, not"),
                          std::invalid_argument);
   }
   CHECK_THROWS_WITH_AS(hpf::LayerSplit::parse("filter:0"), doctest::Contains("group has 0 members"), std::invalid_argument);

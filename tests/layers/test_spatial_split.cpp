@@ -3,11 +3,11 @@
 #include <hpf/layers/batch_norm.hpp>
 #include <hpf/layers/conv2d.hpp>
 #include <hpf/layers/conv3d.hpp>
-#include <hpf/layers/max_pool3d.hpp>
 #include <hpf/layers/dense.hpp>
 #include <hpf/layers/flatten.hpp>
 #include <hpf/layers/global_avg_pool.hpp>
 #include <hpf/layers/max_pool.hpp>
+#include <hpf/layers/max_pool3d.hpp>
 #include <hpf/layers/relu.hpp>
 #include <hpf/layers/softmax_cross_entropy.hpp>
 #include <hpf/model/network.hpp>
@@ -17,6 +17,7 @@
 #include <hpf/zoo/blocks.hpp>
 
 #include <support/gradient_check.hpp>
+#include <support/network_pass.hpp>
 
 #include <doctest/doctest.h>
 
@@ -68,57 +69,16 @@ void check_gradients() {
   CHECK(split.worst_parameter_error < std::max(1e-6, 2 * whole.worst_parameter_error));
 }
 
-/// Output, input gradient and parameter gradients of one forward and backward on fixed random data.
-struct Pass {
-  std::vector<double> output, input_grad, gradients, buffers;
-};
-
-template <class Model, class T = double>
-Pass run_pass(std::size_t batch) {
-  hpf::Network<Model, T> net;
-  auto tape = net.make_tape(batch);
-  hpf::Rng rng(4, "spatial pass");
-  auto x = Kokkos::create_mirror_view(net.input(tape, batch));
-  for (std::size_t i = 0; i < x.size(); ++i) x.data()[i] = static_cast<T>(rng.uniform(-1.0, 1.0));
-  Kokkos::deep_copy(net.input(tape, batch), x);
-  net.forward(tape, batch);
-  auto y = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, net.output(tape));
-  Pass p;
-  p.output.assign(y.data(), y.data() + y.size());
-  hpf::Buffer<T, Kokkos::DefaultExecutionSpace> dy("dy", y.size()), dx("dx", x.size());
-  auto dy_host = Kokkos::create_mirror_view(dy);
-  for (std::size_t i = 0; i < dy_host.size(); ++i) dy_host(i) = static_cast<T>(rng.uniform(-1.0, 1.0));
-  Kokkos::deep_copy(dy, dy_host);
-  const auto out = net.output(tape);
-  const auto in = net.input(tape, batch);
-  net.backward(tape, T(1), hpf::activation_view(dy, out.extent(0), out.extent(1), out.extent(2)),
-               hpf::activation_view(dx, in.extent(0), in.extent(1), in.extent(2)));
-  auto dx_host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, dx);
-  p.input_grad.assign(dx_host.data(), dx_host.data() + dx_host.size());
-  for (const auto& t : net.tensors()) {
-    const auto values = net.read(t, t.kind == hpf::TensorKind::parameter);
-    (t.kind == hpf::TensorKind::parameter ? p.gradients : p.buffers).insert(
-        (t.kind == hpf::TensorKind::parameter ? p.gradients : p.buffers).end(), values.begin(), values.end());
-  }
-  return p;
-}
-
-double worst_relative(const std::vector<double>& a, const std::vector<double>& b) {
-  REQUIRE(a.size() == b.size());
-  double scale = 0, worst = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    scale = std::max(scale, std::abs(b[i]));
-    worst = std::max(worst, std::abs(a[i] - b[i]));
-  }
-  return worst / std::max(scale, 1e-300);
-}
+using hpf_test::Pass;
+using hpf_test::run_pass;
+using hpf_test::worst_relative;
 
 /// The split model agrees with the unsplit one within `tolerance` of the largest value.
 template <class Model, std::size_t G, class T = double>
 void check_agreement(std::size_t batch, double tolerance) {
   INFO("spatial split over ", G);
-  const Pass whole = run_pass<Model, T>(batch);
-  const Pass part = run_pass<hpf::SpatialSplit<Model, G>, T>(batch);
+  const Pass whole = run_pass<Model, T>({}, batch);
+  const Pass part = run_pass<hpf::SpatialSplit<Model, G>, T>({}, batch);
   CHECK(worst_relative(part.output, whole.output) < tolerance);
   CHECK(worst_relative(part.input_grad, whole.input_grad) < tolerance);
   CHECK(worst_relative(part.gradients, whole.gradients) < tolerance);

@@ -65,16 +65,17 @@ struct LayerSplit {
                                   std::to_string(ordered_sum_max_parts));
     }
   }
-  /// The split "filter:G" or "channel:G" names (command lines), checked; std::invalid_argument
-  /// saying what was wrong otherwise.
+  /// The split "filter:G", "channel:G" or "spatial:G" names (command lines), checked;
+  /// std::invalid_argument saying what was wrong otherwise.
   static LayerSplit parse(const std::string& text) {
     const auto colon = text.find(':');
     const std::string kind = text.substr(0, colon), count = colon == std::string::npos ? "" : text.substr(colon + 1);
-    if ((kind != "filter" && kind != "channel") || count.empty() ||
+    if ((kind != "filter" && kind != "channel" && kind != "spatial") || count.empty() ||
         count.find_first_not_of("0123456789") != std::string::npos || count.size() > 6) {
-      throw std::invalid_argument("hpf: a layer split is filter:G or channel:G, not '" + text + "'");
+      throw std::invalid_argument("hpf: a layer split is filter:G, channel:G or spatial:G, not '" + text + "'");
     }
-    const LayerSplit split{kind == "filter" ? SplitKind::filter : SplitKind::channel, std::stoul(count)};
+    const SplitKind parsed = kind == "filter" ? SplitKind::filter : kind == "channel" ? SplitKind::channel : SplitKind::spatial;
+    const LayerSplit split{parsed, std::stoul(count)};
     split.check();
     return split;
   }

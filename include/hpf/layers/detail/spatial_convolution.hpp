@@ -162,7 +162,6 @@ class SpatialConvolution {
   /// members' padded input gradients, the edges sent and received, then the inner kernel's own.
   std::size_t workspace(std::size_t capacity) const { return own_workspace(capacity) + inner_.workspace(capacity); }
 
-
   void forward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, Activation<T, Space> y,
                tape_type& tape) const {
     trace::Region region("hpf::SpatialConvolution::forward");
