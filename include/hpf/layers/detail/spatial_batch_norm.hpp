@@ -72,15 +72,22 @@ class SpatialBatchNormImpl : public Base {
     Kokkos::parallel_for(
         "hpf::BatchNorm::slab_sums", Kokkos::RangePolicy<Space>(space, 0, held * channels), KOKKOS_LAMBDA(const std::size_t item) {
           const std::size_t k = item / channels, c = item % channels;
-          // Value i of member k's slab: sample i / slab, position k * slab + i % slab.
-          const auto at = [&](std::size_t i) { return (i / slab) * per_plane + k * slab + i % slab; };
-          if constexpr (Terms == 1) {
-            parts[k * width + c] = static_cast<T>(lane_sum<accumulator>(count, [&](std::size_t i) { return term(0, c, at(i)); }));
+          // Value i of member k's slab: sample i / slab, position k * slab + i % slab (i itself
+          // where this process holds one slab: the same values in the same order).
+          const auto sum_at = [&](const auto& at) {
+            if constexpr (Terms == 1) {
+              parts[k * width + c] = static_cast<T>(lane_sum<accumulator>(count, [&](std::size_t i) { return term(0, c, at(i)); }));
+            } else {
+              const SumPair<accumulator> sums = lane_sums<accumulator>(
+                  count, [&](std::size_t i) { return term(0, c, at(i)); }, [&](std::size_t i) { return term(1, c, at(i)); });
+              parts[k * width + c] = static_cast<T>(sums.first);
+              parts[k * width + channels + c] = static_cast<T>(sums.second);
+            }
+          };
+          if (held == 1) {
+            sum_at([](std::size_t i) { return i; });
           } else {
-            const SumPair<accumulator> sums = lane_sums<accumulator>(
-                count, [&](std::size_t i) { return term(0, c, at(i)); }, [&](std::size_t i) { return term(1, c, at(i)); });
-            parts[k * width + c] = static_cast<T>(sums.first);
-            parts[k * width + channels + c] = static_cast<T>(sums.second);
+            sum_at([&](std::size_t i) { return (i / slab) * per_plane + k * slab + i % slab; });
           }
         });
     group_->sum(parts, width, total_.data());
@@ -115,12 +122,11 @@ class SpatialBatchNormImpl : public Base {
           if (c == 0) batches_tracked(0) += T(1);
         });
     T* out = y.data();
+    const std::size_t m_held = n * s;  // a channel's values here, one after another
     Kokkos::parallel_for(
-        "hpf::BatchNorm::slab_normalize", Kokkos::RangePolicy<Space>(ctx.space, 0, channels * n * s),
-        KOKKOS_LAMBDA(const std::size_t i) {
-          const std::size_t c = i / (n * s);
+        "hpf::BatchNorm::slab_normalize", Kokkos::RangePolicy<Space>(ctx.space, 0, channels), KOKKOS_LAMBDA(const std::size_t c) {
           const T scale = gamma(c) * inv_std_out(c), shift = beta(c) - mean_out(c) * scale;
-          out[i] = Base::template activate<Relu>(in[i] * scale + shift);
+          for (std::size_t i = c * m_held; i < (c + 1) * m_held; ++i) out[i] = Base::template activate<Relu>(in[i] * scale + shift);
         });
   }
 
@@ -152,14 +158,15 @@ class SpatialBatchNormImpl : public Base {
         });
     if (is_empty(dx)) return;
     T* grad_in = dx.data();
+    const std::size_t m_held = n * s;
     Kokkos::parallel_for(
-        "hpf::BatchNorm::slab_input_gradient", Kokkos::RangePolicy<Space>(ctx.space, 0, channels * n * s),
-        KOKKOS_LAMBDA(const std::size_t i) {
-          const std::size_t c = i / (n * s);
+        "hpf::BatchNorm::slab_input_gradient", Kokkos::RangePolicy<Space>(ctx.space, 0, channels), KOKKOS_LAMBDA(const std::size_t c) {
           const T mean = saved_mean(c), inv_std = saved_inv_std(c);
-          const T k = gamma(c) * inv_std / T(m);
-          const T xhat = (in[i] - mean) * inv_std;
-          grad_in[i] = k * (T(m) * grad_at(i) - total[c] - xhat * total[channels + c]);
+          const T k = gamma(c) * inv_std / T(m), sum_dy = total[c], sum_dy_xhat = total[channels + c];
+          for (std::size_t i = c * m_held; i < (c + 1) * m_held; ++i) {
+            const T xhat = (in[i] - mean) * inv_std;
+            grad_in[i] = k * (T(m) * grad_at(i) - sum_dy - xhat * sum_dy_xhat);
+          }
         });
   }
 

@@ -86,15 +86,27 @@ struct SlabGeometry {
   /// A row's values into its padded form (zeros around them, and for a null row).
   template <class T>
   KOKKOS_INLINE_FUNCTION void pad_row(const T* row_values, T* padded) const {
-    for (std::size_t i = 0; i < padded_row(); ++i) padded[i] = T(0);
-    if (!row_values) return;
+    const std::size_t pw = padded_width();
+    for (std::size_t i = 0; i < row_pad * pw; ++i) padded[i] = T(0);  // the lines above (volumes)
     for (std::size_t h = 0; h < row_height; ++h) {
-      for (std::size_t w = 0; w < width; ++w) padded[(row_pad + h) * padded_width() + pad + w] = row_values[h * width + w];
+      T* line = padded + (row_pad + h) * pw;
+      for (std::size_t w = 0; w < pad; ++w) line[w] = T(0);
+      if (row_values) {
+        for (std::size_t w = 0; w < width; ++w) line[pad + w] = row_values[h * width + w];
+      } else {
+        for (std::size_t w = 0; w < width; ++w) line[pad + w] = T(0);
+      }
+      for (std::size_t w = pad + width; w < pw; ++w) line[w] = T(0);
     }
+    for (std::size_t i = (row_pad + row_height) * pw; i < padded_row(); ++i) padded[i] = T(0);  // and below
   }
-  /// Where value i of a row is in its padded form.
-  KOKKOS_INLINE_FUNCTION std::size_t padded_index(std::size_t i) const {
-    return (row_pad + i / width) * padded_width() + pad + i % width;
+  /// f(value index in a row, its index in the padded row) for every value of a row, line by line.
+  template <class F>
+  KOKKOS_INLINE_FUNCTION void for_each_value(const F& f) const {
+    for (std::size_t h = 0; h < row_height; ++h) {
+      const std::size_t from = h * width, to = (row_pad + h) * padded_width() + pad;
+      for (std::size_t w = 0; w < width; ++w) f(from + w, to + w);
+    }
   }
   /// Output values of one member per channel and sample.
   std::size_t member_outputs() const { return out_rows_per_member * out_row; }
@@ -356,14 +368,13 @@ class SpatialConvolution {
             }
           }
           T* out = dx.data() + (plane * held_rows + local_row) * s.row();
-          for (std::size_t i = 0; i < s.row(); ++i) {
-            const std::size_t at = s.padded_index(i);
+          s.for_each_value([&](std::size_t i, std::size_t at) {
             T sum = T(0);
             if (before) sum += before[before_padded ? at : i];
             if (own) sum += own[at];
             if (after) sum += after[after_padded ? at : i];
             out[i] = sum;
-          }
+          });
         });
   }
 
@@ -378,7 +389,7 @@ class SpatialConvolution {
           const std::size_t plane = item / count, r = item % count;
           const T* src = padded + plane * image + (first + r) * s.padded_row();
           T* dst = to + (plane * count + r) * s.row();
-          for (std::size_t i = 0; i < s.row(); ++i) dst[i] = src[s.padded_index(i)];
+          s.for_each_value([&](std::size_t i, std::size_t at) { dst[i] = src[at]; });
         });
   }
 
