@@ -47,6 +47,7 @@ BLOCK_DATA = {
     "across-hosts": ["benchmarks/results/across-hosts"],
     "precision": ["benchmarks/results/precision"],
     "layer-splits": ["benchmarks/results/layer-splits"],
+    "spatial-splits": ["benchmarks/results/spatial-splits"],
     "cuts": ["benchmarks/results/cuts"],
     "fuzzing": ["benchmarks/results/fuzzing"],
     "sanitizers": ["benchmarks/results/sanitizers"],

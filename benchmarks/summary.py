@@ -158,6 +158,19 @@ def layer_splits():
             ", ".join(f"{model(m)} batch {b} {' / '.join(v[x] for x in layouts)}" for (m, b), v in by.items()))
 
 
+def spatial_splits():
+    """Per model of `spatial-splits`: data parallel, filter and spatial split on 2 ranks over 1 rank."""
+    column, layouts = "speed-up over 1 rank", ("data parallel 2", "filter split 2", "spatial split 2")
+    found = rows("spatial-splits", column, lambda r: r.get("layout") in layouts)
+    by = {}
+    for r in found:
+        by.setdefault(r["model"], {})[r["layout"]] = r[column]
+    if not by or any(len(v) != len(layouts) for v in by.values()):
+        raise Stale("block 'spatial-splits': a model without all of " + ", ".join(layouts))
+    return ("2 ranks over 1 rank at a global batch of 2: data parallel / filter split / spatial split",
+            ", ".join(f"{model(m)} {' / '.join(v[x] for x in layouts)}" for m, v in by.items()))
+
+
 def cuts():
     """Per model and stage count of `cuts`: the oracle's cuts' step against Balanced<S>'s."""
     found = re.findall(r"^- (\w+), (\d) stages: the chosen cuts [\d,]+ measured .*; chosen against Balanced<\d>: "
@@ -310,7 +323,8 @@ ROWS = [(["single-process"], single_process), (["single-process-models"], single
         (["two-cores"], two_cores), (["two-cores-models"], two_cores_models), (["threads-breakdown"], threads_breakdown),
         (["compile-flat"], compile_flat),
         (["comm"], comm), (["trace-overhead"], trace_overhead), (["fabrics"], fabrics),
-        (["across-hosts"], across_hosts), (["layer-splits"], layer_splits), (["cuts"], cuts),
+        (["across-hosts"], across_hosts), (["layer-splits"], layer_splits),
+        (["spatial-splits"], spatial_splits), (["cuts"], cuts),
         (["precision"], precision), (["fuzzing"], fuzzing), (["fuzzing-npy"], fuzzing_npy),
         (["sanitizers"], sanitizers), (["reliability"], reliability), (["oracle"], oracle),
         (["oracle"], oracle_memory), (["oracle-1gbit", "oracle-10gbit"], oracle_fabrics),
