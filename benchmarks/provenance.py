@@ -48,6 +48,7 @@ BLOCK_DATA = {
     "precision": ["benchmarks/results/precision"],
     "layer-splits": ["benchmarks/results/layer-splits"],
     "spatial-splits": ["benchmarks/results/spatial-splits"],
+    "spatial-splits-hosts": ["benchmarks/results/spatial-splits-hosts"],
     "cuts": ["benchmarks/results/cuts"],
     "fuzzing": ["benchmarks/results/fuzzing"],
     "sanitizers": ["benchmarks/results/sanitizers"],

@@ -171,6 +171,19 @@ def spatial_splits():
             ", ".join(f"{model(m)} {' / '.join(v[x] for x in layouts)}" for m, v in by.items()))
 
 
+def spatial_splits_hosts():
+    """Per fabric and model of `spatial-splits-hosts`: spatial splits over 2 and 4 hosts against data parallelism."""
+    column, layouts = "speed-up over data parallel 4", ("filter split 2", "spatial split 2", "spatial split 4")
+    found = rows("spatial-splits-hosts", column, lambda r: r.get("layout") in layouts)
+    by = {}
+    for r in found:
+        by.setdefault((r["fabric"], r["model"]), {})[r["layout"]] = r[column]
+    if not by or any(len(v) != len(layouts) for v in by.values()):
+        raise Stale("block 'spatial-splits-hosts': a fabric and model without all of " + ", ".join(layouts))
+    return ("4 emulated hosts, batch 4, over data parallel: filter split 2 / spatial split 2 / spatial split 4",
+            ", ".join(f"{model(m)} {f} {' / '.join(v[x] for x in layouts)}" for (f, m), v in by.items()))
+
+
 def cuts():
     """Per model and stage count of `cuts`: the oracle's cuts' step against Balanced<S>'s."""
     found = re.findall(r"^- (\w+), (\d) stages: the chosen cuts [\d,]+ measured .*; chosen against Balanced<\d>: "
@@ -324,7 +337,7 @@ ROWS = [(["single-process"], single_process), (["single-process-models"], single
         (["compile-flat"], compile_flat),
         (["comm"], comm), (["trace-overhead"], trace_overhead), (["fabrics"], fabrics),
         (["across-hosts"], across_hosts), (["layer-splits"], layer_splits),
-        (["spatial-splits"], spatial_splits), (["cuts"], cuts),
+        (["spatial-splits"], spatial_splits), (["spatial-splits-hosts"], spatial_splits_hosts), (["cuts"], cuts),
         (["precision"], precision), (["fuzzing"], fuzzing), (["fuzzing-npy"], fuzzing_npy),
         (["sanitizers"], sanitizers), (["reliability"], reliability), (["oracle"], oracle),
         (["oracle"], oracle_memory), (["oracle-1gbit", "oracle-10gbit"], oracle_fabrics),
