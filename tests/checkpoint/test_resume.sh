@@ -4,6 +4,8 @@
 #    under 1, 2, 4 and 6 ranks, with SGD and Adam;
 #  - a checkpoint written by 2 stages x 2 replicas resumes under 3 stages x 2 and under one
 #    process, bitwise equal;
+#  - samples split into 2 slabs (Spatial<2>) on 2 ranks: killed and resumed, bitwise equal to the
+#    one process computing both slabs; a checkpoint of 2 x 2 resumes on slabs;
 #  - a kill during a save leaves the previous checkpoint, and resume reaches the same bits; resume
 #    skips a damaged newest checkpoint and a half-written one;
 #  - a corrupt, truncated, foreign-model or newer-format checkpoint is an error naming it, on
@@ -92,6 +94,27 @@ saved=$work/sgd-np4/step-00000005
 echo "written by 2 stages x 2 replicas, resumed by 3 stages x 2 replicas and by one process:"
 run 6 --stages 3 --dir "$work/across6" --resume-from "$saved" && same "$reference" "$work/across6/step-00000024" "np4 -> np6" || fail "np4 -> np6"
 run 0 --dir "$work/across1" --resume-from "$saved" && same "$reference" "$work/across1/step-00000024" "np4 -> 1" || fail "np4 -> 1"
+
+# Samples in 2 slabs over 2 ranks: the group's member 0 writes what every member holds. Killed
+# and resumed, it ends on the bits of one process computing both slabs; and a checkpoint of
+# 2 stages x 2 replicas resumes on slabs (other arithmetic from there: no reference to compare).
+run 0 --layout slabs-trainer --dir "$work/slabs-reference" || { cat "$work/out"; fail "slabs reference run"; }
+run 2 --layout slabs --dir "$work/slabs" --every 5 --kill-at 8
+run 2 --layout slabs --dir "$work/slabs" --every 5 --resume
+if grep -q "resumed from .*step-00000005 at epoch 0, step 5" "$work/out"; then
+  echo "slabs, 2 ranks, killed at step 8, resumed from step 5:"
+  same "$work/slabs-reference/step-00000024" "$work/slabs/step-00000024" "slabs resumed"
+else
+  cat "$work/out"
+  fail "slabs: did not resume from step 5"
+fi
+run 2 --layout slabs --dir "$work/slabs-across" --resume-from "$saved"
+if grep -q "resumed from .*step-00000005" "$work/out" && [ -d "$work/slabs-across/step-00000024" ]; then
+  echo "ok: written by 2 stages x 2 replicas, resumed on 2 slabs and trained to step 24"
+else
+  cat "$work/out"
+  fail "np4 -> slabs"
+fi
 
 # A damaged newest checkpoint and a half-written one (what a crash during a save leaves) are
 # skipped: resume takes step 15 and still ends on the reference's bits.

@@ -3,6 +3,9 @@
 // the ordered reduction, so all of them give the same bits:
 //   --layout trainer            one process (hpf::Trainer with data_shards 2)
 //   --layout fit --stages S     hpf::fit with S stages (world size 2 S)
+//   --layout slabs              hpf::fit with every sample in 2 slabs of rows (Spatial<2>, 2 ranks),
+//   --layout slabs-trainer      and the one process that computes both slabs (the same bits as
+//                               each other, not as the layouts above: the arithmetic differs)
 // --kill-at G makes the last rank SIGKILL itself after step G: a crash, not a polite stop.
 // For tests/checkpoint/pytorch_interop.py (one process): --export-test FILE writes the test set
 // to FILE; --evaluate-weights FILE loads a safetensors file of PyTorch state_dict names instead
@@ -64,6 +67,14 @@ void train(const hpf::comm::Communicator& world, const hpf::TrainOptions& o, con
     if (!export_test.empty()) export_test_set(d.test, export_test);
     const hpf::Evaluation e = trainer.evaluate();
     std::printf("test accuracy %.17g loss %.17g\n", e.accuracy, e.loss);
+  } else if (layout == "slabs-trainer") {  // one process computing both slabs of Spatial<2>
+    if (world.size() != 1) throw hpf::comm::UsageError("--layout slabs-trainer runs on one process");
+    const hpf::data::TrainTest d = data({});
+    hpf::Trainer<hpf::SpatialSplit<M, 2>>(o, d.train, &d.test).fit();
+  } else if (layout == "slabs") {  // every sample in 2 slabs of rows over 2 ranks: one replica of both shards
+    hpf::TrainOptions slabs = o;
+    slabs.shards_per_replica = 2;
+    hpf::fit<M, hpf::Pipeline<hpf::Cuts<>, hpf::Spatial<2>>>(world, slabs, data);
   } else if (stages == 1) {
     hpf::fit<M, hpf::DataParallel>(world, o, data);
   } else if (stages == 2) {

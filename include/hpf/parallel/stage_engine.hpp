@@ -9,6 +9,7 @@
 #include <hpf/meta/type_name.hpp>
 #include <hpf/model/any_network.hpp>
 #include <hpf/model/network.hpp>
+#include <hpf/model/spatial_split.hpp>
 #include <hpf/optim/optimizer.hpp>
 #include <hpf/parallel/partition.hpp>
 #include <hpf/parallel/receive_posting.hpp>
@@ -71,13 +72,22 @@ struct StagePosition {
   std::string model;        ///< type_name of the whole model (checkpoints name it)
 };
 
+/// The model a stage belongs to (and the model whose samples a SpatialSplit splits): what
+/// checkpoints name, so that every layout of one model reads the others' checkpoints.
 template <class StageModel>
 struct whole_model {
   using type = StageModel;
+  static constexpr bool staged = false;
+};
+template <class Model, std::size_t Group, std::size_t Held>
+struct whole_model<SpatialSplit<Model, Group, Held>> {
+  using type = Model;
+  static constexpr bool staged = false;
 };
 template <class Model, class Partition, std::size_t Index>
 struct whole_model<Stage<Model, Partition, Index>> {
-  using type = Model;
+  using type = typename whole_model<Model>::type;
+  static constexpr bool staged = true;
 };
 
 /// The StagePosition of a model type: a whole model, or a Stage of one.
@@ -86,7 +96,7 @@ StagePosition stage_position() {
   using Model = typename whole_model<StageModel>::type;
   StagePosition p{.classifies = model_classifies_v<Model>, .labels_per_sample = model_label_size_v<Model>,
                   .model = std::string(type_name<Model>())};
-  if constexpr (!std::is_same_v<Model, StageModel>) {
+  if constexpr (whole_model<StageModel>::staged) {
     p.first = StageModel::is_first;
     p.last = StageModel::is_last;
   }
