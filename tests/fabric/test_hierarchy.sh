@@ -8,17 +8,20 @@
 # with gradients exchanged as bf16: a host's partial sum crosses hosts as float). With a progress
 # thread (StepOptions::exchange_progress, HPF_MPI_THREADS=multiple) on 4 hosts x 1 rank and 2 x 2,
 # tests/parallel/test_progress_thread.cpp: a message crosses TCP while both ranks compute without
-# calling MPI, and every layout trains bit for bit as one process.
+# calling MPI, and every layout trains bit for bit as one process. Samples split into slabs
+# (hpf::Spatial<G>) on 4 hosts x 1 rank, tests/parallel/test_equivalence_spatial.cpp: halos and the
+# group's sums cross TCP, and every layout of a CNN and a 3-D CNN trains bit for bit as one process.
 # Fails, never skips, when it cannot run (scripts/fabric/emulate.sh's preconditions).
 #
 #   bash tests/fabric/test_hierarchy.sh [BUILD_DIR]
 #
-# BUILD_DIR (default build-fabric) holds the two tests built with Open MPI; they are built there
+# BUILD_DIR (default build-fabric) holds the tests built with Open MPI; they are built there
 # (Release, Debian's Kokkos, Open MPI's wrappers) when it does not hold them yet.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build=${1:-$root/build-fabric}
-tests=(hpf_parallel_test_host_hierarchy hpf_parallel_test_equivalence_mlp hpf_parallel_test_progress_thread)
+tests=(hpf_parallel_test_host_hierarchy hpf_parallel_test_equivalence_mlp hpf_parallel_test_progress_thread
+       hpf_parallel_test_equivalence_spatial)
 export HPF_FABRIC_PREFIX=hpfy HPF_FABRIC_NET=10.77.8.0/24 HPF_FABRIC_TIMEOUT=600
 [ "$(id -u)" -eq 0 ] || { echo "FAILED: must run as root (network namespaces, veth, tc)"; exit 1; }
 
@@ -64,5 +67,6 @@ for layout in "4 1" "2 2"; do
   # shellcheck disable=SC2086
   HPF_MPI_THREADS=multiple on $layout hpf_parallel_test_progress_thread
 done
-echo "== hierarchy and progress thread across emulated hosts: $passed passed, $failed failed"
+on 4 1 hpf_parallel_test_equivalence_spatial --test-case='Spatial split: every layout*,Spatial split: a 3-D CNN*'
+echo "== hierarchy, progress thread and slabs across emulated hosts: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
