@@ -539,9 +539,6 @@ struct CutLeaves<hpf::Cuts<Leaves...>> {
   static std::vector<std::size_t> get() { return {Leaves...}; }
 };
 
-/// Balanced<S> for 1, 2 or 4 stages, or one of the compiled partitions (`hpf::Cuts<...>` types) by
-/// its leaves: partitions are types, so only these few (block boundaries around the balanced cut,
-/// and the oracle's choices) exist in this executable.
 /// Models whose samples split into 2 and 4 slabs (--split spatial:G): compiled in for them only.
 template <class Model>
 inline constexpr bool splits_into_slabs = false;
@@ -550,6 +547,10 @@ inline constexpr bool splits_into_slabs<hpf::zoo::ResNet20> = true;
 template <>
 inline constexpr bool splits_into_slabs<hpf::zoo::CosmoFlow<32>> = true;
 
+/// Balanced<S> for 1, 2 or 4 stages, or one of the compiled partitions (`hpf::Cuts<...>` types) by
+/// its leaves: partitions are types, so only these few (block boundaries around the balanced cut,
+/// and the oracle's choices) exist in this executable; under --split spatial:G the slabs' model,
+/// one stage.
 template <class Model, class... Compiled>
 void run_model(const hpf::comm::Communicator& world, const Settings& s) {
   if (s.split.kind == hpf::SplitKind::spatial && s.split.splits()) {  // each rank trains its slabs' model, one stage

@@ -113,8 +113,6 @@ class LayerGroup : public LayerGroupBase {
   virtual void swap_edges(const T* to_previous, std::size_t to_previous_count, T* from_previous,
                           std::size_t from_previous_count, const T* to_next, std::size_t to_next_count, T* from_next,
                           std::size_t from_next_count) const = 0;
-  /// Whether member m is another process's (a spatial layer then receives its edges through swap_edges).
-  bool remote(std::size_t m) const { return m < first_member() || m >= first_member() + local_members(); }
 };
 
 /// \brief The group of one process that computes every member's part: gathering moves nothing,

@@ -126,9 +126,9 @@ std::vector<UnitTiming> time_layers(const CalibrationOptions& o) {
   if (o.samples) check_samples<Model>(*o.samples);
   NetworkOptions options{.matmul_precision = o.matmul_precision};
   using In = typename Model::input_shape;
-  if constexpr (is_spatial_part_v<In>) {
-    // One rank's slab of a spatial split (SpatialSplit<Model, G, 1>), timed without its peers.
-    if constexpr (In::held < In::group) options.split_group = std::make_shared<AbsentPeersLayerGroup<T, Space>>(In::group);
+  // One rank's slab of a spatial split (SpatialSplit<Model, G, 1>), timed without its peers.
+  if constexpr (spatial_held_v<In> < spatial_group_v<In>) {
+    options.split_group = std::make_shared<AbsentPeersLayerGroup<T, Space>>(spatial_group_v<In>);
   }
   Net net(options);
   auto tape = net.make_tape(o.batches.back());

@@ -33,7 +33,7 @@ class BatchLoader {
                    const InputPositions& held) {
     trace::Region region("hpf::BatchLoader::inputs");
     if (held.all()) return fill(input, staging_, [&](T* out) { dataset.gather(indices, out); });
-    fill(input, slab_staging_, [&](T* out) {
+    fill(input, staging_, [&](T* out) {
       whole_.resize(input.extent(0) * indices.size() * held.whole);
       dataset.gather(indices, whole_.data());
       const std::size_t planes = input.extent(0) * indices.size();
@@ -73,7 +73,7 @@ class BatchLoader {
     }
   }
 
-  std::vector<T> staging_, slab_staging_, whole_;
+  std::vector<T> staging_, whole_;  // whole_: the whole samples a slab is copied from
   std::vector<std::int32_t> label_staging_;
 };
 

@@ -49,19 +49,11 @@ class MpiLayerGroup final : public LayerGroup<T, Space> {
 
   void sum(const T* mine, std::size_t n, T* out) const override {
     ensure_capacity(all_, size() * n, "hpf::MpiLayerGroup::parts");
-    {
-      trace::Blocking span(trace::Track::group, "sum in group", {.bytes = bytes(size() * n)});
-      Space().fence();
-      comm::iallgather(group_, ConstFlat(mine, n), Flat(all_.data(), size() * n), what()).wait();
-    }
+    allgather(mine, n, all_.data(), "sum in group");
     ordered_sum(Space{}, all_.data(), size(), n, out, n);
   }
 
-  void gather_parts(const T* mine, std::size_t n, T* all) const override {
-    trace::Blocking span(trace::Track::group, "gather in group", {.bytes = bytes(size() * n)});
-    Space().fence();
-    comm::iallgather(group_, ConstFlat(mine, n), Flat(all, size() * n), what()).wait();
-  }
+  void gather_parts(const T* mine, std::size_t n, T* all) const override { allgather(mine, n, all, "gather in group"); }
 
   void swap_edges(const T* to_previous, std::size_t to_previous_count, T* from_previous, std::size_t from_previous_count,
                   const T* to_next, std::size_t to_next_count, T* from_next, std::size_t from_next_count) const override {
@@ -85,6 +77,12 @@ class MpiLayerGroup final : public LayerGroup<T, Space> {
   }
 
  private:
+  /// Every member's n elements into all[G n), a blocking span `name` on the group row.
+  void allgather(const T* mine, std::size_t n, T* all, const char* name) const {
+    trace::Blocking span(trace::Track::group, name, {.bytes = bytes(size() * n)});
+    Space().fence();
+    comm::iallgather(group_, ConstFlat(mine, n), Flat(all, size() * n), what()).wait();
+  }
   static comm::WaitFor what() { return {.what = "a split layer's parts", .members = "the layer's group"}; }
   static std::int64_t bytes(std::size_t elements) { return static_cast<std::int64_t>(elements * sizeof(T)); }
 

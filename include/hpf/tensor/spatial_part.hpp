@@ -44,13 +44,8 @@ struct SpatialPart : detail::held_shape<Whole, Group, Held>::type {
   using whole = Whole;
   static constexpr std::size_t group = Group;
   static constexpr std::size_t held = Held;
-  /// Extent of the split axis in the whole sample and in one member's slab.
-  static constexpr std::size_t split_extent = Whole::rank == 4 ? Whole::depth : Whole::height;
-  static constexpr std::size_t slab_extent = split_extent / Group;
   /// Elements per channel of one member's slab (a contiguous range of a channel's positions).
   static constexpr std::size_t slab_spatial = Whole::spatial / Group;
-  /// Elements per split-axis step (a row of an image, a plane of a volume).
-  static constexpr std::size_t step_spatial = Whole::spatial / split_extent;
 };
 
 template <class S>

@@ -163,10 +163,10 @@ class SpatialConvolution {
   void bind(ParameterBinder<T, Space>& binder) {
     inner_.bind(binder);
     group_ = &binder.kernels().template layer_group<T, Space>();
-    weight_grad_ = inner_.weight_gradient();
-    bias_grad_ = inner_.bias_gradient();
   }
+  /// The tape keeps the halos of members on other processes (none when this process holds all).
   void reserve(tape_type& tape, std::size_t capacity) {
+    if (slab_.held == slab_.members) return;
     ensure_capacity(tape.from_previous, halo(slab_.pad, capacity), "hpf::SpatialConvolution::halo_from_previous");
     ensure_capacity(tape.from_next, halo(slab_.bottom, capacity), "hpf::SpatialConvolution::halo_from_next");
   }
@@ -182,9 +182,9 @@ class SpatialConvolution {
     T* padded_x = ctx.workspace.data();
     T* member_y = padded_x + padded(n);
     const Context<T, Space> inner_ctx = inner_context(ctx, n);
+    const bool direct = slab_.held == 1;  // the member's output rows are the layer's
     for (std::size_t k = 0; k < slab_.held; ++k) {
       pad_rows(ctx.space, x, tape, k, padded_x);
-      const bool direct = slab_.held == 1;
       inner_.forward(inner_ctx, ConstActivation<T, Space>(padded_x, slab_.channels, n, slab_.padded_image()),
                      Activation<T, Space>(direct ? y.data() : member_y, out_, n, member_outputs()), inner_tape_);
       if (!direct) copy_member_rows(ctx.space, member_y, y, k, /*into_whole=*/true);
@@ -202,10 +202,9 @@ class SpatialConvolution {
     T* member_dy = padded_x + padded(n);
     T* padded_dx = member_dy + outputs(n);
     const Context<T, Space> inner_ctx = inner_context(ctx, n);
-    const bool want_dx = !is_empty(dx);
+    const bool want_dx = !is_empty(dx), direct = slab_.held == 1;
     for (std::size_t k = 0; k < slab_.held; ++k) {
       pad_rows(ctx.space, x, tape, k, padded_x);
-      const bool direct = slab_.held == 1;
       if (!direct) {
         copy_member_rows(ctx.space, member_dy, Activation<T, Space>(const_cast<T*>(dy.data()), out_, n, dy.extent(2)), k,
                          /*into_whole=*/false);
@@ -306,8 +305,8 @@ class SpatialConvolution {
   void add_gradient(const Space& space, std::size_t parameters) const {
     const std::size_t weights = out_ * slab_.patch;
     const T* total = total_.data();
-    T* const weight_grad = weight_grad_.data();
-    T* const bias_grad = bias_grad_.data();
+    T* const weight_grad = inner_.weight_gradient().data();
+    T* const bias_grad = inner_.bias_gradient().data();
     Kokkos::parallel_for(
         "hpf::SpatialConvolution::add_group_gradient", Kokkos::RangePolicy<Space>(space, 0, parameters), KOKKOS_LAMBDA(const std::size_t i) {
           if (i < weights) {
@@ -420,8 +419,6 @@ class SpatialConvolution {
   Inner inner_;
   mutable typename Inner::tape_type inner_tape_{};
   const LayerGroup<T, Space>* group_ = nullptr;
-  Matrix<T, Space> weight_grad_;
-  Vector<T, Space> bias_grad_;
   mutable Buffer<T, Space> parts_, total_;
 };
 

@@ -32,7 +32,6 @@ class SlabGather : public ParameterFreeLayer {
 
   std::size_t channels_, members_, held_, whole_spatial_;
   const LayerGroup<T, Space>* group_ = nullptr;
-  mutable Buffer<T, Space> parts_, total_;  // GlobalAvgPool's sums
 };
 
 /// Flatten of a sample split into slabs: the group gathers every member's slab, and each member
@@ -95,9 +94,9 @@ class SpatialGlobalAvgPoolImpl : public SlabGather<T, Space> {
     trace::Region region("hpf::GlobalAvgPool::forward (slabs)");
     const std::size_t channels = x.extent(0), n = x.extent(1), per_plane = x.extent(2), held = this->held_;
     const std::size_t slab = per_plane / held, count = channels * n;
-    ensure_capacity(this->parts_, held * count, "hpf::GlobalAvgPool::member_sums");
-    ensure_capacity(this->total_, count, "hpf::GlobalAvgPool::group_sums");
-    T* parts = this->parts_.data();
+    ensure_capacity(parts_, held * count, "hpf::GlobalAvgPool::member_sums");
+    ensure_capacity(total_, count, "hpf::GlobalAvgPool::group_sums");
+    T* parts = parts_.data();
     Kokkos::parallel_for(
         "hpf::GlobalAvgPool::slab_sums", Kokkos::RangePolicy<Space>(ctx.space, 0, held * count), KOKKOS_LAMBDA(const std::size_t item) {
           const std::size_t k = item / count, plane = item % count;
@@ -106,8 +105,8 @@ class SpatialGlobalAvgPoolImpl : public SlabGather<T, Space> {
           for (std::size_t i = 0; i < slab; ++i) sum += in[i];
           parts[item] = sum;
         });
-    this->group_->sum(parts, count, this->total_.data());
-    const T* total = this->total_.data();
+    this->group_->sum(parts, count, total_.data());
+    const T* total = total_.data();
     const T inv = T(1) / T(this->whole_spatial_);
     T* out = y.data();
     Kokkos::parallel_for(
@@ -128,6 +127,9 @@ class SpatialGlobalAvgPoolImpl : public SlabGather<T, Space> {
           for (std::size_t i = 0; i < s; ++i) dx(c, j, i) = g;
         });
   }
+
+ private:
+  mutable Buffer<T, Space> parts_, total_;  // the held members' sums, and the group's
 };
 
 }  // namespace hpf::detail
