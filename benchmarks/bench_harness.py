@@ -377,14 +377,16 @@ def commands_block(script, argv, commands, root):
     return ["```sh", own] + [command_text([repo_relative(str(c), root) for c in cmd]) for cmd in commands] + ["```"]
 
 
-def calibrate_copy(args, models, copy):
+def calibrate_copy(args, models, copy, splits=()):
     """Copies args.profile to `copy`, calibrates every model into it with args.oracle (before any
-    measurement, as a user would) and points args.profile at the copy."""
+    measurement, as a user would), and one slab rank's layers of each spatial split in `splits`
+    ("spatial:G"), and points args.profile at the copy."""
     shutil.copyfile(args.profile, copy)
     for model in models:
-        log(f"calibrating {model} into {copy}")
-        subprocess.run([args.oracle, "calibrate", "--model", model, "--profile", copy],
-                       check=True, stdout=subprocess.DEVNULL)
+        for split in (None,) + tuple(splits):
+            log(f"calibrating {model}{' ' + split if split else ''} into {copy}")
+            subprocess.run([args.oracle, "calibrate", "--model", model, "--profile", copy] +
+                           (["--split", split] if split else []), check=True, stdout=subprocess.DEVNULL)
     args.profile = copy
 
 

@@ -4,16 +4,17 @@
 1 rank, on 2 ranks data parallel (one sample per replica), and on 2 ranks as one replica that
 splits every Dense and convolution layer by filters (hpf::Filter<2>) or every sample into 2 slabs
 of rows (hpf::Spatial<2>); and where each step's time went, from a traced run of each layout
-(`scripts/hpf-trace summary`). Prints the table and writes the `spatial-splits` section of
-benchmarks/RESULTS.md.
+(`scripts/hpf-trace summary`), with the oracle's prediction of each beside it. Prints the table
+and writes the `spatial-splits` section of benchmarks/RESULTS.md.
 
-  cmake --build build --target hpf_bench_parallel_throughput
-  /usr/bin/python3 benchmarks/compare_spatial.py              # ~10 min
+  cmake --build build --target hpf_bench_parallel_throughput hpf-oracle
+  /usr/bin/python3 benchmarks/compare_spatial.py --calibrate  # ~12 min
   /usr/bin/python3 benchmarks/compare_spatial.py --models resnet20 --rounds 1 --no-write
 
 Every configuration runs in its own job, alternately with the others, at least --rounds times;
-each figure is its best run (noise only slows a run down). Nothing here asserts a speed:
-benchmarks are not tests.
+each figure is its best run (noise only slows a run down). The oracle predicts from --profile, or
+with --calibrate from a copy calibrated first (the models, and one slab rank's layers of
+spatial:2), before any measurement. Nothing here asserts a speed: benchmarks are not tests.
 """
 import argparse
 import json
@@ -47,8 +48,11 @@ TRACED_STEPS = "3-5"
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--hpf", default=os.path.join(ROOT, "build", "benchmarks", "hpf_bench_parallel_throughput"),
-                   help="the hpf_bench_parallel_throughput binary")
+    h.add_oracle_binary_options(p, ROOT)
+    p.add_argument("--calibrate", action="store_true",
+                   help="first calibrate the models and their slabs into a copy of --profile, "
+                        "benchmarks/results/spatial_splits_profile.json (before any measurement, as a user would), "
+                        "and predict from that copy")
     h.add_mpiexec_options(p)
     p.add_argument("--models", default=",".join(MODELS), help="comma-separated subset of " + ",".join(MODELS))
     h.add_alternation_options(p, max_rounds=4)
@@ -56,8 +60,7 @@ def parse_args():
     args = p.parse_args()
     args.models = [m for m in args.models.split(",") if m]
     h.check_models(p, args.models, MODELS)
-    if not os.access(args.hpf, os.X_OK):
-        p.error(f"{args.hpf} is not built: cmake --build build --target hpf_bench_parallel_throughput")
+    h.check_oracle_binaries(p, args)
     return args
 
 
@@ -105,7 +108,14 @@ def where_it_went(args):
     return out
 
 
-def report(args, data, traces):
+def predicted_ms(args, model, ranks, split):
+    """The oracle's step time for one layout (None where it has no calibration of it)."""
+    p = h.oracle_json(args, "predict", ["--model", model, "--ranks", ranks, "--batch", BATCH, "--stages", 1,
+                                        "--micro-batches", 1] + (["--split", split] if split else []))
+    return p and 1e3 * p["time_s"]
+
+
+def report(args, data, traces, predictions):
     out = ["## Spatial splits: samples split into slabs against data parallelism", ""]
     out.append("Measured by `benchmarks/compare_spatial.py` (when, at which commit and where: its provenance line). "
                f"A global batch of {BATCH} trains on 1 rank; on 2 ranks as 2 replicas of one sample each, as far as "
@@ -113,8 +123,10 @@ def report(args, data, traces):
                "filters (`hpf::Filter<2>`) or whose samples split into 2 slabs of rows, of planes for the volumes "
                "(`hpf::Spatial<2>`: each rank convolves half of every sample and exchanges halos, BatchNorm "
                "and the weight gradients add over the pair); `hpf_bench_parallel_throughput --split`. Ranks share "
-               "the machine's cores under mpiexec (Kokkos Serial, Open MPI over shared memory). The oracle does "
-               "not price spatial splits yet.")
+               "the machine's cores under mpiexec (Kokkos Serial, Open MPI over shared memory). Predicted: "
+               "`hpf-oracle predict` from the profile named below, calibrated before the measurements "
+               "(`--calibrate`: the models, and one slab rank's layers under `--split spatial:2`); the spatial "
+               "split's terms were written before this run and not tuned on it.")
     out.append("")
     out.append(f"Every layout ran alternately with the others, at least {args.rounds} times per model; each figure "
                "is its best run, within a run its best timed block after warm-up. Where the step went: the mean "
@@ -133,10 +145,18 @@ def report(args, data, traces):
             speedup = f"{one['ms_per_step'] / ms:.2f}x" if one and ms else "-"
             t = traces.get((model, label))
             ms_of = (lambda key: h.fmt(t[key] / 1e3, 1)) if t else (lambda key: "-")
-            rows.append([model, label, h.fmt(ms, 1), speedup, ms_of("compute"), ms_of("communication"),
-                         ms_of("exposed")])
-    out.append(h.markdown_table(["model", "layout", "ms per step", "speed-up over 1 rank", "traced: compute ms",
-                                 "communication ms", "exposed ms"], rows, "llrrrrr"))
+            p = predictions.get((model, label))
+            rows.append([model, label, h.fmt(ms, 1), speedup, h.fmt(p, 1),
+                         f"{100 * min(p, ms) / max(p, ms):.0f} %" if p and ms else "-", ms_of("compute"),
+                         ms_of("communication"), ms_of("exposed")])
+    out.append(h.markdown_table(["model", "layout", "ms per step", "speed-up over 1 rank", "predicted ms",
+                                 "prediction accuracy", "traced: compute ms", "communication ms", "exposed ms"], rows,
+                                "llrrrrrrr"))
+    out.append("")
+    with open(args.profile) as f:
+        label = json.load(f).get("label", os.path.basename(args.profile))
+    out.append(f"Profile: `{h.repo_relative(args.profile, ROOT)}` ({label}). Accuracy is min/max of predicted and "
+               "measured.")
     out.append("")
     out.append("- " + "\n- ".join(f"{m}: {MODELS[m][0]}." for m in args.models))
     out.append("")
@@ -153,12 +173,16 @@ def main():
     record = provenance.start("benchmarks/compare_spatial.py")
     h.log(f"machine: {h.machine_description()}")
     start = time.monotonic()
+    if args.calibrate:
+        h.calibrate_copy(args, args.models, os.path.join(HERE, "results", "spatial_splits_profile.json"),
+                         splits=sorted({split for _, _, split in LAYOUTS if split and split.startswith("spatial")}))
     data = measure(args)
     traces = where_it_went(args)
+    predictions = {(m, label): predicted_ms(args, m, ranks, split) for m in args.models for label, ranks, split in LAYOUTS}
     h.log(f"measured in {time.monotonic() - start:.0f} s")
     failed = [f"{m}/{n}" for m in data for n, runs in data[m].items() if not any(r.ok for r in runs)]
     failed += [f"{m}/{n} traced" for (m, n), t in traces.items() if t is None]
-    return provenance.publish(args, SECTION, report(args, data, traces), failed, record)
+    return provenance.publish(args, SECTION, report(args, data, traces, predictions), failed, record)
 
 
 if __name__ == "__main__":

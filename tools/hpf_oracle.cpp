@@ -12,6 +12,7 @@
 #include <hpf/data/fashion_mnist.hpp>
 #include <hpf/data/synthetic.hpp>
 #include <hpf/data/text.hpp>
+#include <hpf/model/spatial_split.hpp>
 #include <hpf/oracle/best_cuts.hpp>
 #include <hpf/oracle/calibrate.hpp>
 #include <hpf/oracle/canary.hpp>
@@ -24,6 +25,7 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <dlfcn.h>
@@ -40,6 +42,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace {
@@ -48,7 +51,7 @@ using namespace hpf::oracle;
 
 const char* const usage_text =
     "usage: hpf-oracle calibrate --model NAME [--profile FILE] [--batches 1,2,4,...]\n"
-    "                            [--data fashion-mnist|synthetic|random] [--precision P]\n"
+    "                            [--data fashion-mnist|synthetic|random] [--precision P] [--split spatial:G]\n"
     "       hpf-oracle rank      --model NAME --ranks P --batch B [--profile FILE] [--cluster FILE]\n"
     "                            [--memory-budget MIB] [--max-stages S] [--top N] [--recompute] [--precision P]\n"
     "                            [--exchange-precision full|bf16] [--layer-splits] [--search-cuts] [--json]\n"
@@ -56,7 +59,7 @@ const char* const usage_text =
     "       hpf-oracle predict   --model NAME --ranks P --batch B --stages S --micro-batches M\n"
     "                            [--schedule 1f1b|gpipe] [--cuts L1,L2,...] [--profile FILE] [--cluster FILE]\n"
     "                            [--recompute] [--precision P] [--exchange-precision full|bf16]\n"
-    "                            [--split filter:G|channel:G] [--canary S | --compute-scale X]\n"
+    "                            [--split filter:G|channel:G|spatial:G] [--canary S | --compute-scale X]\n"
     "                            [--closed-form]\n"
     "                            [--json]\n"
     "       hpf-oracle partition --model NAME --ranks P --batch B --stages S --micro-batches M\n"
@@ -69,14 +72,16 @@ const char* const usage_text =
     "             bf16 inputs (hpf::Mixed<hpf::bf16>); calibrated and predicted apart from float\n"
     "  --exchange-precision: what gradients travel as between replicas (StepOptions::exchange_precision)\n"
     "  --layer-splits: rank filter and channel splits of the Dense and convolution layers too\n"
-    "                  (hpf::Filter<G>, hpf::Channel<G>)\n"
+    "                  (hpf::Filter<G>, hpf::Channel<G>), and samples split into slabs (hpf::Spatial<G>)\n"
+    "                  where their slabs are calibrated\n"
     "  --search-cuts: each pipeline at the cuts partition finds, not only at hpf::Balanced<S>'s\n"
     "  --canary: first time the model's layers for about S seconds and rescale the profile's compute by\n"
     "           their time now over their calibrated time (a host that drifted since calibration)\n"
     "  --compute-scale: multiply the profile's compute by X (a ratio --canary printed earlier)\n"
     "  --closed-form: ParaDL's closed form on the same calibration instead of the played step\n"
-    "  --split: the plan's Dense and convolution layers split over groups of G ranks\n"
-    "           (P = replicas x stages x G)\n"
+    "  --split: the plan's Dense and convolution layers split over groups of G ranks, or its samples\n"
+    "           into G slabs (P = replicas x stages x G); calibrate --split spatial:G times one\n"
+    "           slab rank's layers, which spatial:G predicts from (resnet20 and cosmoflow, G = 2 or 4)\n"
     "  models: mlp cnn resnet20 resnet56 resnet164 resnet1001 (hpf::zoo), gpt (examples/03_language_model's\n"
     "          Gpt<4, 64, 4, 64, 256>), cosmoflow (CosmoFlow<32>)\n"
     "  --profile: a machine profile (benchmarks/comm/run_comm_benchmark.py writes its communication\n"
@@ -170,13 +175,15 @@ Args parse(int argc, char** argv) {
     else if (flag == "--top") a.top = count(flag, value);
     else if (flag == "--max-stages") a.max_stages = count(flag, value);
     else if (flag == "--ready-fd" && a.command == "load") a.ready_fd = count(flag, value);
-    else if (flag == "--split" && (a.command == "predict" || a.command == "partition")) {
+    else if (flag == "--split" && (a.command == "predict" || a.command == "partition" || a.command == "calibrate")) {
       try {
         a.split = hpf::LayerSplit::parse(value);
       } catch (const std::invalid_argument& e) {
         fail(std::string("--split: ") + e.what());
       }
-      if (a.split.kind == hpf::SplitKind::spatial) fail(std::string("--split ") + value + ": the oracle does not price spatial splits yet");
+      if (a.command == "calibrate" && a.split.kind != hpf::SplitKind::spatial) {
+        fail("calibrate --split takes spatial:G: filter and channel splits predict from the whole model's calibration");
+      }
     }
     else if ((flag == "--canary" || flag == "--compute-scale") && a.command != "calibrate" && a.command != "load") {
       try {
@@ -292,7 +299,7 @@ int print_partition(const CutSearch& search, const Args& a) {
 /// The samples calibrate and load run the model on (--data); none for `random`.
 template <class Model>
 std::optional<hpf::data::Dataset> samples(const Args& a, std::size_t count) {
-  using In = typename Model::input_shape;
+  using In = hpf::whole_shape_t<typename Model::input_shape>;  // a slab rank's model reads whole samples
   if (a.data == "fashion-mnist") return hpf::data::load_fashion_mnist().train;
   if (a.data == "synthetic") {
     if constexpr (hpf::model_label_size_v<Model> > 1) {  // a language model: bytes as tokens
@@ -400,39 +407,83 @@ class Load {
   std::vector<pid_t> pids_;
 };
 
+/// `hpf-oracle calibrate`: times Model's layers (a slab rank's under --split spatial:G) into the profile.
 template <class Model>
+void calibrate_model(const Args& a) {
+  MachineProfile profile = load_profile(a.profile);
+  CalibrationOptions o;
+  o.matmul_precision = matmul_precision(a);
+  if (!a.batches.empty()) o.batches = a.batches;
+  const std::optional<hpf::data::Dataset> data = samples<Model>(a, o.batches.back());
+  o.samples = data ? &*data : nullptr;
+  print_threads();
+  const auto start = std::chrono::steady_clock::now();
+  // Every other core busy with the same model in turn with idle ones: the busy rates.
+  const auto threads = static_cast<std::size_t>(std::max(Kokkos::DefaultExecutionSpace().concurrency(), 1));
+  const std::size_t slots = profile.cores / threads;
+  std::optional<Load> load;
+  if (slots > 1) {
+    std::printf("  alone, and in turn with %zu more process%s running the model (a busy host)\n", slots - 1,
+                slots == 2 ? "" : "es");
+    load.emplace(slots - 1, a);  // the whole model: any model keeps a core busy
+    o.set_host_load = [&load](HostLoad l) { l == HostLoad::busy ? load->resume() : load->pause(); };
+  }
+  calibrate<Model>(profile, o, [](const std::string& key, const UnitTiming& t) {
+    std::printf("  %-70s fwd %8.3f ms  bwd %8.3f ms at %g samples", key.c_str(), t.forward_s.back() * 1e3,
+                t.backward_s.back() * 1e3, t.batch.back());
+    if (!t.busy_forward_s.empty())
+      std::printf(" (busy %8.3f, %8.3f ms)", t.busy_forward_s.back() * 1e3, t.busy_backward_s.back() * 1e3);
+    std::printf("\n");
+  });
+  load.reset();
+  save_compute(profile, a.profile);
+  const std::string slabs = a.split.splits() ? " (one rank's slabs of " + a.split.describe() + ")" : "";
+  std::printf("hpf-oracle: calibrated %s%s on %s samples in %.1f s into %s\n", a.model.c_str(), slabs.c_str(),
+              a.data.c_str(), std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+              a.profile.c_str());
+}
+
+/// Calls f.template operator()<M>() with the model one rank runs under --split: one slab rank's,
+/// SpatialSplit<Model, G, 1>, under spatial:G (compiled for the G in Groups only), else Model.
+template <class Model, std::size_t... Groups, class F>
+void with_rank_model(const Args& a, F&& f) {
+  if (a.split.kind != hpf::SplitKind::spatial || !a.split.splits()) return f.template operator()<Model>();
+  const bool compiled = ((a.split.group == Groups && (f.template operator()<hpf::SpatialSplit<Model, Groups, 1>>(), true)) || ...);
+  if (!compiled) {
+    std::string groups;
+    ((groups += (groups.empty() ? "" : " or ") + std::to_string(Groups)), ...);
+    fail("--split spatial:" + std::to_string(a.split.group) + ": hpf-oracle splits the samples of " + a.model +
+         (groups.empty() ? std::string(" into no slabs") : " into G = " + groups + " slabs only") +
+         " (in a program of your own: calibrate<SpatialSplit<Model, G, 1>> and view_of of it)");
+  }
+}
+
+/// With --layer-splits: one slab rank's view per G in Groups whose slabs the profile has calibrated
+/// (those it has not are named on stderr, with the command that calibrates them).
+template <class Model, std::size_t... Groups>
+std::vector<ModelView> spatial_views(const Args& a, const MachineProfile& profile) {
+  std::vector<ModelView> views;
+  [[maybe_unused]] const auto add = [&](auto group) {  // unused where no G is compiled in
+    ModelView v = view_of<hpf::SpatialSplit<Model, decltype(group)::value, 1>>(a.model, 1, matmul_precision(a));
+    const bool calibrated = std::all_of(v.layer_keys.begin(), v.layer_keys.end(),
+                                        [&](const std::string& key) { return profile.unit(key) != nullptr; });
+    if (calibrated) {
+      views.push_back(std::move(v));
+    } else {
+      std::fprintf(stderr, "hpf-oracle: spatial:%zu not ranked: the profile has no calibration of its slabs "
+                   "(hpf-oracle calibrate --model %s --split spatial:%zu)\n", v.spatial_group, a.model.c_str(), v.spatial_group);
+    }
+  };
+  if (a.layer_splits) (add(std::integral_constant<std::size_t, Groups>{}), ...);
+  return views;
+}
+
+/// One model's commands; SpatialGroups: the G its samples split into here (--split spatial:G).
+template <class Model, std::size_t... SpatialGroups>
 int run(const Args& a) {
   if (a.command == "load") load_forever<Model>(a);
   if (a.command == "calibrate") {
-    MachineProfile profile = load_profile(a.profile);
-    CalibrationOptions o;
-    o.matmul_precision = matmul_precision(a);
-    if (!a.batches.empty()) o.batches = a.batches;
-    const std::optional<hpf::data::Dataset> data = samples<Model>(a, o.batches.back());
-    o.samples = data ? &*data : nullptr;
-    print_threads();
-    const auto start = std::chrono::steady_clock::now();
-    // Every other core busy with the same model in turn with idle ones: the busy rates.
-    const auto threads = static_cast<std::size_t>(std::max(Kokkos::DefaultExecutionSpace().concurrency(), 1));
-    const std::size_t slots = profile.cores / threads;
-    std::optional<Load> load;
-    if (slots > 1) {
-      std::printf("  alone, and in turn with %zu more process%s running the model (a busy host)\n", slots - 1,
-                  slots == 2 ? "" : "es");
-      load.emplace(slots - 1, a);
-      o.set_host_load = [&load](HostLoad l) { l == HostLoad::busy ? load->resume() : load->pause(); };
-    }
-    calibrate<Model>(profile, o, [](const std::string& key, const UnitTiming& t) {
-      std::printf("  %-70s fwd %8.3f ms  bwd %8.3f ms at %g samples", key.c_str(), t.forward_s.back() * 1e3,
-                  t.backward_s.back() * 1e3, t.batch.back());
-      if (!t.busy_forward_s.empty())
-        std::printf(" (busy %8.3f, %8.3f ms)", t.busy_forward_s.back() * 1e3, t.busy_backward_s.back() * 1e3);
-      std::printf("\n");
-    });
-    load.reset();
-    save_compute(profile, a.profile);
-    std::printf("hpf-oracle: calibrated %s on %s samples in %.1f s into %s\n", a.model.c_str(), a.data.c_str(),
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), a.profile.c_str());
+    with_rank_model<Model, SpatialGroups...>(a, [&]<class RankModel>() { calibrate_model<RankModel>(a); });
     return 0;
   }
   MachineProfile profile = load_profile(a.profile);
@@ -447,7 +498,8 @@ int run(const Args& a) {
   }
   if (a.compute_scale != 1) rescale_compute(profile, a.compute_scale);
   if (!a.cluster.empty()) profile = load_cluster(a.cluster, profile);
-  const ModelView model = view_of<Model>(a.model, 1, matmul_precision(a));
+  ModelView model;  // one slab rank's under --split spatial:G
+  with_rank_model<Model, SpatialGroups...>(a, [&]<class RankModel>() { model = view_of<RankModel>(a.model, 1, matmul_precision(a)); });
   if (a.command == "predict" || a.command == "partition") {
     const std::size_t group = a.split.ranks();
     if (a.ranks % (a.stages * group)) {
@@ -495,6 +547,7 @@ int run(const Args& a) {
   o.recompute = a.recompute;
   o.exchange_precision = exchange_precision(a);
   o.layer_splits = a.layer_splits;
+  o.spatial_views = spatial_views<Model, SpatialGroups...>(a, profile);
   o.search_cuts = a.search_cuts;
   const auto start = std::chrono::steady_clock::now();
   const std::vector<Prediction> ranked = rank_strategies(model, a.ranks, a.batch, profile, o);
@@ -519,9 +572,9 @@ int main(int argc, char** argv) {
   const Args a = parse(argc, argv);
   const std::map<std::string, int (*)(const Args&)> models{
       {"mlp", &run<hpf::zoo::Mlp>},           {"cnn", &run<hpf::zoo::Cnn>},
-      {"resnet20", &run<hpf::zoo::ResNet20>}, {"resnet56", &run<hpf::zoo::ResNet56>},
+      {"resnet20", &run<hpf::zoo::ResNet20, 2, 4>}, {"resnet56", &run<hpf::zoo::ResNet56>},
       {"resnet164", &run<hpf::zoo::PreActResNet164>}, {"resnet1001", &run<hpf::zoo::PreActResNet1001>},
-      {"gpt", &run<hpf::zoo::Gpt<4, 64, 4, 64, hpf::data::byte_vocabulary>>}, {"cosmoflow", &run<hpf::zoo::CosmoFlow<32>>}};
+      {"gpt", &run<hpf::zoo::Gpt<4, 64, 4, 64, hpf::data::byte_vocabulary>>}, {"cosmoflow", &run<hpf::zoo::CosmoFlow<32>, 2, 4>}};
   const auto model = models.find(a.model);
   if (model == models.end()) fail("unknown model '" + a.model + "'");
   // Only calibration and the canary run kernels; rank and predict stay free of Kokkos' start-up

@@ -78,7 +78,8 @@ Peak check(std::size_t batch, std::size_t micro, hpf::Schedule schedule, bool re
 
   constexpr auto bounds = hpf::stage_bounds_v<Model, Partition>;
   const hpf::oracle::Plan plan{.stages = stages, .replicas = replicas, .batch = batch, .micro_batches = micro,
-                               .schedule = schedule, .bounds = {bounds.begin(), bounds.end()}, .recompute = recompute};
+                               .schedule = schedule, .bounds = {bounds.begin(), bounds.end()}, .recompute = recompute,
+                               .split = Strategy::split};
   // Memory only: the profile has no communication fits and the times are not looked at.
   const auto predicted = hpf::oracle::predict(hpf::oracle::view_of<RankModel>("model"), plan, profile);
   const double expected = static_cast<double>(predicted.stage_memory[stage].total());

@@ -512,3 +512,70 @@ TEST_CASE("layer splits: the split products' share of a unit's FLOPs runs on 1/G
   REQUIRE(it != ranked.end());
   CHECK(it->plan.describe().find("split over 2") != std::string::npos);
 }
+
+TEST_CASE("spatial splits: a slab rank's calibrated layers, its halo swaps and its group's allgathers at the p2p line") {
+  using Cnn = Sequential<Input<1, 8, 8>, Conv2D<4, 3, Pad<1>>, BatchNorm, ReLU, GlobalAvgPool, Dense<3>, SoftmaxCrossEntropy>;
+  using Slabs = SpatialSplit<Cnn, 2, 1>;
+  // What one of 2 slab ranks exchanges per micro-batch: the convolution swaps one row of its one
+  // channel each way (8 values per sample) and sums its 4 x 9 + 4 parameters' gradients;
+  // BatchNorm sums 4 means and 4 variances forward, 2 x 4 gradient sums backward; GlobalAvgPool
+  // sums 4 channels per sample.
+  static_assert(at_t<Slabs::bound_layers, 0>::cost.group ==
+                GroupTraffic{.halo_swaps = 1, .halo_elements = 8, .backward_gathers = 1, .backward_fixed = 40});
+  static_assert(at_t<Slabs::bound_layers, 1>::cost.group ==
+                GroupTraffic{.forward_gathers = 2, .forward_fixed = 8, .backward_gathers = 1, .backward_fixed = 8});
+  static_assert(at_t<Slabs::bound_layers, 3>::cost.group == GroupTraffic{.forward_gathers = 1, .forward_per_sample = 4});
+  // One process computing both slabs exchanges nothing, and neither does the whole model.
+  static_assert(SpatialSplit<Cnn, 2>::cost.group == GroupTraffic{} && Cnn::cost.group == GroupTraffic{});
+
+  oracle::MachineProfile profile;
+  profile.label = "test";
+  profile.cores = 64;
+  for (const auto& keys : {oracle::layer_keys<Cnn>(), oracle::layer_keys<Slabs>()}) {
+    for (const std::string& key : keys) profile.units[key] = {{1, 64}, {1e-3, 64e-3}, {2e-3, 128e-3}, {0, 0}, {0, 0}, {}, {}};
+  }
+  const auto whole = oracle::view_of<Cnn>("cnn");
+  const auto slabs = oracle::view_of<Slabs>("cnn");
+  CHECK(whole.spatial_group == 1);
+  CHECK(slabs.spatial_group == 2);
+  const auto planned = [&](LayerSplit split, std::size_t replicas = 1) {
+    return oracle::Plan{.stages = 1, .replicas = replicas, .batch = 8, .micro_batches = 2, .schedule = Schedule::one_f_one_b,
+                        .bounds = oracle::balanced_bounds<Cnn>(1), .split = split};
+  };
+  // Without communication: the slab's 6 units, 1 ms forward and 2 ms backward per sample each.
+  const auto free = oracle::predict(slabs, planned(LayerSplit::spatial(2)), profile);
+  CHECK(free.plan.ranks() == 2);
+  CHECK(free.time_s == doctest::Approx(8 * 6 * 3e-3));
+  // 1 ms per message: per micro-batch, the halo swap forward and backward, one ring step for each
+  // of the convolution's, BatchNorm's 3 and GlobalAvgPool's allgathers: 7 ms, twice.
+  auto paid = profile;
+  paid.comm["p2p_latency"].by_ranks[2] = {{0, 1e30, 1e-3, 0}};
+  CHECK(oracle::predict(slabs, planned(LayerSplit::spatial(2)), paid).time_s == doctest::Approx(8 * 6 * 3e-3 + 2 * 7e-3));
+  // 1 us per byte: per micro-batch of 4 samples, 2 x 4 x 8 halo values, 40 + 8 + 8 summed values
+  // and 4 x 4 pooled sums, of 4 bytes.
+  auto per_byte = profile;
+  per_byte.comm["p2p_latency"].by_ranks[2] = {{0, 1e30, 0, 1e-6}};
+  CHECK(oracle::predict(slabs, planned(LayerSplit::spatial(2)), per_byte).time_s ==
+        doctest::Approx(8 * 6 * 3e-3 + 2 * 1e-6 * 4 * (2 * 4 * 8 + 40 + 8 + 8 + 4 * 4)));
+
+  // A spatial plan predicts one slab rank's view, and that view no other plan.
+  CHECK_THROWS_WITH_AS(oracle::predict(whole, planned(LayerSplit::spatial(2)), profile),
+                       doctest::Contains("needs view_of<SpatialSplit<Model, 2, 1>>"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(oracle::predict(slabs, planned({}, 2), profile),
+                       doctest::Contains("one slab rank's view of samples split into 2 slabs"), std::invalid_argument);
+  CHECK_THROWS_AS(oracle::predict(slabs, planned(LayerSplit::spatial(4)), profile), std::invalid_argument);
+
+  // Ranked with the others (layer splits asked for): data parallel 1 x 2 (M = 1, 2, 4), pipelines
+  // 2 x 1 (M = 1, 2, 4, 8, two schedules), filter and channel splits over 2 and the spatial split
+  // over 2 of one replica (M = 1, 2, 4, 8 each).
+  oracle::SearchOptions with_splits;
+  with_splits.layer_splits = true;
+  with_splits.spatial_views = {slabs};
+  const auto ranked = oracle::rank_strategies(whole, 2, 8, paid, with_splits);
+  CHECK(ranked.size() == 3 + 8 + 3 * 4);
+  const auto spatial = std::count_if(ranked.begin(), ranked.end(), [](const auto& p) { return p.plan.split.kind == SplitKind::spatial; });
+  CHECK(spatial == 4);
+  // Without layer splits, the slab views are not tried.
+  with_splits.layer_splits = false;
+  CHECK(oracle::rank_strategies(whole, 2, 8, paid, with_splits).size() == 3 + 8);
+}

@@ -207,9 +207,15 @@ struct BatchNorm {
   struct bind {
     using input_shape = In;
     using output_shape = In;
+    // On slabs with peers: the group adds the means' and the variances' sums in forward (C each)
+    // and the two gradient sums in backward (2 C).
+    static constexpr GroupTraffic group =
+        spatial_peers_v<In> ? GroupTraffic{.forward_gathers = 2, .forward_fixed = 2 * In::channels, .backward_gathers = 1,
+                                           .backward_fixed = 2 * In::channels}
+                            : GroupTraffic{};
     static constexpr LayerCost cost{.parameters = 2 * In::channels, .buffers = 2 * In::channels + 1,
                                     .forward_flops = 4 * In::size, .backward_flops = 7 * In::size,
-                                    .activations = In::size};
+                                    .activations = In::size, .group = group};
     static constexpr bool backward_reads_output = false;
     static constexpr bool in_place = false;
     static constexpr bool applies_next_relu_forward = true;   // forward_relu

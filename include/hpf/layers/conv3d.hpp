@@ -241,9 +241,10 @@ struct Conv3D {
     using output_shape = std::conditional_t<
         accepted && slabs_align,
         part_like_t<In, Shape<Out, geometry.out_depth, geometry.plane.out_height, geometry.plane.out_width>>, InvalidShape>;
-    // On slabs the tape also keeps the halos forward received.
-    static constexpr LayerCost cost = product_cost(Out, patch, held_out_spatial, In::size, has_bias) +
-                                      LayerCost{.activations = detail::slab_halo_elements(geometry, members, spatial_held_v<In>)};
+    // On slabs: the halos the tape keeps, and what the group exchanges.
+    static constexpr LayerCost own_cost = product_cost(Out, patch, held_out_spatial, In::size, has_bias);
+    static constexpr LayerCost cost =
+        own_cost + detail::slab_convolution_cost(geometry, members, spatial_held_v<In>, own_cost.parameters);
     static constexpr bool backward_reads_output = false;
     static constexpr bool in_place = false;
     static constexpr bool takes_spatial_parts = true;

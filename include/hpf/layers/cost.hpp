@@ -6,6 +6,35 @@
 
 namespace hpf {
 
+/// \brief What one process of a spatial split (hpf::Spatial<G>) exchanges with its group per
+/// micro-batch, in elements: halo swaps with its neighbours, where each direction carries its
+/// largest rows (`halo_elements`, per sample, summed over swaps; backward swaps as many back), and
+/// the group's allgathers (LayerGroup::sum and gather_parts: every member receives the others'
+/// parts) in forward and backward, of `fixed` elements plus `per_sample` per sample of the
+/// micro-batch.
+struct GroupTraffic {
+  std::size_t halo_swaps = 0, halo_elements = 0;
+  std::size_t forward_gathers = 0, forward_fixed = 0, forward_per_sample = 0;
+  std::size_t backward_gathers = 0, backward_fixed = 0, backward_per_sample = 0;
+
+  constexpr GroupTraffic& operator+=(const GroupTraffic& o) noexcept {
+    halo_swaps += o.halo_swaps;
+    halo_elements += o.halo_elements;
+    forward_gathers += o.forward_gathers;
+    forward_fixed += o.forward_fixed;
+    forward_per_sample += o.forward_per_sample;
+    backward_gathers += o.backward_gathers;
+    backward_fixed += o.backward_fixed;
+    backward_per_sample += o.backward_per_sample;
+    return *this;
+  }
+  friend constexpr GroupTraffic operator*(std::size_t n, GroupTraffic t) noexcept {
+    return {n * t.halo_swaps,     n * t.halo_elements,    n * t.forward_gathers,   n * t.forward_fixed,
+            n * t.forward_per_sample, n * t.backward_gathers, n * t.backward_fixed, n * t.backward_per_sample};
+  }
+  friend constexpr bool operator==(const GroupTraffic&, const GroupTraffic&) = default;
+};
+
 /// \brief Compile-time cost facts of a layer bound to its input shape, per sample unless noted.
 /// Sums over a model are `constexpr`; the performance oracle and the balanced partitioner read
 /// them. FLOPs count multiply and add as two (the convention of the reference figures).
@@ -35,6 +64,8 @@ struct LayerCost {
   std::size_t split_outputs = 0;
   std::size_t split_weights = 0;
   std::size_t split_layers = 0;
+  /// What a slab process of a spatial split exchanges with its group (zero elsewhere).
+  GroupTraffic group{};
 
   constexpr LayerCost& operator+=(const LayerCost& o) noexcept {
     parameters += o.parameters;
@@ -49,13 +80,15 @@ struct LayerCost {
     split_outputs += o.split_outputs;
     split_weights += o.split_weights;
     split_layers += o.split_layers;
+    group += o.group;
     return *this;
   }
   friend constexpr LayerCost operator+(LayerCost a, const LayerCost& b) noexcept { return a += b; }
   friend constexpr LayerCost operator*(std::size_t n, LayerCost c) noexcept {
     return {n * c.parameters,   n * c.buffers,      n * c.forward_flops, n * c.backward_flops,
             n * c.activations,  n * c.macs,         n * c.saved_indices, n * c.split_macs,
-            n * c.split_inputs, n * c.split_outputs, n * c.split_weights, n * c.split_layers};
+            n * c.split_inputs, n * c.split_outputs, n * c.split_weights, n * c.split_layers,
+            n * c.group};
   }
   /// Forward + backward FLOPs for one training sample.
   constexpr std::size_t training_flops() const noexcept { return forward_flops + backward_flops; }

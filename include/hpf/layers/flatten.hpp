@@ -69,7 +69,10 @@ struct Flatten {
   struct bind {
     using input_shape = In;
     using output_shape = Shape<whole_shape_t<In>::size>;
-    static constexpr LayerCost cost{.activations = output_shape::size};
+    // On slabs with peers: the group gathers every member's slab (this one's, per sample).
+    static constexpr LayerCost cost{
+        .activations = output_shape::size,
+        .group = {.forward_gathers = spatial_peers_v<In> ? 1u : 0u, .forward_per_sample = spatial_peers_v<In> ? In::size : 0}};
     static constexpr bool backward_reads_output = false;
     static constexpr bool in_place = false;
     static constexpr bool takes_spatial_parts = true;  // gathers the slabs

@@ -69,8 +69,10 @@ struct GlobalAvgPool {
                   "hpf::GlobalAvgPool: the input must be an image (channels, height, width), a volume or a sequence");
     using input_shape = In;
     using output_shape = std::conditional_t<In::rank >= 2, Shape<In::channels>, InvalidShape>;
-    static constexpr LayerCost cost{.forward_flops = In::size, .backward_flops = In::size,
-                                    .activations = In::channels};
+    // On slabs with peers: the group adds the members' sums, C per sample.
+    static constexpr LayerCost cost{
+        .forward_flops = In::size, .backward_flops = In::size, .activations = In::channels,
+        .group = {.forward_gathers = spatial_peers_v<In> ? 1u : 0u, .forward_per_sample = spatial_peers_v<In> ? In::channels : 0}};
     static constexpr bool backward_reads_output = false;
     static constexpr bool in_place = false;
     static constexpr bool takes_spatial_parts = true;  // adds the slabs' sums

@@ -8,6 +8,7 @@
 #include <hpf/oracle/model_facts.hpp>
 #include <hpf/oracle/predict.hpp>
 #include <hpf/tensor/shape.hpp>
+#include <hpf/tensor/spatial_part.hpp>
 
 #include <array>
 #include <string>
@@ -56,6 +57,9 @@ std::vector<std::string> layer_keys(MatmulPrecision precision = MatmulPrecision:
 ///        the layers' times come from
 template <class Model>
 ModelView view_of(std::string name, std::size_t optimizer_values = 1, MatmulPrecision precision = MatmulPrecision::full) {
+  using In = typename Model::input_shape;
+  static_assert(!spatial_peers_v<In> || spatial_held_v<In> == 1,
+                "hpf::oracle::view_of: the view of a spatial split is one slab rank's, SpatialSplit<Model, G, 1>");
   ModelView v;
   v.name = std::move(name);
   v.units = model_facts<Model>::units;
@@ -66,6 +70,7 @@ ModelView view_of(std::string name, std::size_t optimizer_values = 1, MatmulPrec
   v.label_size = loss_label_size_v<at_t<typename Model::bound_layers, Model::size - 1>>;
   v.optimizer_values = optimizer_values;
   v.balanced_bounds = &balanced_bounds<Model>;
+  v.spatial_group = spatial_peers_v<In> ? spatial_group_v<In> : 1;
   return v;
 }
 

@@ -38,6 +38,10 @@ struct ModelView {
   std::size_t scalar_bytes = sizeof(float);
   std::size_t optimizer_values = 1;  ///< SGD with momentum (the default)
   std::vector<std::size_t> (*balanced_bounds)(std::size_t stages) = nullptr;
+  /// G where this is one rank's view of a model whose samples split into G slabs
+  /// (view_of<SpatialSplit<Model, G, 1>>): its units are the slab's, calibrated as such, and
+  /// only plans with LayerSplit::spatial(G) may predict it. 1: the whole model.
+  std::size_t spatial_group = 1;
 };
 
 /// \brief One strategy: S stages at `bounds` (leaf positions {0, cuts..., leaves}), R replicas of
@@ -101,27 +105,49 @@ inline std::vector<const UnitTiming*> layer_timings(const ModelView& model, cons
   return timings;
 }
 
-/// A unit's Dense and convolution layers split over a group (LayerSplit) on micro-batches of m
-/// samples: the share of its forward and backward that stays (the split products' FLOPs over the
-/// unit's, 1/G of them left) and what its group's collectives add, each a ring among the group's neighbouring ranks:
-/// filter splits gather the outputs in forward and, in backward, the weight gradients and all G
-/// members' input-gradient parts; channel splits gather all members' partial outputs in forward
-/// and the input and weight gradients in backward.
+/// A unit's layers split over a group (LayerSplit) on micro-batches of m samples: the share of its
+/// calibrated forward and backward that stays, and what its group's exchanges add.
+///
+/// Filter and channel splits (whole-model calibration): the split products' FLOPs over the
+/// unit's, 1/G of them left; and each layer's collectives, a ring among the group's neighbouring
+/// ranks: filter splits gather the outputs in forward and, in backward, the weight gradients and
+/// all G members' input-gradient parts; channel splits gather all members' partial outputs in
+/// forward and the input and weight gradients in backward.
+///
+/// Spatial splits (a slab rank's view, calibrated as one: all of it stays): its halo swaps in
+/// forward and backward, each one message each way at the larger direction's bytes, and its
+/// group's allgathers (GroupTraffic), each a ring of G - 1 steps.
 inline double transfer_seconds(const MachineProfile& profile, double bytes, std::size_t ranks, std::size_t a, std::size_t b);
 
 struct SplitUnit {
   double forward_kept = 1, backward_kept = 1;
   double forward_s = 0, backward_s = 0;
 };
+inline SplitUnit spatial_unit(const MachineProfile& profile, const GroupTraffic& t, double g, double m,
+                              std::size_t scalar_bytes, std::size_t ranks) {
+  SplitUnit out;
+  const double bytes = static_cast<double>(scalar_bytes);
+  // `calls` messages (or ring steps) of `elements` in all, each at the p2p line.
+  const auto messages = [&](double calls, double elements) {
+    return calls > 0 ? calls * transfer_seconds(profile, elements * bytes / calls, ranks, 0, 1) : 0.0;
+  };
+  const double swaps = static_cast<double>(t.halo_swaps), halos = m * static_cast<double>(t.halo_elements);
+  const auto gathers = [&](std::size_t calls, std::size_t fixed, std::size_t per_sample) {
+    return messages(static_cast<double>(calls) * (g - 1),
+                    (g - 1) * (static_cast<double>(fixed) + m * static_cast<double>(per_sample)));
+  };
+  out.forward_s = messages(swaps, halos) + gathers(t.forward_gathers, t.forward_fixed, t.forward_per_sample);
+  out.backward_s = messages(swaps, halos) + gathers(t.backward_gathers, t.backward_fixed, t.backward_per_sample);
+  return out;
+}
 inline SplitUnit split_unit(const MachineProfile& profile, const LayerCost& c, const LayerSplit& split, double m,
                             std::size_t scalar_bytes, std::size_t ranks) {
   SplitUnit out;
-  if (split.kind == SplitKind::spatial && split.splits()) {
-    throw std::invalid_argument("hpf::oracle: the time of a spatial split is not priced yet; the memory of one of its "
-                                "ranks is a prediction of view_of<SpatialSplit<Model, G, 1>> without the split");
-  }
-  if (!split.splits() || c.split_layers == 0) return out;
-  const double g = static_cast<double>(split.group), layers = static_cast<double>(c.split_layers);
+  if (!split.splits()) return out;
+  const double g = static_cast<double>(split.group);
+  if (split.kind == SplitKind::spatial) return spatial_unit(profile, c.group, g, m, scalar_bytes, ranks);
+  if (c.split_layers == 0) return out;
+  const double layers = static_cast<double>(c.split_layers);
   const double split_forward = 2.0 * static_cast<double>(c.split_macs), split_backward = 4.0 * static_cast<double>(c.split_macs);
   if (c.forward_flops > 0) out.forward_kept = 1 - split_forward / static_cast<double>(c.forward_flops) * (1 - 1 / g);
   if (c.backward_flops > 0) out.backward_kept = 1 - split_backward / static_cast<double>(c.backward_flops) * (1 - 1 / g);
@@ -153,9 +179,12 @@ inline StageTimes stage_times(const ModelView& model, const MachineProfile& prof
     if (!in_stage(u, begin, end, last)) continue;
     const UnitTiming* timing = timings[u.layer];
     if (!timing) {
+      const std::string g = std::to_string(model.spatial_group);
       throw ProfileError("hpf::oracle: the profile '" + profile.path + "' has no calibration of '" +
-                         model.layer_keys[u.layer] + "' (model " + model.name +
-                         "): run hpf-oracle calibrate for this model (or hpf::oracle::calibrate<Model>)");
+                         model.layer_keys[u.layer] + "' (model " + model.name + "): run " +
+                         (model.spatial_group > 1 ? "hpf-oracle calibrate --split spatial:" + g +
+                                                        " for this model (or hpf::oracle::calibrate<SpatialSplit<Model, " + g + ", 1>>)"
+                                                  : std::string("hpf-oracle calibrate for this model (or hpf::oracle::calibrate<Model>)")));
     }
     const SplitUnit parts = split_unit(profile, u.cost, split, m, model.scalar_bytes, ranks);
     const double forward = timing->forward(m, load) * parts.forward_kept + parts.forward_s;
@@ -413,6 +442,20 @@ inline ExchangeCost exchange_cost(const MachineProfile& profile, std::size_t rep
 
 namespace detail {
 
+/// A plan that splits samples into G slabs predicts the view of one slab rank of G (its units are
+/// other layers, calibrated apart), and that view no other plan.
+inline void check_spatial_view(const ModelView& model, const Plan& plan) {
+  const bool spatial = plan.split.kind == SplitKind::spatial && plan.split.splits();
+  const std::size_t g = spatial ? plan.split.ranks() : 1;
+  if (model.spatial_group == g) return;
+  const std::string want = "view_of<SpatialSplit<Model, " + std::to_string(g) + ", 1>>";
+  throw std::invalid_argument(
+      "hpf::oracle: model '" + model.name + "' is " +
+      (model.spatial_group > 1 ? "one slab rank's view of samples split into " + std::to_string(model.spatial_group) + " slabs"
+                               : std::string("the whole model")) +
+      ", and the plan (" + plan.describe() + ") needs " + (spatial ? want : std::string("the whole model's view")));
+}
+
 /// A small collective over all ranks (the loss allgather, the buffers' broadcast).
 inline double collective_seconds(const MachineProfile& profile, double bytes, std::size_t ranks) {
   if (ranks <= 1) return 0;
@@ -431,6 +474,7 @@ inline double collective_seconds(const MachineProfile& profile, double bytes, st
 /// optimizer. Equations and what is not modelled: docs/oracle.md.
 inline Prediction predict(const ModelView& model, const Plan& plan, const MachineProfile& profile,
                           double memory_budget_bytes = 0) {
+  detail::check_spatial_view(model, plan);
   Prediction out;
   out.plan = plan;
   // The replicas of a stage are stride = S x G ranks apart (ProcessGrid): the exchange's host layout.

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace hpf::oracle {
@@ -28,6 +29,9 @@ struct SearchOptions {
   /// count): the strategies of ParaDL's comparison. hpf::Auto trains partitions only and asks
   /// without them.
   bool layer_splits = false;
+  /// With layer_splits, also samples split into slabs: one slab rank's view per group size G
+  /// (view_of<SpatialSplit<Model, G, 1>>, its slabs calibrated), tried at the model's partitions.
+  std::vector<ModelView> spatial_views;
   /// Pipelines at the cuts search_cuts finds for each of them, instead of Balanced<S>'s (hpf::Auto
   /// trains Balanced<S> and asks without).
   bool search_cuts = false;
@@ -38,7 +42,7 @@ struct SearchOptions {
 
 /// Every feasible strategy of `ranks` processes for a global `batch`: S stages dividing the
 /// ranks (Balanced<S> cuts, or SearchOptions::partitions), with SearchOptions::layer_splits groups of G splitting each stage's
-/// Dense and convolution layers, R = ranks / (S G) replicas dividing the batch, M micro-batches
+/// Dense and convolution layers or (SearchOptions::spatial_views) its samples, R = ranks / (S G) replicas dividing the batch, M micro-batches
 /// per replica, both schedules when S > 1; predicted and ranked fastest first, those that fit the
 /// memory budget before those that do not, each with the reason it loses to the first.
 inline std::vector<Prediction> rank_strategies(const ModelView& model, std::size_t ranks, std::size_t batch,
@@ -48,10 +52,16 @@ inline std::vector<Prediction> rank_strategies(const ModelView& model, std::size
                                                  : 0;
   std::vector<Prediction> all;
   const std::size_t most_stages = o.max_stages ? std::min(o.max_stages, model.cut_places) : model.cut_places;
-  std::vector<LayerSplit> splits{LayerSplit{}};
+  // Each split with the view that predicts it: the model's, or one slab rank's.
+  std::vector<std::pair<LayerSplit, const ModelView*>> splits{{LayerSplit{}, &model}};
   for (std::size_t g = 2; o.layer_splits && g <= std::min(ranks, ordered_sum_max_parts); ++g) {
-    splits.push_back(LayerSplit::filter(g));
-    splits.push_back(LayerSplit::channel(g));
+    splits.emplace_back(LayerSplit::filter(g), &model);
+    splits.emplace_back(LayerSplit::channel(g), &model);
+  }
+  for (const ModelView& slabs : o.spatial_views) {
+    if (o.layer_splits && slabs.spatial_group > 1 && slabs.spatial_group <= ranks) {
+      splits.emplace_back(LayerSplit::spatial(slabs.spatial_group), &slabs);
+    }
   }
   std::vector<std::vector<std::size_t>> partitions = o.partitions;
   for (std::size_t S = 1; o.partitions.empty() && S <= std::min(ranks, most_stages); ++S) {
@@ -60,7 +70,7 @@ inline std::vector<Prediction> rank_strategies(const ModelView& model, std::size
   for (const std::vector<std::size_t>& bounds : partitions) {
     const std::size_t S = bounds.size() - 1;
     if (S == 0 || ranks % S) continue;
-    for (const LayerSplit& split : splits) {
+    for (const auto& [split, view] : splits) {
       const std::size_t per_replica = S * split.ranks();
       if (ranks % per_replica) continue;
       const std::size_t R = ranks / per_replica;
@@ -72,8 +82,8 @@ inline std::vector<Prediction> rank_strategies(const ModelView& model, std::size
           Plan plan{.stages = S, .replicas = R, .batch = batch, .micro_batches = M, .schedule = schedule, .bounds = bounds,
                     .bucket_bytes = o.bucket_bytes, .reduction = o.reduction,
                     .exchange_precision = o.exchange_precision, .recompute = o.recompute, .split = split};
-          all.push_back(o.search_cuts && S > 1 ? search_cuts(model, plan, profile, budget).best
-                                               : predict(model, plan, profile, budget));
+          all.push_back(o.search_cuts && S > 1 ? search_cuts(*view, plan, profile, budget).best
+                                               : predict(*view, plan, profile, budget));
         }
       }
     }

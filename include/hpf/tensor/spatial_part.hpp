@@ -100,6 +100,11 @@ inline constexpr std::size_t spatial_held_v = [] {
   }
 }();
 
+/// Whether a process holding S exchanges with other processes: S is split and it holds only some
+/// of the members' slabs.
+template <class S>
+inline constexpr bool spatial_peers_v = spatial_held_v<S> < spatial_group_v<S>;
+
 }  // namespace hpf
 
 #endif  // HPF_TENSOR_SPATIAL_PART_HPP

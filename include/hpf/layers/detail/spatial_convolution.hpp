@@ -3,6 +3,7 @@
 #define HPF_LAYERS_DETAIL_SPATIAL_CONVOLUTION_HPP
 
 #include <hpf/layers/context.hpp>
+#include <hpf/layers/cost.hpp>
 #include <hpf/layers/detail/volume_window.hpp>
 #include <hpf/layers/detail/window.hpp>
 #include <hpf/layers/layer_split.hpp>
@@ -123,12 +124,20 @@ constexpr bool slabs_align(const Geometry& g, std::size_t members) {
          s.pad <= s.rows_per_member && s.bottom <= s.rows_per_member;
 }
 
-/// Values of one sample's halo rows a tape keeps from forward to backward (those of other processes).
+/// What a convolution on slabs adds to its cost where other processes hold members: the halo rows
+/// its tape keeps from forward to backward (per sample), one halo swap each way in forward and
+/// in backward (each direction's larger rows), and the group's sum of the weight gradients (an
+/// allgather of `parameters`) in backward.
 template <class Geometry>
-constexpr std::size_t slab_halo_elements(const Geometry& whole, std::size_t members, std::size_t held) {
-  if (members <= 1 || held == members) return 0;
+constexpr LayerCost slab_convolution_cost(const Geometry& whole, std::size_t members, std::size_t held,
+                                          std::size_t parameters) {
+  if (members <= 1 || held == members) return {};
   const SlabGeometry s = SlabGeometry::of(whole, members, held);
-  return s.channels * (s.pad + s.bottom) * s.row();
+  return {.activations = s.channels * (s.pad + s.bottom) * s.row(),
+          .group = {.halo_swaps = 1,
+                    .halo_elements = s.channels * (s.pad > s.bottom ? s.pad : s.bottom) * s.row(),
+                    .backward_gathers = 1,
+                    .backward_fixed = parameters}};
 }
 
 /// The compile error of a convolution whose windows do not follow its input's slabs.
