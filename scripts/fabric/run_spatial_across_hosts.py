@@ -12,10 +12,13 @@ Gbit/s) and model (the 3-D CNN and ResNet-20):
 A group's ranks are neighbours, so each sits on its own host here: halos, the group's sums and
 gathers cross the emulated links. Every job also runs once traced (first round): compute,
 communication and exposed communication per step (`scripts/hpf-trace summary`). Rounds alternate
-the order of fabrics and jobs; every figure is its job's best run. Prints the table and writes the
+the order of fabrics and jobs; every figure is its job's best run. Beside each, the oracle's
+prediction from the fabric's machine profile (benchmarks/comm/profiles/FABRIC.json: its links
+measured on 4 emulated hosts by run_fabrics.py --comm), with --calibrate from a copy whose compute
+is calibrated first, models and slabs, before any measurement. Prints the table and writes the
 `spatial-splits-hosts` section of benchmarks/RESULTS.md. As root:
 
-  /usr/bin/python3 scripts/fabric/run_spatial_across_hosts.py           # ~6 min on 2 cores
+  /usr/bin/python3 scripts/fabric/run_spatial_across_hosts.py --calibrate   # ~10 min on 2 cores
   /usr/bin/python3 scripts/fabric/run_spatial_across_hosts.py --fabrics 1gbit --rounds 1 --no-write
 
 The hosts share this machine's 2 cores (4 single-threaded ranks), so the figures are an
@@ -55,6 +58,13 @@ def parse_args():
     p.add_argument("--fabrics", default="1gbit,10gbit", help="comma-separated tc rates (default %(default)s)")
     p.add_argument("--models", default=",".join(MODELS), help="subset of " + ",".join(MODELS))
     p.add_argument("--rounds", type=int, default=2, help="runs of every job (best is kept)")
+    p.add_argument("--oracle", default=os.path.join(ROOT, "build", "tools", "hpf-oracle"),
+                   help="the hpf-oracle executable (default: build/tools/hpf-oracle)")
+    p.add_argument("--profiles", default=os.path.join(ROOT, "benchmarks", "comm", "profiles"),
+                   help="directory of the fabrics' machine profiles, FABRIC.json (default %(default)s)")
+    p.add_argument("--calibrate", action="store_true",
+                   help="first calibrate the models and their slabs into a copy of each fabric's profile, "
+                        "benchmarks/results/spatial_hosts_FABRIC_profile.json, and predict from the copies")
     h.add_results_options(p, os.path.join(ROOT, "benchmarks", "RESULTS.md"))
     args = p.parse_args()
     args.fabrics = [f for f in args.fabrics.split(",") if f]
@@ -64,9 +74,32 @@ def parse_args():
     h.check_models(p, args.models, MODELS)
     if os.geteuid() != 0:
         p.error("needs root (network namespaces): run it with sudo")
-    if not os.access(args.hpf, os.X_OK):
-        p.error(f"{args.hpf} is not an executable: build it first")
+    for exe in (args.hpf, args.oracle):
+        if not os.access(exe, os.X_OK):
+            p.error(f"{exe} is not an executable: build it first")
+    args.profile_of = {f: os.path.join(args.profiles, f"{f}.json") for f in args.fabrics}
+    for fabric, profile in args.profile_of.items():
+        if not os.path.exists(profile):
+            p.error(f"no machine profile of the {fabric} fabric: {profile} (run_fabrics.py --comm measures it)")
     return args
+
+
+def calibrate(args):
+    """Per fabric: a copy of its profile with the models' and their slabs' compute calibrated here."""
+    splits = sorted({split for _, split in JOBS if split and split.startswith("spatial")})
+    for fabric in args.fabrics:
+        profile_args = argparse.Namespace(oracle=args.oracle, profile=args.profile_of[fabric])
+        copy = os.path.join(ROOT, "benchmarks", "results", f"spatial_hosts_{fabric}_profile.json")
+        h.calibrate_copy(profile_args, args.models, copy, splits=splits)
+        args.profile_of[fabric] = copy
+
+
+def predicted_ms(args, fabric, model, split):
+    """The oracle's step time of one job on one fabric's profile (None where it cannot tell)."""
+    profile_args = argparse.Namespace(oracle=args.oracle, profile=args.profile_of[fabric])
+    p = h.oracle_json(profile_args, "predict", ["--model", model, "--ranks", HOSTS, "--batch", BATCH, "--stages", 1,
+                                                "--micro-batches", 1] + (["--split", split] if split else []))
+    return p and 1e3 * p["time_s"]
 
 
 def fabric_env(args):
@@ -126,7 +159,7 @@ def traced(args, tmp, fabric, model, label, split, env, overrides, launch):
     return json.loads(done.stdout)["overall"] if done.returncode == 0 else None
 
 
-def report(args, data, traces):
+def report(args, data, traces, predictions):
     out = ["## Spatial splits across emulated hosts: samples split into slabs against data parallelism", ""]
     out.append("Measured by `scripts/fabric/run_spatial_across_hosts.py` (when, at which commit and where: its "
                f"provenance line). {HOSTS} emulated hosts x 1 rank (network namespaces on one bridge, `tc` rate "
@@ -152,10 +185,21 @@ def report(args, data, traces):
                 against = f"{base['ms_per_step'] / ms:.2f}x" if base and ms else "-"
                 t = traces.get((fabric, model, label))
                 ms_of = (lambda key: h.fmt(t[key] / 1e3, 1)) if t else (lambda key: "-")
-                rows.append([fabric, model, label, h.fmt(ms, 1), against, ms_of("compute"), ms_of("communication"),
-                             ms_of("exposed")])
+                p = predictions.get((fabric, model, label))
+                rows.append([fabric, model, label, h.fmt(ms, 1), against, h.fmt(p, 1),
+                             f"{100 * min(p, ms) / max(p, ms):.0f} %" if p and ms else "-", ms_of("compute"),
+                             ms_of("communication"), ms_of("exposed")])
     out.append(h.markdown_table(["fabric", "model", "layout", "ms per step", "speed-up over data parallel 4",
-                                 "traced: compute ms", "communication ms", "exposed ms"], rows, "lllrrrrr"))
+                                 "predicted ms", "prediction accuracy", "traced: compute ms", "communication ms",
+                                 "exposed ms"], rows, "lllrrrrrrr"))
+    out.append("")
+    profiles = ", ".join(f"`{h.repo_relative(args.profile_of[f], ROOT)}`" for f in args.fabrics)
+    out.append(f"Predicted: `hpf-oracle predict` from the fabrics' profiles ({profiles}: links measured on 4 emulated "
+               "hosts by `run_fabrics.py --comm`"
+               + (", compute calibrated on this machine before the measurements: the models, and one slab rank's "
+                  "layers of `spatial:2` and `spatial:4`" if args.calibrate else "") +
+               "); the spatial split's terms were written before this run and not tuned on it. Accuracy is "
+               "min/max of predicted and measured.")
     out.append("")
     out.append("Commands (run from the repository root as root; each inside `emulate.sh up 4 RATE` ... `down`, "
                f"and once more with `HPF_TRACE=... HPF_TRACE_STEPS={TRACED_STEPS}`; {args.models[-1]} shown):")
@@ -170,11 +214,14 @@ def main():
     record = provenance.start("scripts/fabric/run_spatial_across_hosts.py")
     h.log(f"machine: {h.machine_description()}")
     start = time.monotonic()
+    if args.calibrate:
+        calibrate(args)
     data, traces = measure(args)
+    predictions = {(f, m, label): predicted_ms(args, f, m, split) for f in args.fabrics for m, label, split in jobs(args)}
     h.log(f"measured in {time.monotonic() - start:.0f} s")
     failed = [" ".join(k) for k, runs in data.items() if not any(r.ok for r in runs)]
     failed += [" ".join(k) + " traced" for k, t in traces.items() if t is None]
-    return provenance.publish(args, SECTION, report(args, data, traces), failed, record)
+    return provenance.publish(args, SECTION, report(args, data, traces, predictions), failed, record)
 
 
 if __name__ == "__main__":
