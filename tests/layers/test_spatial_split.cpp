@@ -6,6 +6,7 @@
 #include <hpf/layers/dense.hpp>
 #include <hpf/layers/flatten.hpp>
 #include <hpf/layers/global_avg_pool.hpp>
+#include <hpf/layers/layer_split.hpp>
 #include <hpf/layers/max_pool.hpp>
 #include <hpf/layers/max_pool3d.hpp>
 #include <hpf/layers/relu.hpp>
@@ -24,6 +25,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
 #include <vector>
 
 namespace {
@@ -138,4 +142,60 @@ TEST_CASE("Spatial split: a network holding one slab needs its group's processes
   CHECK(!hpf::LayerSplit::spatial(3).divides_layers());
   const hpf::Network<hpf::SpatialSplit<Cnn, 2>> net;
   CHECK(net.input_positions().all());
+}
+
+namespace {
+
+/// Member 0 of 2 whose peer is absent (AbsentPeersLayerGroup's arithmetic), recording the order
+/// of the group's calls.
+class RecordingGroup final : public hpf::LayerGroup<double, Kokkos::DefaultExecutionSpace> {
+ public:
+  std::size_t size() const override { return 2; }
+  std::size_t first_member() const override { return 0; }
+  std::size_t local_members() const override { return 1; }
+  void gather(double* data, std::span<const std::size_t> bounds) const override {
+    calls.push_back("gather");
+    absent_.gather(data, bounds);
+  }
+  void sum(const double* mine, std::size_t n, double* out) const override {
+    calls.push_back("sum");
+    absent_.sum(mine, n, out);
+  }
+  void gather_parts(const double* mine, std::size_t n, double* all) const override {
+    calls.push_back("gather");
+    absent_.gather_parts(mine, n, all);
+  }
+  void start_swap_edges(const double* a, std::size_t an, double* b, std::size_t bn, const double* c, std::size_t cn,
+                        double* d, std::size_t dn) const override {
+    calls.push_back("start swap");
+    absent_.start_swap_edges(a, an, b, bn, c, cn, d, dn);
+  }
+  void finish_swap_edges() const override { calls.push_back("finish swap"); }
+
+  mutable std::vector<std::string> calls;
+
+ private:
+  hpf::AbsentPeersLayerGroup<double, Kokkos::DefaultExecutionSpace> absent_{2};
+};
+
+}  // namespace
+
+TEST_CASE("Spatial split: a convolution's input-gradient halos travel while its weight gradient is computed and summed") {
+  const auto group = std::make_shared<RecordingGroup>();
+  hpf::NetworkOptions options;
+  options.split_group = group;
+  hpf_test::run_pass<Half>(options, 3);
+  // Forward: each of the 2 convolutions swaps its input's halos and waits for them. Backward (the
+  // input gradient asked for, so both convolutions swap): the swap starts, the weight gradient's
+  // group sum runs, and only then does the swap finish.
+  std::size_t blocking = 0, overlapped = 0;
+  const auto& c = group->calls;
+  for (std::size_t i = 0; i + 1 < c.size(); ++i) {
+    if (c[i] != "start swap") continue;
+    if (c[i + 1] == "finish swap") ++blocking;
+    if (i + 2 < c.size() && c[i + 1] == "sum" && c[i + 2] == "finish swap") ++overlapped;
+  }
+  CHECK(blocking == 2);
+  CHECK(overlapped == 2);
+  CHECK(std::count(c.begin(), c.end(), "start swap") == 4);
 }

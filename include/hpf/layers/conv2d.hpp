@@ -147,42 +147,49 @@ class Conv2DImpl {
   }
 
   /// backward, adding the weight and bias gradients into `weight_grad` and `bias_grad` instead of
-  /// the layer's own (a spatial slab's partial gradients, which its group adds up).
+  /// the layer's own (a spatial slab's partial gradients, which its group adds up). An empty dx or
+  /// weight_grad skips that gradient: each alone computes what both together do, bit for bit.
   void backward_into(const Context<T, Space>& ctx, ConstActivation<T, Space> x, ConstActivation<T, Space> dy,
                      Activation<T, Space> dx, Matrix<T, Space> weight_grad, Vector<T, Space> bias_grad) const {
+    const bool want_dx = !is_empty(dx), want_weights = !is_empty(weight_grad);
 #if HPF_ENABLE_ONEDNN
     if constexpr (onednn_possible) {
       if (vendor_) {
-        vendor_->backward(ctx.space, x.data(), weight_.data(), dy.data(), is_empty(dx) ? nullptr : dx.data(), weight_grad.data(),
-                          bias_ ? bias_grad.data() : nullptr, x.extent(1), ctx.workspace.data());
+        vendor_->backward(ctx.space, x.data(), weight_.data(), dy.data(), want_dx ? dx.data() : nullptr,
+                          want_weights ? weight_grad.data() : nullptr, bias_ && want_weights ? bias_grad.data() : nullptr,
+                          x.extent(1), ctx.workspace.data());
         return;
       }
     }
 #endif
     const std::size_t n = x.extent(1), ohw = g_.out_spatial();
     const auto grad_out = as_matrix(dy);  // [O][n*OHW]
-    if (bias_) add_row_sums(ctx.space, grad_out, bias_grad, "hpf::Conv2D::bias_grad");
+    if (bias_ && want_weights) add_row_sums(ctx.space, grad_out, bias_grad, "hpf::Conv2D::bias_grad");
     if (pointwise_) {
-      gemm_("N", "T", T(1), grad_out, as_matrix(x), T(1), weight_grad);  // dW += dY X^T
-      if (!is_empty(dx)) gemm_("T", "N", T(1), weight_, grad_out, T(0), as_matrix(dx));
+      if (want_weights) gemm_("N", "T", T(1), grad_out, as_matrix(x), T(1), weight_grad);  // dW += dY X^T
+      if (want_dx) gemm_("T", "N", T(1), weight_, grad_out, T(0), as_matrix(dx));
       return;
     }
     if (transposed_backward_) {
       // dW from the input's columns; dX as a convolution of dY (below): no col2im.
-      for_each_chunk(n, [&](std::size_t first, std::size_t count) {
-        auto col = columns(ctx, count);
-        im2col(ctx.space, g_, x, first, count, col);
-        gemm_("N", "T", T(1), columns_of(grad_out, first, count, ohw), col, T(1), weight_grad);  // dW += dY col^T
-      });
-      if (!is_empty(dx)) input_gradient_by_convolution(ctx, dy, dx);
+      if (want_weights) {
+        for_each_chunk(n, [&](std::size_t first, std::size_t count) {
+          auto col = columns(ctx, count);
+          im2col(ctx.space, g_, x, first, count, col);
+          gemm_("N", "T", T(1), columns_of(grad_out, first, count, ohw), col, T(1), weight_grad);  // dW += dY col^T
+        });
+      }
+      if (want_dx) input_gradient_by_convolution(ctx, dy, dx);
       return;
     }
     for_each_chunk(n, [&](std::size_t first, std::size_t count) {
       auto col = columns(ctx, count);
       const auto dy_chunk = columns_of(grad_out, first, count, ohw);
-      im2col(ctx.space, g_, x, first, count, col);                // recomputed: cheaper than keeping
-      gemm_("N", "T", T(1), dy_chunk, col, T(1), weight_grad);   // dW += dY col^T
-      if (!is_empty(dx)) {
+      if (want_weights) {
+        im2col(ctx.space, g_, x, first, count, col);               // recomputed: cheaper than keeping
+        gemm_("N", "T", T(1), dy_chunk, col, T(1), weight_grad);  // dW += dY col^T
+      }
+      if (want_dx) {
         gemm_("T", "N", T(1), weight_, dy_chunk, T(0), col);       // dcol = W^T dY
         col2im(ctx.space, g_, Matrix<const T, Space>(col), first, count, dx);
       }

@@ -107,12 +107,22 @@ class LayerGroup : public LayerGroupBase {
   /// all[m n, (m + 1) n) = member m's n elements, for every member; `mine` holds this process's
   /// members' parts, n elements each, one after another.
   virtual void gather_parts(const T* mine, std::size_t n, T* all) const = 0;
-  /// The edges of spatial slabs: sends `to_previous` to member first_member() - 1 and receives
-  /// `from_previous` from it, and likewise with member first_member() + local_members(); a
-  /// neighbour past either end of the group is skipped. Counts are elements.
-  virtual void swap_edges(const T* to_previous, std::size_t to_previous_count, T* from_previous,
-                          std::size_t from_previous_count, const T* to_next, std::size_t to_next_count, T* from_next,
-                          std::size_t from_next_count) const = 0;
+  /// Starts swapping the edges of spatial slabs: sends `to_previous` to member first_member() - 1
+  /// and receives `from_previous` from it, and likewise with member first_member() +
+  /// local_members(); a neighbour past either end of the group is skipped. Counts are elements.
+  /// The buffers are the swap's until finish_swap_edges(); one swap at a time.
+  virtual void start_swap_edges(const T* to_previous, std::size_t to_previous_count, T* from_previous,
+                                std::size_t from_previous_count, const T* to_next, std::size_t to_next_count,
+                                T* from_next, std::size_t from_next_count) const = 0;
+  /// Returns once the swap started last has received every edge and sent every edge.
+  virtual void finish_swap_edges() const = 0;
+  /// start_swap_edges and finish_swap_edges at once.
+  void swap_edges(const T* to_previous, std::size_t to_previous_count, T* from_previous, std::size_t from_previous_count,
+                  const T* to_next, std::size_t to_next_count, T* from_next, std::size_t from_next_count) const {
+    start_swap_edges(to_previous, to_previous_count, from_previous, from_previous_count, to_next, to_next_count, from_next,
+                     from_next_count);
+    finish_swap_edges();
+  }
 };
 
 /// \brief The group of one process that computes every member's part: gathering moves nothing,
@@ -131,7 +141,8 @@ class LocalLayerGroup final : public LayerGroup<T, Space> {
     if (mine != all) Kokkos::deep_copy(Space{}, Flat(all, members_ * n), Flat(const_cast<T*>(mine), members_ * n));
   }
   /// Every member is this process's: no neighbour to swap with.
-  void swap_edges(const T*, std::size_t, T*, std::size_t, const T*, std::size_t, T*, std::size_t) const override {}
+  void start_swap_edges(const T*, std::size_t, T*, std::size_t, const T*, std::size_t, T*, std::size_t) const override {}
+  void finish_swap_edges() const override {}
 
  private:
   std::size_t members_;
@@ -161,11 +172,12 @@ class AbsentPeersLayerGroup final : public LayerGroup<T, Space> {
     Kokkos::deep_copy(Space{}, Flat(all, n), Flat(const_cast<T*>(mine), n));
     Kokkos::deep_copy(Space{}, Flat(all + n, (members_ - 1) * n), T(0));
   }
-  void swap_edges(const T*, std::size_t, T* from_previous, std::size_t from_previous_count, const T*, std::size_t,
-                  T* from_next, std::size_t from_next_count) const override {
+  void start_swap_edges(const T*, std::size_t, T* from_previous, std::size_t from_previous_count, const T*, std::size_t,
+                        T* from_next, std::size_t from_next_count) const override {
     Kokkos::deep_copy(Space{}, Flat(from_previous, from_previous_count), T(0));
     Kokkos::deep_copy(Space{}, Flat(from_next, from_next_count), T(0));
   }
+  void finish_swap_edges() const override {}
 
  private:
   std::size_t members_;

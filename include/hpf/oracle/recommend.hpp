@@ -41,10 +41,11 @@ struct SearchOptions {
 };
 
 /// Every feasible strategy of `ranks` processes for a global `batch`: S stages dividing the
-/// ranks (Balanced<S> cuts, or SearchOptions::partitions), with SearchOptions::layer_splits groups of G splitting each stage's
-/// Dense and convolution layers or (SearchOptions::spatial_views) its samples, R = ranks / (S G) replicas dividing the batch, M micro-batches
-/// per replica, both schedules when S > 1; predicted and ranked fastest first, those that fit the
-/// memory budget before those that do not, each with the reason it loses to the first.
+/// ranks (Balanced<S> cuts, or SearchOptions::partitions), with SearchOptions::layer_splits groups
+/// of G splitting each stage's Dense and convolution layers or (SearchOptions::spatial_views) its
+/// samples, R = ranks / (S G) replicas dividing the batch, M micro-batches per replica, both
+/// schedules when S > 1; predicted and ranked fastest first, those that fit the memory budget
+/// before those that do not, each with the reason it loses to the first.
 inline std::vector<Prediction> rank_strategies(const ModelView& model, std::size_t ranks, std::size_t batch,
                                                const MachineProfile& profile, const SearchOptions& o = {}) {
   const double budget = o.memory_budget_bytes > 0 ? o.memory_budget_bytes

@@ -22,8 +22,9 @@ namespace hpf {
 /// rank m computes member m's part. Gathering is MPI_Allgatherv in place; a sum gathers every
 /// member's part and adds them in ordered_sum's tree, the tree LocalLayerGroup adds in, so G
 /// ranks and one process get the same bits. Spatial slabs swap their edges with the neighbouring
-/// ranks. Each is a blocking span on the timeline's group row ("gather in group", "sum in group",
-/// "halo exchange").
+/// ranks, without blocking until finish_swap_edges. On the timeline's group row: "gather in
+/// group" and "sum in group" block; "halo exchange" lasts from its start to its finish, and the
+/// wait row holds the part of it the rank waited for.
 template <class T, class Space>
 class MpiLayerGroup final : public LayerGroup<T, Space> {
   using Flat = Kokkos::View<T*, memory_space_t<Space>, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
@@ -55,25 +56,30 @@ class MpiLayerGroup final : public LayerGroup<T, Space> {
 
   void gather_parts(const T* mine, std::size_t n, T* all) const override { allgather(mine, n, all, "gather in group"); }
 
-  void swap_edges(const T* to_previous, std::size_t to_previous_count, T* from_previous, std::size_t from_previous_count,
-                  const T* to_next, std::size_t to_next_count, T* from_next, std::size_t from_next_count) const override {
+  void start_swap_edges(const T* to_previous, std::size_t to_previous_count, T* from_previous,
+                        std::size_t from_previous_count, const T* to_next, std::size_t to_next_count, T* from_next,
+                        std::size_t from_next_count) const override {
     const int me = group_.rank(), previous = me - 1, next = me + 1;
     const bool has_previous = previous >= 0, has_next = next < group_.size();
     const std::size_t moved = (has_previous ? to_previous_count + from_previous_count : 0) +
                               (has_next ? to_next_count + from_next_count : 0);
-    trace::Blocking span(trace::Track::group, "halo exchange", {.bytes = bytes(moved)});
-    Space().fence();
+    Space().fence();  // the edges sent are written
+    swap_span_ = trace::Pending::open(trace::Track::group, "halo exchange", {.bytes = bytes(moved)});
     const comm::WaitFor halo{.what = "a spatial layer's halo", .members = "the layer's group"};
     // Tags by direction: a slab's edge going down the group, and one going up.
     constexpr int down = 1, up = 2;
-    std::vector<comm::Request> requests;
+    swapping_.clear();
     if (has_previous && from_previous_count > 0)
-      requests.push_back(comm::irecv(group_, Flat(from_previous, from_previous_count), previous, down, halo));
-    if (has_next && from_next_count > 0) requests.push_back(comm::irecv(group_, Flat(from_next, from_next_count), next, up, halo));
+      swapping_.push_back(comm::irecv(group_, Flat(from_previous, from_previous_count), previous, down, halo));
+    if (has_next && from_next_count > 0) swapping_.push_back(comm::irecv(group_, Flat(from_next, from_next_count), next, up, halo));
     if (has_previous && to_previous_count > 0)
-      requests.push_back(comm::isend(group_, ConstFlat(to_previous, to_previous_count), previous, up, halo));
-    if (has_next && to_next_count > 0) requests.push_back(comm::isend(group_, ConstFlat(to_next, to_next_count), next, down, halo));
-    for (auto& request : requests) request.wait();
+      swapping_.push_back(comm::isend(group_, ConstFlat(to_previous, to_previous_count), previous, up, halo));
+    if (has_next && to_next_count > 0) swapping_.push_back(comm::isend(group_, ConstFlat(to_next, to_next_count), next, down, halo));
+  }
+  void finish_swap_edges() const override {
+    for (auto& request : swapping_) trace::wait(request, "halo exchange");
+    swapping_.clear();
+    swap_span_.close();
   }
 
  private:
@@ -88,6 +94,8 @@ class MpiLayerGroup final : public LayerGroup<T, Space> {
 
   comm::Communicator group_;
   mutable Buffer<T, Space> all_;
+  mutable std::vector<comm::Request> swapping_;  // the halo swap in flight
+  mutable trace::Pending swap_span_;
 };
 
 }  // namespace hpf

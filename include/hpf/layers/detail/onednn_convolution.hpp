@@ -197,8 +197,8 @@ class OneDnnConvolution {
     stream().wait();
   }
 
-  /// Adds the weight (and bias) gradient of this batch to weight_grad (bias_grad); writes the input
-  /// gradient to dx unless it is null. `space` runs the weight-gradient lanes.
+  /// Adds the weight (and bias) gradient of this batch to weight_grad (bias_grad) unless it is
+  /// null; writes the input gradient to dx unless it is null. `space` runs the weight-gradient lanes.
   template <class HostSpace>
   void backward(const HostSpace& space, const float* x, const float* weight, const float* dy, float* dx,
                 float* weight_grad, float* bias_grad, std::size_t n, float* scratch) const {
@@ -208,7 +208,7 @@ class OneDnnConvolution {
     // and the input gradient too when its primitive chose the same layout.
     Slots kept(scratch);
     const dnnl::memory dy_copy = copies.diff_dst.make(const_cast<float*>(dy), kept, *this);
-    weight_gradient(space, x, dy, dy_copy, copies, weight_grad, bias_grad, n, kept.rest());
+    if (weight_grad) weight_gradient(space, x, dy, dy_copy, copies, weight_grad, bias_grad, n, kept.rest());
     if (dx) {  // input gradient
       Slots slots(kept.rest());
       const bool shared = copies.diff_dst.usable && p.backward_data.diff_dst_desc() == dy_copy.get_desc();

@@ -200,6 +200,9 @@ class SpatialConvolution {
     }
   }
 
+  /// Where other processes hold members, the input gradient comes first and its edges travel to
+  /// the neighbours while the weight gradient is computed and summed in the group; each
+  /// gradient alone is what both together give, so the bits do not depend on the order.
   void backward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, ConstActivation<T, Space>,
                 ConstActivation<T, Space> dy, Activation<T, Space> dx, tape_type& tape) const {
     trace::Region region("hpf::SpatialConvolution::backward");
@@ -212,19 +215,32 @@ class SpatialConvolution {
     T* padded_dx = member_dy + outputs(n);
     const Context<T, Space> inner_ctx = inner_context(ctx, n);
     const bool want_dx = !is_empty(dx), direct = slab_.held == 1;
-    for (std::size_t k = 0; k < slab_.held; ++k) {
-      pad_rows(ctx.space, x, tape, k, padded_x);
-      if (!direct) {
-        copy_member_rows(ctx.space, member_dy, Activation<T, Space>(const_cast<T*>(dy.data()), out_, n, dy.extent(2)), k,
-                         /*into_whole=*/false);
+    const bool overlap = want_dx && slab_.held < slab_.members;  // the input gradient's edges travel meanwhile
+    std::size_t prepared = slab_.held;  // the member whose rows padded_x (and member_dy) hold
+    // Member k's input gradient (into its padded rows) and/or weight gradient (into its part).
+    const auto gradients = [&](std::size_t k, bool input, bool weights) {
+      if (prepared != k) {
+        pad_rows(ctx.space, x, tape, k, padded_x);
+        if (!direct) {
+          copy_member_rows(ctx.space, member_dy, Activation<T, Space>(const_cast<T*>(dy.data()), out_, n, dy.extent(2)),
+                           k, /*into_whole=*/false);
+        }
+        prepared = k;
       }
       T* part = parts_.data() + k * parameters;
       inner_.backward_into(inner_ctx, ConstActivation<T, Space>(padded_x, slab_.channels, n, slab_.padded_image()),
                            ConstActivation<T, Space>(direct ? dy.data() : member_dy, out_, n, member_outputs()),
-                           want_dx ? Activation<T, Space>(padded_dx + k * padded(n), slab_.channels, n, slab_.padded_image())
-                                   : Activation<T, Space>(),
-                           Matrix<T, Space>(part, out_, slab_.patch),
-                           Vector<T, Space>(bias_ ? part + out_ * slab_.patch : nullptr, bias_ ? out_ : 0));
+                           input ? Activation<T, Space>(padded_dx + k * padded(n), slab_.channels, n, slab_.padded_image())
+                                 : Activation<T, Space>(),
+                           weights ? Matrix<T, Space>(part, out_, slab_.patch) : Matrix<T, Space>(),
+                           Vector<T, Space>(weights && bias_ ? part + out_ * slab_.patch : nullptr, weights && bias_ ? out_ : 0));
+    };
+    if (overlap) {
+      for (std::size_t k = 0; k < slab_.held; ++k) gradients(k, true, false);
+      start_edge_gradients(ctx, padded_dx, n);
+      for (std::size_t k = slab_.held; k-- > 0;) gradients(k, false, true);  // the last member's rows are still padded
+    } else {
+      for (std::size_t k = 0; k < slab_.held; ++k) gradients(k, want_dx, true);
     }
     group_->sum(parts_.data(), parameters, total_.data());
     add_gradient(ctx.space, parameters);
@@ -326,25 +342,32 @@ class SpatialConvolution {
         });
   }
 
-  /// dx of the held rows: every member's padded input gradient that covers a row, added in the
-  /// members' order (the one before, the row's own, the one after), those of other processes'
-  /// members received through swap_edges.
-  void input_gradient(const Context<T, Space>& ctx, const T* padded_dx, Activation<T, Space> dx) const {
+  /// Sends the rows of the held members' padded input gradients that belong to neighbours on other
+  /// processes (above the first held member to the previous one, below the last to the next) and
+  /// starts receiving theirs.
+  void start_edge_gradients(const Context<T, Space>& ctx, const T* padded_dx, std::size_t n) const {
     const SlabGeometry s = slab_;
-    const std::size_t n = dx.extent(1), planes = slab_.channels * n, image = s.padded_image();
-    const std::size_t first = group_->first_member(), held_rows = s.held * s.rows_per_member;
-    // Rows of the first held member's padded gradient above it go to the member before, rows of
-    // the last one's below it to the member after.
     T* to_previous = edges(ctx, n);
     T* to_next = to_previous + halo(s.pad, n);
     T* from_previous = to_next + halo(s.bottom, n);
     T* from_next = from_previous + halo(s.bottom, n);
-    if (s.held < s.members) {
-      crop_rows(ctx.space, padded_dx, 0, to_previous, s.pad, n);
-      crop_rows(ctx.space, padded_dx + (s.held - 1) * planes * image, s.pad + s.rows_per_member, to_next, s.bottom, n);
-      group_->swap_edges(to_previous, halo(s.pad, n), from_previous, halo(s.bottom, n), to_next, halo(s.bottom, n), from_next,
-                         halo(s.pad, n));
-    }
+    crop_rows(ctx.space, padded_dx, 0, to_previous, s.pad, n);
+    crop_rows(ctx.space, padded_dx + (s.held - 1) * slab_.channels * n * s.padded_image(), s.pad + s.rows_per_member, to_next,
+              s.bottom, n);
+    group_->start_swap_edges(to_previous, halo(s.pad, n), from_previous, halo(s.bottom, n), to_next, halo(s.bottom, n),
+                             from_next, halo(s.pad, n));
+  }
+
+  /// dx of the held rows: every member's padded input gradient that covers a row, added in the
+  /// members' order (the one before, the row's own, the one after), those of other processes'
+  /// members received through the edge swap start_edge_gradients began.
+  void input_gradient(const Context<T, Space>& ctx, const T* padded_dx, Activation<T, Space> dx) const {
+    const SlabGeometry s = slab_;
+    const std::size_t n = dx.extent(1), planes = slab_.channels * n, image = s.padded_image();
+    const std::size_t first = group_->first_member(), held_rows = s.held * s.rows_per_member;
+    const T* from_previous = edges(ctx, n) + halo(s.pad, n) + halo(s.bottom, n);
+    const T* from_next = from_previous + halo(s.bottom, n);
+    if (s.held < s.members) group_->finish_swap_edges();
     const bool has_previous = first > 0, has_next = first + s.held < s.members;
     Kokkos::parallel_for(
         "hpf::SpatialConvolution::input_gradient", Kokkos::RangePolicy<Space>(ctx.space, 0, planes * held_rows),
