@@ -136,8 +136,9 @@ inline SplitUnit spatial_unit(const MachineProfile& profile, const GroupTraffic&
     return messages(static_cast<double>(calls) * (g - 1),
                     (g - 1) * (static_cast<double>(fixed) + m * static_cast<double>(per_sample)));
   };
-  out.forward_s = messages(swaps, halos) + gathers(t.forward_gathers, t.forward_fixed, t.forward_per_sample);
-  out.backward_s = messages(swaps, halos) + gathers(t.backward_gathers, t.backward_fixed, t.backward_per_sample);
+  const double halo_s = messages(swaps, halos);  // as much each way: forward's rows, backward's gradients
+  out.forward_s = halo_s + gathers(t.forward_gathers, t.forward_fixed, t.forward_per_sample);
+  out.backward_s = halo_s + gathers(t.backward_gathers, t.backward_fixed, t.backward_per_sample);
   return out;
 }
 inline SplitUnit split_unit(const MachineProfile& profile, const LayerCost& c, const LayerSplit& split, double m,
