@@ -147,7 +147,7 @@ TEST_CASE("Spatial split: a network holding one slab needs its group's processes
 namespace {
 
 /// Member 0 of 2 whose peer is absent (AbsentPeersLayerGroup's arithmetic), recording the order
-/// of the group's calls.
+/// of the group's calls and of the convolutions' interior rows.
 class RecordingGroup final : public hpf::LayerGroup<double, Kokkos::DefaultExecutionSpace> {
  public:
   std::size_t size() const override { return 2; }
@@ -172,7 +172,7 @@ class RecordingGroup final : public hpf::LayerGroup<double, Kokkos::DefaultExecu
   }
   void finish_swap_edges() const override { calls.push_back("finish swap"); }
 
-  mutable std::vector<std::string> calls;
+  static inline std::vector<std::string> calls;
 
  private:
   hpf::AbsentPeersLayerGroup<double, Kokkos::DefaultExecutionSpace> absent_{2};
@@ -180,22 +180,31 @@ class RecordingGroup final : public hpf::LayerGroup<double, Kokkos::DefaultExecu
 
 }  // namespace
 
-TEST_CASE("Spatial split: a convolution's input-gradient halos travel while its weight gradient is computed and summed") {
+TEST_CASE("Spatial split: halos travel while a convolution computes its interior rows, and its weight gradient") {
   const auto group = std::make_shared<RecordingGroup>();
+  RecordingGroup::calls.clear();
+  Kokkos::Tools::Experimental::set_push_region_callback([](const char* name) {
+    if (std::string(name) == "hpf::SpatialConvolution::interior") RecordingGroup::calls.push_back("interior");
+  });
   hpf::NetworkOptions options;
   options.split_group = group;
   hpf_test::run_pass<Half>(options, 3);
-  // Forward: each of the 2 convolutions swaps its input's halos and waits for them. Backward (the
-  // input gradient asked for, so both convolutions swap): the swap starts, the weight gradient's
-  // group sum runs, and only then does the swap finish.
-  std::size_t blocking = 0, overlapped = 0;
-  const auto& c = group->calls;
+  Kokkos::Tools::Experimental::set_push_region_callback(nullptr);
+  // Forward: the first convolution's 4 rows per member have 2 interior rows, computed between the
+  // swap's start and its finish; the second's 2 rows all read a halo, so it waits first. Backward
+  // (the input gradient asked for, so both convolutions swap): the swap starts, the weight
+  // gradient's group sum runs, and only then does the swap finish.
+  std::size_t blocking = 0, interior = 0, overlapped = 0;
+  const auto& c = RecordingGroup::calls;
   for (std::size_t i = 0; i + 1 < c.size(); ++i) {
     if (c[i] != "start swap") continue;
     if (c[i + 1] == "finish swap") ++blocking;
+    if (i + 2 < c.size() && c[i + 1] == "interior" && c[i + 2] == "finish swap") ++interior;
     if (i + 2 < c.size() && c[i + 1] == "sum" && c[i + 2] == "finish swap") ++overlapped;
   }
-  CHECK(blocking == 2);
+  CHECK(blocking == 1);
+  CHECK(interior == 1);
   CHECK(overlapped == 2);
   CHECK(std::count(c.begin(), c.end(), "start swap") == 4);
+  CHECK(std::count(c.begin(), c.end(), "interior") == 1);
 }

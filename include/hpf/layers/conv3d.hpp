@@ -52,16 +52,7 @@ class Conv3DImpl {
       : g_(g), out_(out_channels), bias_(bias), pointwise_(g.kernel() == 1 && g.stride() == 1 && g.pad() == 0) {}
 
   void bind(ParameterBinder<T, Space>& binder) {
-    const KernelResources& kernels = binder.kernels();
-    gemm_ = Gemm<T, Space>(kernels);
-    if (kernels.split.divides_layers()) {
-      split_.emplace(kernels.layer_group<T, Space>(), kernels.split.kind, g_, out_, bias_, gemm_, kernels);
-    }
-#if HPF_ENABLE_ONEDNN
-    if constexpr (onednn_possible) {
-      if (!split_) vendor_ = vendor_convolution(g_, out_, bias_, kernels, static_cast<std::size_t>(Space().concurrency()));
-    }
-#endif
+    choose_kernels(binder.kernels());
     const std::size_t k = g_.kernel();
     auto w = binder.parameter("weight", {out_, g_.channels(), k, k, k},
                               InitRule::weight(g_.patch(), out_ * k * k * k, /*convolution=*/true));
@@ -74,6 +65,13 @@ class Conv3DImpl {
     }
   }
   void reserve(tape_type&, std::size_t) {}
+  /// Binds no parameters: forward computes with `owner`'s, on this kernel's own geometry (the
+  /// bands of rows of a spatial slab, hpf::detail::SpatialConvolution). Same channels and kernel.
+  void share_parameters(const Conv3DImpl& owner, const KernelResources& kernels) {
+    choose_kernels(kernels);
+    weight_ = owner.weight_;
+    bias_value_ = owner.bias_value_;
+  }
   /// The gradients of the weight and bias the layer binds (a spatial split adds its group's sum into them).
   Matrix<T, Space> weight_gradient() const { return weight_grad_; }
   Vector<T, Space> bias_gradient() const { return bias_grad_; }
@@ -164,6 +162,18 @@ class Conv3DImpl {
   }
 
  private:
+  /// GEMMs through the run's BLAS, a filter or channel split's, or oneDNN's convolution where it applies.
+  void choose_kernels(const KernelResources& kernels) {
+    gemm_ = Gemm<T, Space>(kernels);
+    if (kernels.split.divides_layers()) {
+      split_.emplace(kernels.layer_group<T, Space>(), kernels.split.kind, g_, out_, bias_, gemm_, kernels);
+    }
+#if HPF_ENABLE_ONEDNN
+    if constexpr (onednn_possible) {
+      if (!split_) vendor_ = vendor_convolution(g_, out_, bias_, kernels, static_cast<std::size_t>(Space().concurrency()));
+    }
+#endif
+  }
   std::size_t per_volume() const { return g_.patch() * g_.out_spatial(); }
   template <class F>
   void for_each_chunk(std::size_t n, F&& f) const {

@@ -13,7 +13,9 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <algorithm>
 #include <cstddef>
+#include <optional>
 
 namespace hpf::detail {
 
@@ -32,7 +34,7 @@ struct SlabGeometry {
   std::size_t row_height, width;       // a row's extents: 1 x W (images), H x W (volumes)
   std::size_t row_pad;                 // padding around a row's height: 0 (images), pad (volumes)
   std::size_t channels, patch, out_row;  // C, C K^d, outputs per output row (OW, or OH OW)
-  std::size_t stride;
+  std::size_t kernel, stride;
   bool divides;  // the rows and the output rows divide among the members
 
   static constexpr SlabGeometry split(std::size_t extent, std::size_t out_extent, std::size_t kernel, std::size_t stride,
@@ -40,6 +42,7 @@ struct SlabGeometry {
     SlabGeometry s{};
     s.members = members;
     s.held = held;
+    s.kernel = kernel;
     s.stride = stride;
     s.divides = extent % members == 0 && out_extent % members == 0;
     s.rows_per_member = extent / members;
@@ -71,15 +74,27 @@ struct SlabGeometry {
     s.out_row = g.plane.out_spatial();
     return s;
   }
-  /// The convolution each member runs on its rows: unpadded, the same kernel and stride.
-  static constexpr WindowGeometry member_geometry(const WindowGeometry& g, std::size_t members) {
+  /// The convolution that computes `in_rows` padded rows of a member (all of them: `rows`):
+  /// unpadded, the same kernel and stride.
+  static constexpr WindowGeometry member_geometry(const WindowGeometry& g, std::size_t members, std::size_t in_rows) {
     const SlabGeometry s = of(g, members, 1);
-    return WindowGeometry(g.channels, s.rows, s.padded_width(), g.kernel, g.stride, 0);
+    return WindowGeometry(g.channels, in_rows, s.padded_width(), g.kernel, g.stride, 0);
   }
-  static constexpr VolumeGeometry member_geometry(const VolumeGeometry& g, std::size_t members) {
+  static constexpr VolumeGeometry member_geometry(const VolumeGeometry& g, std::size_t members, std::size_t in_rows) {
     const SlabGeometry s = of(g, members, 1);
-    return VolumeGeometry(g.channels(), s.rows, s.row_height + 2 * s.row_pad, s.padded_width(), g.kernel(), g.stride(), 0);
+    return VolumeGeometry(g.channels(), in_rows, s.row_height + 2 * s.row_pad, s.padded_width(), g.kernel(), g.stride(), 0);
   }
+  /// A member's interior, output rows [interior_begin(), interior_end()): they read only the
+  /// member's own input rows, so they are computed while the halos travel.
+  constexpr std::size_t interior_begin() const { return (pad + stride - 1) / stride; }
+  constexpr std::size_t interior_end() const {
+    if (pad + rows_per_member < kernel) return 0;
+    const std::size_t end = (pad + rows_per_member - kernel) / stride + 1;
+    return end < out_rows_per_member ? end : out_rows_per_member;
+  }
+  constexpr bool has_interior() const { return interior_end() > interior_begin(); }
+  /// Padded input rows that `out_rows` consecutive output rows read.
+  constexpr std::size_t band_rows(std::size_t out_rows) const { return out_rows > 0 ? (out_rows - 1) * stride + kernel : 0; }
   KOKKOS_INLINE_FUNCTION constexpr std::size_t padded_width() const { return width + 2 * pad; }
   KOKKOS_INLINE_FUNCTION constexpr std::size_t row() const { return row_height * width; }
   KOKKOS_INLINE_FUNCTION constexpr std::size_t padded_row() const { return (row_height + 2 * row_pad) * padded_width(); }
@@ -153,9 +168,11 @@ struct convolution_slabs_misaligned {
 /// \brief A convolution (2-D or 3-D) on slabs of rows (SplitKind::spatial): each member this process
 /// holds runs `Inner` (the layer's unsplit kernel: oneDNN or im2col + GEMM) on its rows and halos
 /// padded as the whole sample is. The halos of members on other processes travel through the
-/// group's swap_edges, forward (input rows) and backward (input-gradient rows); the members'
-/// weight gradients are added in the group's fixed tree, so one process holding every member
-/// gets the same bits as G processes holding one each.
+/// group's edge swaps, forward (input rows) and backward (input-gradient rows), while the
+/// member's interior (forward) or weight gradient (backward) is computed; the members' weight
+/// gradients are added in the group's fixed tree. Every layout computes the same rows with the
+/// same kernels, so one process holding every member gets the same bits as G processes holding
+/// one each.
 template <class T, class Space, class Inner>
 class SpatialConvolution {
  public:
@@ -167,10 +184,24 @@ class SpatialConvolution {
   template <class Geometry>
   SpatialConvolution(const Geometry& whole, std::size_t out_channels, bool bias, std::size_t members, std::size_t held)
       : slab_(SlabGeometry::of(whole, members, held)), out_(out_channels), bias_(bias),
-        inner_(SlabGeometry::member_geometry(whole, members), out_channels, bias) {}
+        inner_(SlabGeometry::member_geometry(whole, members, slab_.rows), out_channels, bias) {
+    if (!slab_.has_interior()) return;  // every output row reads a halo
+    const std::size_t begin = slab_.interior_begin(), end = slab_.interior_end();
+    const auto make = [&](Band& band, std::size_t first, std::size_t last) {
+      band.begin = first;
+      band.end = last;
+      if (last > first) band.kernel.emplace(SlabGeometry::member_geometry(whole, members, slab_.band_rows(last - first)), out_, bias_);
+    };
+    make(interior_, begin, end);
+    make(top_, 0, begin);
+    make(bottom_, end, slab_.out_rows_per_member);
+  }
 
   void bind(ParameterBinder<T, Space>& binder) {
     inner_.bind(binder);
+    for (Band* band : {&interior_, &top_, &bottom_}) {
+      if (band->kernel) band->kernel->share_parameters(inner_, binder.kernels());
+    }
     group_ = &binder.kernels().template layer_group<T, Space>();
   }
   /// The tape keeps the halos of members on other processes (none when this process holds all).
@@ -179,24 +210,32 @@ class SpatialConvolution {
     ensure_capacity(tape.from_previous, halo(slab_.pad, capacity), "hpf::SpatialConvolution::halo_from_previous");
     ensure_capacity(tape.from_next, halo(slab_.bottom, capacity), "hpf::SpatialConvolution::halo_from_next");
   }
-  /// The padded rows of a member, its output rows (when this process holds several members), the
-  /// members' padded input gradients, the edges sent and received, then the inner kernel's own.
-  std::size_t workspace(std::size_t capacity) const { return own_workspace(capacity) + inner_.workspace(capacity); }
+  /// The padded rows of a member, its output rows (when this process holds several members or
+  /// computes them in bands), the members' padded input gradients, the edges sent and received,
+  /// then the inner kernels' own.
+  std::size_t workspace(std::size_t capacity) const {
+    std::size_t inner = inner_.workspace(capacity);
+    for (const Band* band : {&interior_, &top_, &bottom_}) {
+      if (band->kernel) inner = std::max(inner, band->kernel->workspace(capacity));
+    }
+    return own_workspace(capacity) + inner;
+  }
 
+  /// The halos start travelling, every held member's interior rows are computed, and once the
+  /// halos are in, the rows above and below it (every row at once where none is interior).
   void forward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, Activation<T, Space> y,
                tape_type& tape) const {
     trace::Region region("hpf::SpatialConvolution::forward");
-    const std::size_t n = x.extent(1);
-    swap_input_edges(ctx, x, tape);
-    T* padded_x = ctx.workspace.data();
-    T* member_y = padded_x + padded(n);
-    const Context<T, Space> inner_ctx = inner_context(ctx, n);
-    const bool direct = slab_.held == 1;  // the member's output rows are the layer's
+    start_input_edges(ctx, x, tape);
+    if (interior_.kernel) {
+      trace::Region interior("hpf::SpatialConvolution::interior");
+      for (std::size_t k = 0; k < slab_.held; ++k) forward_rows(ctx, x, y, tape, k, *interior_.kernel, interior_.begin, interior_.end);
+    }
+    if (slab_.held < slab_.members) group_->finish_swap_edges();
     for (std::size_t k = 0; k < slab_.held; ++k) {
-      pad_rows(ctx.space, x, tape, k, padded_x);
-      inner_.forward(inner_ctx, ConstActivation<T, Space>(padded_x, slab_.channels, n, slab_.padded_image()),
-                     Activation<T, Space>(direct ? y.data() : member_y, out_, n, member_outputs()), inner_tape_);
-      if (!direct) copy_member_rows(ctx.space, member_y, y, k, /*into_whole=*/true);
+      if (!interior_.kernel) forward_rows(ctx, x, y, tape, k, inner_, 0, slab_.out_rows_per_member);
+      if (top_.kernel) forward_rows(ctx, x, y, tape, k, *top_.kernel, top_.begin, top_.end);
+      if (bottom_.kernel) forward_rows(ctx, x, y, tape, k, *bottom_.kernel, bottom_.begin, bottom_.end);
     }
   }
 
@@ -220,10 +259,10 @@ class SpatialConvolution {
     // Member k's input gradient (into its padded rows) and/or weight gradient (into its part).
     const auto gradients = [&](std::size_t k, bool input, bool weights) {
       if (prepared != k) {
-        pad_rows(ctx.space, x, tape, k, padded_x);
+        pad_rows(ctx.space, x, tape, k, 0, slab_.rows, padded_x);
         if (!direct) {
           copy_member_rows(ctx.space, member_dy, Activation<T, Space>(const_cast<T*>(dy.data()), out_, n, dy.extent(2)),
-                           k, /*into_whole=*/false);
+                           k, 0, slab_.out_rows_per_member, /*into_whole=*/false);
         }
         prepared = k;
       }
@@ -249,17 +288,32 @@ class SpatialConvolution {
 
   // The kernels (public: CUDA forbids device lambdas in private member functions).
 
+  /// Output rows [begin, end) of held member k by `kernel`, from their padded rows, into y.
+  void forward_rows(const Context<T, Space>& ctx, ConstActivation<T, Space> x, Activation<T, Space> y,
+                    const tape_type& tape, std::size_t k, const Inner& kernel, std::size_t begin, std::size_t end) const {
+    const std::size_t n = x.extent(1), in_rows = slab_.band_rows(end - begin);
+    T* padded_x = ctx.workspace.data();
+    T* member_y = padded_x + padded(n);
+    // One member's every row: straight into the layer's output.
+    const bool direct = slab_.held == 1 && begin == 0 && end == slab_.out_rows_per_member;
+    pad_rows(ctx.space, x, tape, k, begin * slab_.stride, in_rows, padded_x);
+    kernel.forward(inner_context(ctx, n), ConstActivation<T, Space>(padded_x, slab_.channels, n, in_rows * slab_.padded_row()),
+                   Activation<T, Space>(direct ? y.data() : member_y, out_, n, (end - begin) * slab_.out_row), inner_tape_);
+    if (!direct) copy_member_rows(ctx.space, member_y, y, k, begin, end - begin, /*into_whole=*/true);
+  }
+
   /// Sends the rows neighbours on other processes read (the first `bottom` rows to the previous
-  /// member, the last `pad` rows to the next) and receives this process's halos into the tape.
-  void swap_input_edges(const Context<T, Space>& ctx, ConstActivation<T, Space> x, tape_type& tape) const {
+  /// member, the last `pad` rows to the next) and starts receiving this process's halos into the
+  /// tape; finish_swap_edges completes it.
+  void start_input_edges(const Context<T, Space>& ctx, ConstActivation<T, Space> x, tape_type& tape) const {
     const std::size_t n = x.extent(1), held_rows = slab_.held * slab_.rows_per_member;
     if (slab_.held == slab_.members) return;  // no member on another process
     T* to_previous = edges(ctx, n);
     T* to_next = to_previous + halo(slab_.bottom, n);
     copy_rows(ctx.space, x.data(), held_rows, 0, to_previous, slab_.bottom, n);
     copy_rows(ctx.space, x.data(), held_rows, held_rows - slab_.pad, to_next, slab_.pad, n);
-    group_->swap_edges(to_previous, halo(slab_.bottom, n), tape.from_previous.data(), halo(slab_.pad, n), to_next,
-                       halo(slab_.pad, n), tape.from_next.data(), halo(slab_.bottom, n));
+    group_->start_swap_edges(to_previous, halo(slab_.bottom, n), tape.from_previous.data(), halo(slab_.pad, n), to_next,
+                             halo(slab_.pad, n), tape.from_next.data(), halo(slab_.bottom, n));
   }
 
   /// to[c][j][r] = from[c][j][first + r] for rows r < count of `[C][n][rows * row]` activations.
@@ -276,8 +330,10 @@ class SpatialConvolution {
         });
   }
 
-  /// Member k's (of those held) rows and halos, padded as the whole sample is: zeros outside it.
-  void pad_rows(const Space& space, ConstActivation<T, Space> x, const tape_type& tape, std::size_t k, T* padded_x) const {
+  /// Padded rows [first, first + count) of member k (of those held), from its rows and halos,
+  /// padded as the whole sample is: zeros outside it. Rows of the member's own read x alone.
+  void pad_rows(const Space& space, ConstActivation<T, Space> x, const tape_type& tape, std::size_t k, std::size_t first_row,
+                std::size_t count, T* padded_x) const {
     const SlabGeometry s = slab_;
     const std::size_t n = x.extent(1), planes = slab_.channels * n;
     const std::size_t first = group_->first_member(), member = first + k, members = s.members;
@@ -285,12 +341,13 @@ class SpatialConvolution {
     const T* from_previous = tape.from_previous.data();
     const T* from_next = tape.from_next.data();
     Kokkos::parallel_for(
-        "hpf::SpatialConvolution::pad_rows", Kokkos::RangePolicy<Space>(space, 0, planes * s.rows),
+        "hpf::SpatialConvolution::pad_rows", Kokkos::RangePolicy<Space>(space, 0, planes * count),
         KOKKOS_LAMBDA(const std::size_t item) {
-          const std::size_t plane = item / s.rows, r = item % s.rows;
-          T* out = padded_x + (plane * s.rows + r) * s.padded_row();
-          // Global row of padded row r (signed: the rows above the image are negative).
-          const std::ptrdiff_t row = static_cast<std::ptrdiff_t>(member * s.rows_per_member + r) - static_cast<std::ptrdiff_t>(s.pad);
+          const std::size_t plane = item / count, r = item % count;
+          T* out = padded_x + (plane * count + r) * s.padded_row();
+          // Global row of padded row first_row + r (signed: the rows above the image are negative).
+          const std::ptrdiff_t row =
+              static_cast<std::ptrdiff_t>(member * s.rows_per_member + first_row + r) - static_cast<std::ptrdiff_t>(s.pad);
           const std::ptrdiff_t held_begin = static_cast<std::ptrdiff_t>(first * s.rows_per_member);
           const std::ptrdiff_t held_end = held_begin + static_cast<std::ptrdiff_t>(held_rows);
           const T* src = nullptr;
@@ -308,14 +365,16 @@ class SpatialConvolution {
         });
   }
 
-  /// Member k's output rows between its own `[O][n][oh * OW]` buffer and the whole `[O][n][...]`
-  /// activation this process holds (into_whole: from `member` into `whole`).
-  void copy_member_rows(const Space& space, T* member, Activation<T, Space> whole, std::size_t k, bool into_whole) const {
-    const std::size_t n = whole.extent(1), per_member = member_outputs(), per_plane = whole.extent(2);
+  /// Output rows [first, first + count) of held member k between a `[O][n][count * OW]` buffer
+  /// and the whole `[O][n][...]` activation this process holds (into_whole: from `member` into `whole`).
+  void copy_member_rows(const Space& space, T* member, Activation<T, Space> whole, std::size_t k, std::size_t first,
+                        std::size_t count, bool into_whole) const {
+    const std::size_t n = whole.extent(1), per_member = count * slab_.out_row, per_plane = whole.extent(2);
+    const std::size_t offset = k * member_outputs() + first * slab_.out_row;
     Kokkos::parallel_for(
         "hpf::SpatialConvolution::member_rows", Kokkos::RangePolicy<Space>(space, 0, out_ * n), KOKKOS_LAMBDA(const std::size_t plane) {
           T* own = member + plane * per_member;
-          T* all = whole.data() + plane * per_plane + k * per_member;
+          T* all = whole.data() + plane * per_plane + offset;
           for (std::size_t i = 0; i < per_member; ++i) {
             if (into_whole) {
               all[i] = own[i];
@@ -428,7 +487,9 @@ class SpatialConvolution {
   std::size_t halo(std::size_t rows, std::size_t n) const { return slab_.channels * n * rows * slab_.row(); }
   std::size_t padded(std::size_t n) const { return slab_.channels * n * slab_.padded_image(); }
   std::size_t member_outputs() const { return slab_.member_outputs(); }
-  std::size_t outputs(std::size_t n) const { return slab_.held > 1 ? out_ * n * member_outputs() : 0; }
+  std::size_t outputs(std::size_t n) const {
+    return slab_.held > 1 || interior_.kernel ? out_ * n * member_outputs() : 0;
+  }
   std::size_t edge_elements(std::size_t n) const {
     return slab_.held < slab_.members ? 2 * (halo(slab_.pad, n) + halo(slab_.bottom, n)) : 0;
   }
@@ -445,10 +506,18 @@ class SpatialConvolution {
     return inner;
   }
 
+  /// Output rows [begin, end) of each member, and the kernel that computes them with inner_'s
+  /// parameters (none where the rows are empty).
+  struct Band {
+    std::size_t begin = 0, end = 0;
+    std::optional<Inner> kernel;
+  };
+
   SlabGeometry slab_;
   std::size_t out_;
   bool bias_;
-  Inner inner_;
+  Inner inner_;                 // every row of a member: backward, and forward without an interior
+  Band interior_, top_, bottom_;  // forward: the interior while halos travel, then the rows that read them
   mutable typename Inner::tape_type inner_tape_{};
   const LayerGroup<T, Space>* group_ = nullptr;
   mutable Buffer<T, Space> parts_, total_;
