@@ -52,6 +52,7 @@
 #include <hpf/meta/type_list.hpp>
 #include <hpf/meta/type_name.hpp>
 #include <hpf/model/chain.hpp>
+#include <hpf/model/dense_pair.hpp>
 #include <hpf/model/network.hpp>
 #include <hpf/model/repeat.hpp>
 #include <hpf/model/residual.hpp>

@@ -6,6 +6,9 @@
 #include <hpf/layers/flatten.hpp>
 #include <hpf/layers/relu.hpp>
 #include <hpf/layers/softmax_cross_entropy.hpp>
+#include <hpf/layers/gelu.hpp>
+#include <hpf/layers/identity.hpp>
+#include <hpf/model/dense_pair.hpp>
 #include <hpf/model/network.hpp>
 #include <hpf/model/sequential.hpp>
 #include <hpf/tensor/random.hpp>
@@ -19,7 +22,10 @@
 #include <cmath>
 #include <cstddef>
 #include <initializer_list>
+#include <memory>
+#include <span>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace {
@@ -37,11 +43,28 @@ using Cnn = hpf::Sequential<hpf::Input<3, 6, 6>, hpf::Conv2D<4, 3>, hpf::ReLU, h
                             hpf::Flatten, hpf::Dense<3>, hpf::SoftmaxCrossEntropy>;
 using VolumeConv = hpf::Sequential<hpf::Input<3, 4, 5, 4>, hpf::Conv3D<4, 3, hpf::Pad<1>>>;
 
+// Megatron's pair: the hidden layer's 8 features split the same way as the first layer's outputs
+// and the second's inputs.
+using LoneDense = hpf::Sequential<hpf::Input<2, 3, 3>, hpf::Flatten, hpf::Dense<8>, hpf::ReLU, hpf::Dense<5>>;
+using PairedDense = hpf::Sequential<hpf::Input<2, 3, 3>, hpf::Flatten, hpf::DensePair<hpf::Dense<8>, hpf::ReLU, hpf::Dense<5>>>;
+using PairMlp = hpf::Sequential<hpf::Input<2, 3, 3>, hpf::Flatten, hpf::DensePair<hpf::Dense<8>, hpf::ReLU, hpf::Dense<5>>,
+                                hpf::SoftmaxCrossEntropy>;
+using PairPerPosition = hpf::Sequential<hpf::Input<4, 10>, hpf::DensePair<hpf::Dense<12>, hpf::GELU, hpf::Identity, hpf::Dense<6, hpf::NoBias>>>;
+
 // The split facts the oracle prices (LayerCost): every Dense and convolution layer, nothing else.
 static_assert(Cnn::cost.split_layers == 3 && Mlp::cost.split_layers == 2);
 static_assert(PaddedConv::cost.split_macs == 4 * 27 * 25 && PaddedConv::cost.split_inputs == 75 &&
               PaddedConv::cost.split_outputs == 100 && PaddedConv::cost.split_weights == 4 * 27 + 4);
 static_assert(VolumeConv::cost.split_macs == 4 * 81 * 80 && VolumeConv::cost.split_weights == 4 * 81 + 4);
+// A pair moves the second layer's outputs forward and the first's input gradient backward, not
+// each layer's inputs and outputs; the products and weights stay the layers'.
+static_assert(PairedDense::cost.split_pairs == 1 && PairedDense::cost.split_pair_forward == 5 &&
+              PairedDense::cost.split_pair_backward == 18 && PairedDense::cost.split_inputs == 0 &&
+              PairedDense::cost.split_outputs == 0);
+static_assert(PairedDense::cost.split_layers == 2 && PairedDense::cost.split_macs == LoneDense::cost.split_macs &&
+              PairedDense::cost.split_weights == LoneDense::cost.split_weights &&
+              PairedDense::cost.training_flops() == LoneDense::cost.training_flops());
+static_assert(PairedDense::leaves == LoneDense::leaves);
 
 hpf::NetworkOptions split_options(hpf::LayerSplit split) {
   hpf::NetworkOptions o;
@@ -140,6 +163,85 @@ TEST_CASE("Dense split over a group: a filter split's outputs and weight gradien
   const Pass part = run_pass<Single>(split_options(hpf::LayerSplit::filter(3)), 4);
   CHECK(worst_relative(part.output, whole.output) < 1e-15);
   CHECK(worst_relative(part.gradients, whole.gradients) < 1e-15);
+}
+
+TEST_CASE("DensePair split over a group: finite-difference gradients, and the unsplit values up to the order of additions") {
+  for (const std::size_t g : {2, 3, 5}) {
+    for (const auto split : {hpf::LayerSplit::filter(g), hpf::LayerSplit::channel(g)}) {
+      check_gradients<PairMlp>(split);
+      check_gradients<PairPerPosition>(split);
+    }
+  }
+  check_gradients<PairMlp>(hpf::LayerSplit::filter(12));  // more members than hidden features
+  const auto splits = {hpf::LayerSplit::filter(2), hpf::LayerSplit::filter(3), hpf::LayerSplit::channel(4)};
+  check_agreement<PairedDense>(splits, 3, 1e-14);
+  check_agreement<PairPerPosition>(splits, 3, 1e-14);
+  // Unsplit, a pair is the chain of its layers: the same parameters, names and values.
+  using Chained = hpf::Sequential<hpf::Input<2, 3, 3>, hpf::Flatten, hpf::Chain<hpf::Dense<8>, hpf::ReLU, hpf::Dense<5>>>;
+  const Pass chain = run_pass<Chained>({}, 3), pair = run_pass<PairedDense>({}, 3);
+  CHECK(pair.output == chain.output);
+  CHECK(pair.gradients == chain.gradients);
+  CHECK(hpf::Network<PairedDense>().tensors()[0].name == "1.0.weight");
+}
+
+namespace {
+/// Member 0 of 2 whose peer is absent (AbsentPeersLayerGroup's arithmetic), recording the group's
+/// collectives and how many elements each moves.
+class CountingGroup final : public hpf::LayerGroup<double, Kokkos::DefaultExecutionSpace> {
+ public:
+  std::size_t size() const override { return 2; }
+  std::size_t first_member() const override { return 0; }
+  std::size_t local_members() const override { return 1; }
+  void gather(double* data, std::span<const std::size_t> bounds) const override {
+    calls.push_back("gather " + std::to_string(bounds.back()));
+    absent_.gather(data, bounds);
+  }
+  void sum(const double* mine, std::size_t n, double* out) const override {
+    calls.push_back("sum " + std::to_string(n));
+    absent_.sum(mine, n, out);
+  }
+  void gather_parts(const double* mine, std::size_t n, double* all) const override {
+    calls.push_back("gather " + std::to_string(2 * n));
+    absent_.gather_parts(mine, n, all);
+  }
+  void start_swap_edges(const double*, std::size_t, double*, std::size_t, const double*, std::size_t, double*,
+                        std::size_t) const override {}
+  void finish_swap_edges() const override {}
+
+  mutable std::vector<std::string> calls;
+
+ private:
+  hpf::AbsentPeersLayerGroup<double, Kokkos::DefaultExecutionSpace> absent_{2};
+};
+
+std::vector<std::string> collectives_of_pass(bool paired, hpf::LayerSplit split) {
+  const auto group = std::make_shared<CountingGroup>();
+  hpf::NetworkOptions options = split_options(split);
+  options.split_group = group;
+  if (paired) {
+    run_pass<PairedDense>(options, 3);
+  } else {
+    run_pass<LoneDense>(options, 3);
+  }
+  return group->calls;
+}
+}  // namespace
+
+TEST_CASE("DensePair split over a group: one sum of activations each way for both layers") {
+  // Batch 3: the activations' collectives move 3 x features (hidden 8, output 5, input 18); the
+  // weights' move 8 x 18, 8, 5 x 8 and 5. Lone layers under a filter split gather both outputs
+  // forward and add both input gradients backward; under a channel split they add both outputs and
+  // gather both input gradients.
+  using calls = std::vector<std::string>;
+  CHECK(collectives_of_pass(false, hpf::LayerSplit::filter(2)) ==
+        calls{"gather 24", "gather 15", "gather 40", "gather 5", "sum 24", "gather 144", "gather 8", "sum 54"});
+  CHECK(collectives_of_pass(false, hpf::LayerSplit::channel(2)) ==
+        calls{"sum 24", "sum 15", "gather 40", "gather 24", "gather 144", "gather 54"});
+  // A pair, either kind: forward adds the second layer's outputs; backward gathers the weight
+  // gradients and adds the first layer's input gradient, nothing for the hidden features.
+  const calls pair{"sum 15", "gather 40", "gather 144", "gather 8", "sum 54"};
+  CHECK(collectives_of_pass(true, hpf::LayerSplit::filter(2)) == pair);
+  CHECK(collectives_of_pass(true, hpf::LayerSplit::channel(2)) == pair);
 }
 
 TEST_CASE("Dense split over a group: checked options") {

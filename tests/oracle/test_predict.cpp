@@ -513,6 +513,28 @@ TEST_CASE("layer splits: the split products' share of a unit's FLOPs runs on 1/G
   CHECK(it->plan.describe().find("split over 2") != std::string::npos);
 }
 
+TEST_CASE("layer splits: a DensePair sums over the group once each way, the weights gathered per layer") {
+  using Pair = Sequential<Input<8>, DensePair<Dense<16>, ReLU, Dense<4>>, SoftmaxCrossEntropy>;
+  oracle::MachineProfile profile;
+  profile.label = "test";
+  profile.cores = 64;
+  for (const std::string& key : oracle::layer_keys<Pair>()) {
+    profile.units[key] = {{1, 64}, {1e-3, 64e-3}, {2e-3, 128e-3}, {0, 0}, {0, 0}, {}, {}};
+  }
+  const auto view = oracle::view_of<Pair>("pair");
+  for (const auto split : {LayerSplit::filter(2), LayerSplit::channel(2)}) {
+    INFO(split.describe());
+    const oracle::Plan plan{.stages = 1, .replicas = 1, .batch = 8, .micro_batches = 2,
+                            .schedule = Schedule::one_f_one_b, .bounds = oracle::balanced_bounds<Pair>(1), .split = split};
+    const double free = oracle::predict(view, plan, profile).time_s;
+    // 1 ms per message: per micro-batch one sum forward, and backward the two layers' weight
+    // gathers and one sum (lone layers: 3 messages each, 6 in all).
+    auto paid = profile;
+    paid.comm["p2p_latency"].by_ranks[2] = {{0, 1e30, 1e-3, 0}};
+    CHECK(oracle::predict(view, plan, paid).time_s == doctest::Approx(free + 2 * 4e-3));
+  }
+}
+
 TEST_CASE("spatial splits: a slab rank's calibrated layers, its halo swaps and its group's allgathers at the p2p line") {
   using Cnn = Sequential<Input<1, 8, 8>, Conv2D<4, 3, Pad<1>>, BatchNorm, ReLU, GlobalAvgPool, Dense<3>, SoftmaxCrossEntropy>;
   using Slabs = SpatialSplit<Cnn, 2, 1>;

@@ -1,4 +1,6 @@
+#include <hpf/layers/dropout.hpp>
 #include <hpf/layers/gelu.hpp>
+#include <hpf/model/dense_pair.hpp>
 #include <hpf/zoo/cosmoflow.hpp>
 #include <hpf/zoo/models.hpp>
 
@@ -64,6 +66,36 @@ TEST_CASE("Layer splits: every layout of the world size trains bit for bit as on
       hpf_test::check_strategy_all<Model, Filtered<6>>(o, source, steps);
       hpf_test::check_strategy_all<Model, PipelinedFilter<3>>(o, source, steps);
       hpf_test::check_strategy_all<Model, PipelinedChannel<3>>(o, source, steps);
+      break;
+    default:
+      FAIL("no layouts listed for ", hpf_test::world_size(), " ranks");
+  }
+}
+
+TEST_CASE("Layer splits: Dense pairs (Megatron's column- and row-parallel layers), bit for bit as one process") {
+  // The pair keeps each member's hidden features (the others' are zeros) across the elementwise
+  // layers, and the stage boundary after it.
+  using Paired = hpf::Sequential<hpf::Input<1, 8, 8>, hpf::Flatten,
+                                 hpf::DensePair<hpf::Dense<48>, hpf::ReLU, hpf::Dropout<10>, hpf::Dense<30>>, hpf::GELU,
+                                 hpf::Dense<10>, hpf::SoftmaxCrossEntropy>;
+  static_assert(Paired::leaves == 8);  // the pair counts its 4 layers: cuts fall around it
+  const auto paired_source = hpf_test::synthetic_source<Paired>(24 * 6 + 5);
+  const auto o = options();
+  switch (hpf_test::world_size()) {
+    case 1:
+      hpf_test::check_strategy_all<Paired, Filtered<1>>(o, paired_source, steps);
+      break;
+    case 2:
+      hpf_test::check_strategy_all<Paired, Filtered<2>>(o, paired_source, steps);
+      hpf_test::check_strategy_all<Paired, Channeled<2>>(o, paired_source, steps);
+      break;
+    case 4:
+      hpf_test::check_strategy_all<Paired, Filtered<4>>(o, paired_source, steps);
+      hpf_test::check_strategy_all<Paired, hpf::Pipeline<hpf::Cuts<5>, hpf::Channel<2>>>(o, paired_source, steps);
+      break;
+    case 6:
+      hpf_test::check_strategy_all<Paired, Filtered<3>>(o, paired_source, steps);
+      hpf_test::check_strategy_all<Paired, hpf::Pipeline<hpf::Cuts<5>, hpf::Filter<3>>>(o, paired_source, steps);
       break;
     default:
       FAIL("no layouts listed for ", hpf_test::world_size(), " ranks");

@@ -64,6 +64,13 @@ struct LayerCost {
   std::size_t split_outputs = 0;
   std::size_t split_weights = 0;
   std::size_t split_layers = 0;
+  /// What hpf::DensePair blocks move instead (their Dense layers count in split_macs, split_weights
+  /// and split_layers, not in split_inputs and split_outputs): the elements per sample each
+  /// pass adds over the group (forward the second layer's outputs, backward the first's input
+  /// gradient), and how many pairs.
+  std::size_t split_pair_forward = 0;
+  std::size_t split_pair_backward = 0;
+  std::size_t split_pairs = 0;
   /// What a slab process of a spatial split exchanges with its group (zero elsewhere).
   GroupTraffic group{};
 
@@ -80,6 +87,9 @@ struct LayerCost {
     split_outputs += o.split_outputs;
     split_weights += o.split_weights;
     split_layers += o.split_layers;
+    split_pair_forward += o.split_pair_forward;
+    split_pair_backward += o.split_pair_backward;
+    split_pairs += o.split_pairs;
     group += o.group;
     return *this;
   }
@@ -88,7 +98,7 @@ struct LayerCost {
     return {n * c.parameters,   n * c.buffers,      n * c.forward_flops, n * c.backward_flops,
             n * c.activations,  n * c.macs,         n * c.saved_indices, n * c.split_macs,
             n * c.split_inputs, n * c.split_outputs, n * c.split_weights, n * c.split_layers,
-            n * c.group};
+            n * c.split_pair_forward, n * c.split_pair_backward, n * c.split_pairs, n * c.group};
   }
   /// Forward + backward FLOPs for one training sample.
   constexpr std::size_t training_flops() const noexcept { return forward_flops + backward_flops; }

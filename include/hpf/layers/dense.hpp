@@ -33,7 +33,9 @@ class DenseImpl {
   void bind(ParameterBinder<T, Space>& binder) {
     const KernelResources& kernels = binder.kernels();
     gemm_ = Gemm<T, Space>(kernels);
-    if (kernels.split.divides_layers()) split_ = SplitDense<T, Space>(kernels.layer_group<T, Space>(), kernels.split.kind, in_, out_, gemm_);
+    if (kernels.split.divides_layers()) {
+      split_ = SplitDense<T, Space>(kernels.layer_group<T, Space>(), kernels.split.kind, binder.pair_role(), in_, out_, gemm_);
+    }
     auto w = binder.parameter("weight", {out_, in_}, InitRule::weight(in_, out_));
     weight_ = Matrix<T, Space>(w.value.data(), out_, in_);
     weight_grad_ = Matrix<T, Space>(w.grad.data(), out_, in_);
@@ -114,6 +116,7 @@ struct Dense {
     static constexpr bool backward_reads_output = false;
     static constexpr bool in_place = false;
     static constexpr std::size_t leaves = 1;
+    static constexpr bool is_dense = true;  // may begin or end a DensePair
     static std::string describe() {
       return "Dense(" + std::string(In::sequence ? "per position, " : "") + std::to_string(in_features) + " -> " +
              std::to_string(Out) + (has_bias ? ")" : ", no bias)");

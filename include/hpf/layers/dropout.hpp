@@ -121,6 +121,7 @@ struct Dropout {
     static constexpr bool backward_reads_output = false;
     static constexpr bool in_place = false;
     static constexpr std::size_t leaves = 1;
+    static constexpr bool elementwise = true;  // may sit inside a DensePair
     static std::string describe() {
       return "Dropout(" + std::to_string(Numerator) + "/" + std::to_string(Denominator) + ")";
     }

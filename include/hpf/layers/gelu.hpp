@@ -127,6 +127,7 @@ struct BasicGELU {
     static constexpr bool in_place = false;  // backward reads the input
     static constexpr bool backward_reads_output = false;
     static constexpr bool takes_spatial_parts = true;  // elementwise
+    static constexpr bool elementwise = true;         // may sit inside a DensePair
     static std::string describe() { return Form == GeluForm::exact ? "GELU" : "GELU(tanh)"; }
     template <class T, class Space>
     using impl = detail::GeluImpl<Form, T, Space>;

@@ -38,6 +38,7 @@ struct Identity {
     static constexpr bool in_place = false;
     static constexpr std::size_t leaves = 0;  // no layer of its own: nothing to cut at
     static constexpr bool takes_spatial_parts = true;
+    static constexpr bool elementwise = true;  // may sit inside a DensePair
     static std::string describe() { return "Identity"; }
     template <class T, class Space>
     using impl = detail::IdentityImpl<T, Space>;

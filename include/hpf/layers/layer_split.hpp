@@ -29,6 +29,20 @@ enum class SplitKind {
   spatial,
 };
 
+/// Where a Dense layer sits in an hpf::DensePair, which a filter or channel split runs as
+/// Megatron's column- then row-parallel pair: one sum over the group per pass for both layers.
+enum class PairRole {
+  /// Not in a pair: the split's own kind.
+  none,
+  /// The first: member m computes its outputs from the whole input and keeps them (the other
+  /// members' are zeros, no gather); backward adds the members' input gradients in the tree.
+  column,
+  /// The second: member m reads only its inputs, the first's outputs, and forward adds the
+  /// members' partial outputs in the tree; backward keeps its members' input gradient (zeros
+  /// elsewhere, no gather).
+  row,
+};
+
 /// \brief A split of a network's Dense and convolution layers over `group` members. The parts are added in
 /// hpf::ordered_sum's tree, so one process that computes every member's part (hpf::Trainer)
 /// and G processes that compute one each (hpf::fit) get the same bits; a split network's bits

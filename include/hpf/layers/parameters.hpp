@@ -122,6 +122,22 @@ class ParameterBinder {
   Scope scope(std::string_view part) { return Scope(*this, part); }
   Scope scope(std::size_t index) { return Scope(*this, std::to_string(index)); }
 
+  /// Where the layer bound now sits in an hpf::DensePair (PairRole::none outside one).
+  PairRole pair_role() const { return pair_role_; }
+  /// The layers bound inside the returned guard's lifetime sit at `role` in a DensePair.
+  class [[nodiscard]] RoleScope {
+   public:
+    RoleScope(ParameterBinder& binder, PairRole role) : binder_(binder), restore_(binder.pair_role_) { binder.pair_role_ = role; }
+    RoleScope(const RoleScope&) = delete;
+    RoleScope& operator=(const RoleScope&) = delete;
+    ~RoleScope() { binder_.pair_role_ = restore_; }
+
+   private:
+    ParameterBinder& binder_;
+    PairRole restore_;
+  };
+  RoleScope pair_role(PairRole role) { return RoleScope(*this, role); }
+
   /// The scope names are bound in now ("3.0.body.1."): a layer's position in the whole model,
   /// the same on every rank that holds it.
   std::string_view scope() const { return prefix_; }
@@ -161,6 +177,7 @@ class ParameterBinder {
   bool measuring_ = true;
   const KernelResources* kernels_;
   std::string prefix_;
+  PairRole pair_role_ = PairRole::none;
   std::size_t parameter_end_ = 0;
   std::size_t buffer_end_ = 0;
   std::vector<TensorInfo> tensors_;

@@ -58,6 +58,7 @@ struct ReLU {
                                     .activations = In::size};
     static constexpr std::size_t leaves = 1;
     static constexpr bool takes_spatial_parts = true;  // elementwise
+    static constexpr bool elementwise = true;         // may sit inside a DensePair
     static constexpr bool in_place = true;  // backward reads only the output
     static constexpr bool backward_reads_output = true;
     static constexpr bool is_relu = true;  // a layer before it may apply it (applies_next_relu)

@@ -291,12 +291,13 @@ struct erased_child {
 
 /// Run-time chain: children in order, each child's output buffered per micro-batch in the tape
 /// (in-place children share their predecessor's buffer). Children are named NameBase +
-/// position ("3", "4", ...), as in a PyTorch nn.Sequential.
-template <class List, class T, class Space, std::size_t NameBase = 0>
+/// position ("3", "4", ...), as in a PyTorch nn.Sequential. A Paired chain is an hpf::DensePair:
+/// its first child binds as the pair's column layer, its last as the row layer.
+template <class List, class T, class Space, std::size_t NameBase = 0, bool Paired = false>
 class ChainImpl;
 
-template <class... Bound, class T, class Space, std::size_t NameBase>
-class ChainImpl<type_list<Bound...>, T, Space, NameBase> {
+template <class... Bound, class T, class Space, std::size_t NameBase, bool Paired>
+class ChainImpl<type_list<Bound...>, T, Space, NameBase, Paired> {
   static constexpr std::size_t count = sizeof...(Bound);
   using facts = chain_facts<type_list<Bound...>>;
   static constexpr std::size_t largest_inner_output = facts::largest_inner_output;
@@ -324,6 +325,8 @@ class ChainImpl<type_list<Bound...>, T, Space, NameBase> {
     for (std::size_t i = 0; i < count; ++i) {
       parameter_begin_[i] = binder.parameter_offset();
       auto scope = binder.scope(NameBase + i);
+      const PairRole role = !Paired ? PairRole::none : i == 0 ? PairRole::column : i + 1 == count ? PairRole::row : PairRole::none;
+      auto in_pair = binder.pair_role(role);
       ops_[i]->bind(children[i], binder);
     }
   }

@@ -152,20 +152,27 @@ inline SplitUnit split_unit(const MachineProfile& profile, const LayerCost& c, c
   const double split_forward = 2.0 * static_cast<double>(c.split_macs), split_backward = 4.0 * static_cast<double>(c.split_macs);
   if (c.forward_flops > 0) out.forward_kept = 1 - split_forward / static_cast<double>(c.forward_flops) * (1 - 1 / g);
   if (c.backward_flops > 0) out.backward_kept = 1 - split_backward / static_cast<double>(c.backward_flops) * (1 - 1 / g);
-  // One ring of G - 1 steps per layer, receiving `elements` in all.
-  const auto rings = [&](double elements) {
-    const double step_bytes = elements * static_cast<double>(scalar_bytes) / layers / (g - 1);
-    return layers * (g - 1) * transfer_seconds(profile, step_bytes, ranks, 0, 1);
+  // One ring of G - 1 steps per layer of `count`, receiving `elements` in all.
+  const auto rings = [&](double count, double elements) {
+    if (count <= 0) return 0.0;
+    const double step_bytes = elements * static_cast<double>(scalar_bytes) / count / (g - 1);
+    return count * (g - 1) * transfer_seconds(profile, step_bytes, ranks, 0, 1);
   };
   const double in = m * static_cast<double>(c.split_inputs), out_elements = m * static_cast<double>(c.split_outputs);
   const double weights = static_cast<double>(c.split_weights), gathered = (g - 1) / g, summed = g - 1;
+  // DensePairs' layers move their activations as a pair (below), not layer by layer.
+  const double pairs = static_cast<double>(c.split_pairs), lone = layers - 2 * pairs;
   if (split.kind == SplitKind::filter) {
-    out.forward_s = rings(gathered * out_elements);
-    out.backward_s = rings(gathered * weights) + rings(summed * in);
+    out.forward_s = rings(lone, gathered * out_elements);
+    out.backward_s = rings(layers, gathered * weights) + rings(lone, summed * in);
   } else {
-    out.forward_s = rings(summed * out_elements);
-    out.backward_s = rings(gathered * weights) + rings(gathered * in);
+    out.forward_s = rings(lone, summed * out_elements);
+    out.backward_s = rings(layers, gathered * weights) + rings(lone, gathered * in);
   }
+  // A pair adds over the group once each way, either kind: its second layer's outputs forward,
+  // its first layer's input gradient backward.
+  out.forward_s += rings(pairs, summed * m * static_cast<double>(c.split_pair_forward));
+  out.backward_s += rings(pairs, summed * m * static_cast<double>(c.split_pair_backward));
   return out;
 }
 

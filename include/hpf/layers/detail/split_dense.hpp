@@ -25,14 +25,17 @@ namespace hpf::detail {
 ///   starting from the bias, as addmm) in the tree; backward gathers dX by rows and dW by
 ///   column blocks, and every member computes the whole bias gradient.
 /// Afterwards every member holds the whole output, input gradient and weight gradient, so the
-/// layers around run unchanged.
+/// layers around run unchanged. In an hpf::DensePair (PairRole) the first layer is split by
+/// filters and keeps its members' outputs, the second by channels and keeps its members' input
+/// gradient: what one member computes the other's part of stays with it, zeros elsewhere.
 template <class T, class Space>
 class SplitDense {
  public:
   SplitDense() = default;
-  SplitDense(const LayerGroup<T, Space>& group, SplitKind kind, std::size_t in, std::size_t out, Gemm<T, Space> gemm)
-      : members_(group, kind == SplitKind::filter ? out : in), filter_(kind == SplitKind::filter), in_(in), out_(out),
-        gemm_(std::move(gemm)) {}
+  SplitDense(const LayerGroup<T, Space>& group, SplitKind kind, PairRole role, std::size_t in, std::size_t out,
+             Gemm<T, Space> gemm)
+      : members_(group, splits_outputs(kind, role) ? out : in), filter_(splits_outputs(kind, role)),
+        keeps_part_(role != PairRole::none), in_(in), out_(out), gemm_(std::move(gemm)) {}
 
   explicit operator bool() const { return static_cast<bool>(members_); }
 
@@ -47,7 +50,11 @@ class SplitDense {
         if (has_bias) broadcast_rows(space, Vector<T, Space>(bias.data() + r, rows), ym, "hpf::Dense::bias");
         gemm_("N", "N", T(1), Matrix<const T, Space>(weight.data() + r * in_, rows, in_), x, has_bias ? T(1) : T(0), ym);
       }
-      members_.group().gather(y.data(), bounds(cols));
+      if (keeps_part_) {
+        zero_others(space, y, cols);
+      } else {
+        members_.group().gather(y.data(), bounds(cols));
+      }
       return;
     }
     ensure_capacity(partials_, (end() - first()) * out_ * cols, "hpf::Dense::split_partials");
@@ -116,10 +123,24 @@ class SplitDense {
       const Matrix<T, Space> dxm(dx.data() + c * cols, width, cols);
       gemm_("T", "N", T(1), packed_weight(space, weight, c, width), dy, T(0), dxm);
     }
-    members_.group().gather(dx.data(), bounds(cols));
+    if (keeps_part_) {
+      zero_others(space, dx, cols);
+    } else {
+      members_.group().gather(dx.data(), bounds(cols));
+    }
   }
 
  private:
+  static constexpr bool splits_outputs(SplitKind kind, PairRole role) {
+    return role == PairRole::none ? kind == SplitKind::filter : role == PairRole::column;
+  }
+  /// Rows of `m` ([things][cols]) that other processes' members own, zero: a pair's part kept.
+  void zero_others(const Space& space, Matrix<T, Space> m, std::size_t cols) const {
+    const std::size_t mine = begin(first()) * cols, mine_end = begin(end()) * cols, all = m.extent(0) * cols;
+    using Flat = Kokkos::View<T*, memory_space_t<Space>, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+    if (mine > 0) Kokkos::deep_copy(space, Flat(m.data(), mine), T(0));
+    if (mine_end < all) Kokkos::deep_copy(space, Flat(m.data() + mine_end, all - mine_end), T(0));
+  }
   std::size_t begin(std::size_t m) const { return members_.begin(m); }
   std::size_t first() const { return members_.first(); }
   std::size_t end() const { return members_.end(); }
@@ -134,7 +155,7 @@ class SplitDense {
   }
 
   SplitMembers<T, Space> members_;
-  bool filter_ = true;
+  bool filter_ = true, keeps_part_ = false;
   std::size_t in_ = 0, out_ = 0;
   Gemm<T, Space> gemm_;
   mutable Buffer<T, Space> partials_, packed_weight_, packed_grad_;
