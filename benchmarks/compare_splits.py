@@ -30,6 +30,8 @@ import provenance  # noqa: E402
 # name: (description, steps per block at a batch of 64 or more, warm-up steps, blocks)
 MODELS = {
     "mlp": ("MLP 784-512-512-10 (zoo::Mlp), Fashion-MNIST, SGD", 100, 20, 3),
+    "mlp-pairs": ("the same MLP, its hidden layers a DensePair (zoo::MlpPairs): Megatron's column- and row-parallel pair "
+                  "under a split", 100, 20, 3),
     "cnn": ("CNN conv32-pool-conv64-pool-fc128-fc10 (zoo::Cnn), Fashion-MNIST, SGD", 20, 5, 3),
     "resnet20": ("ResNet-20 (option A, zoo::ResNet20), synthetic 3x32x32, SGD", 5, 2, 3),
     "gpt": ("GPT of examples/03_language_model (4 blocks, D 64, 4 heads, 64 bytes), Adam", 10, 2, 3),

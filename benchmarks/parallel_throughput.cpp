@@ -180,7 +180,7 @@ struct Settings {
 };
 
 const char* const usage_text =
-    "usage: mpiexec -n P hpf_bench_parallel_throughput [--model mlp|cnn|resnet20|resnet56|resnet164|gpt|cosmoflow] [--stages 1|2|4]\n"
+    "usage: mpiexec -n P hpf_bench_parallel_throughput [--model mlp|mlp-pairs|cnn|resnet20|resnet56|resnet164|gpt|cosmoflow] [--stages 1|2|4]\n"
     "         [--batch B] [--micro-batches M] [--schedule gpipe|1f1b] [--reduction automatic|ordered|allreduce]\n"
     "         [--bucket-bytes N] [--piece-bytes N] [--cuts L1,L2,...] [--steps N] [--warmup W] [--repeats R] [--stage-times] [--seed S]\n"
     "         [--shards C] [--side-by-side] [--profile FILE] [--hierarchy automatic|on|off]\n"
@@ -244,9 +244,9 @@ Settings parse(int argc, char** argv) {
     if (i + 1 >= argc) fail(flag + " needs a value");
     const std::string value = argv[++i];
     if (flag == "--model") {
-      if (value != "mlp" && value != "cnn" && value != "resnet20" && value != "resnet56" && value != "resnet164" &&
-          value != "gpt" && value != "cosmoflow")
-        fail("--model must be mlp, cnn, resnet20, resnet56, resnet164, gpt or cosmoflow");
+      if (value != "mlp" && value != "mlp-pairs" && value != "cnn" && value != "resnet20" && value != "resnet56" &&
+          value != "resnet164" && value != "gpt" && value != "cosmoflow")
+        fail("--model must be mlp, mlp-pairs, cnn, resnet20, resnet56, resnet164, gpt or cosmoflow");
       s.model = value;
     } else if (flag == "--schedule") {
       if (value != "gpipe" && value != "1f1b") fail("--schedule must be gpipe or 1f1b");
@@ -324,7 +324,7 @@ struct ModelDefaults {
   std::size_t batch, steps, warmup;
 };
 ModelDefaults defaults_for(const std::string& model) {
-  if (model == "mlp") return {128, 100, 20};
+  if (model == "mlp" || model == "mlp-pairs") return {128, 100, 20};
   if (model == "cnn") return {64, 20, 5};
   if (model == "resnet20") return {64, 5, 2};
   if (model == "gpt") return {32, 10, 2};
@@ -339,7 +339,7 @@ ModelDefaults defaults_for(const std::string& model) {
 /// 3e-3 (the language-model example's), SGD lr 0.01 momentum 0.9, default initialization.
 hpf::TrainOptions options_for(const Settings& s, std::size_t replicas) {
   hpf::TrainOptions o;
-  const bool mlp = s.model == "mlp", fashion = mlp || s.model == "cnn";
+  const bool fashion = s.model == "mlp" || s.model == "mlp-pairs" || s.model == "cnn";
   o.batch = s.batch ? s.batch : defaults_for(s.model).batch * replicas;
   o.micro_batches = s.micro_batches;
   o.schedule = s.schedule;
@@ -378,7 +378,7 @@ void run_stage(const hpf::comm::Communicator& world, const hpf::ProcessGrid& gri
   using StageModel = hpf::detail::fit_stage_t<Model, Partition, StageIndex>;
   using Links = hpf::MpiLinks<float, Kokkos::DefaultExecutionSpace>;
   constexpr std::size_t stages = hpf::stage_count_v<Model, Partition>;
-  const bool fashion = s.model == "mlp" || s.model == "cnn";
+  const bool fashion = s.model == "mlp" || s.model == "mlp-pairs" || s.model == "cnn";
   const std::size_t steps = s.steps ? s.steps : defaults_for(s.model).steps;
   const std::size_t warmup = s.warmup ? s.warmup : defaults_for(s.model).warmup;
   const std::size_t repeats = s.repeats ? s.repeats : 3;
@@ -603,6 +603,8 @@ int main(int argc, char** argv) {
     }
     if (s.model == "mlp") {
       run_model<hpf::zoo::Mlp>(world, s);
+    } else if (s.model == "mlp-pairs") {
+      run_model<hpf::zoo::MlpPairs>(world, s);
     } else if (s.model == "cnn") {
       run_model<hpf::zoo::Cnn>(world, s);
     } else if (s.model == "resnet20") {

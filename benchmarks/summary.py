@@ -23,7 +23,7 @@ import provenance as P  # noqa: E402
 
 RESULTS = os.path.join(BENCHMARKS, "RESULTS.md")
 SECTION = "summary"
-MODEL = {"mlp": "MLP", "cnn": "CNN", "resnet20": "ResNet-20", "resnet56": "ResNet-56", "gpt": "GPT", "gpt8": "GPT-8",
+MODEL = {"mlp": "MLP", "mlp-pairs": "MLP (Dense pair)", "cnn": "CNN", "resnet20": "ResNet-20", "resnet56": "ResNet-56", "gpt": "GPT", "gpt8": "GPT-8",
          "gpt8-recompute": "GPT-8 re-materialized", "cosmoflow": "CosmoFlow"}
 
 

@@ -82,7 +82,7 @@ const char* const usage_text =
     "  --split: the plan's Dense and convolution layers split over groups of G ranks, or its samples\n"
     "           into G slabs (P = replicas x stages x G); calibrate --split spatial:G times one\n"
     "           slab rank's layers, which spatial:G predicts from (resnet20 and cosmoflow, G = 2 or 4)\n"
-    "  models: mlp cnn resnet20 resnet56 resnet164 resnet1001 (hpf::zoo), gpt (examples/03_language_model's\n"
+    "  models: mlp mlp-pairs cnn resnet20 resnet56 resnet164 resnet1001 (hpf::zoo), gpt (examples/03_language_model's\n"
     "          Gpt<4, 64, 4, 64, 256>), cosmoflow (CosmoFlow<32>)\n"
     "  --profile: a machine profile (benchmarks/comm/run_comm_benchmark.py writes its communication\n"
     "             part, calibrate adds the compute part); default $HPF_ORACLE_PROFILE, else the\n"
@@ -571,7 +571,7 @@ int run(const Args& a) {
 int main(int argc, char** argv) {
   const Args a = parse(argc, argv);
   const std::map<std::string, int (*)(const Args&)> models{
-      {"mlp", &run<hpf::zoo::Mlp>},           {"cnn", &run<hpf::zoo::Cnn>},
+      {"mlp", &run<hpf::zoo::Mlp>},           {"mlp-pairs", &run<hpf::zoo::MlpPairs>}, {"cnn", &run<hpf::zoo::Cnn>},
       {"resnet20", &run<hpf::zoo::ResNet20, 2, 4>}, {"resnet56", &run<hpf::zoo::ResNet56>},
       {"resnet164", &run<hpf::zoo::PreActResNet164>}, {"resnet1001", &run<hpf::zoo::PreActResNet1001>},
       {"gpt", &run<hpf::zoo::Gpt<4, 64, 4, 64, hpf::data::byte_vocabulary>>}, {"cosmoflow", &run<hpf::zoo::CosmoFlow<32>, 2, 4>}};

@@ -10,6 +10,7 @@
 #include <hpf/layers/max_pool.hpp>
 #include <hpf/layers/relu.hpp>
 #include <hpf/layers/softmax_cross_entropy.hpp>
+#include <hpf/model/dense_pair.hpp>
 #include <hpf/model/repeat.hpp>
 #include <hpf/model/sequential.hpp>
 #include <hpf/zoo/blocks.hpp>
@@ -22,6 +23,11 @@ namespace hpf::zoo {
 
 /// 784-512-512-10 multilayer perceptron for 28x28 grey images (Fashion-MNIST).
 using Mlp = Sequential<Input<1, 28, 28>, Flatten, Dense<512>, ReLU, Dense<512>, ReLU, Dense<10>, SoftmaxCrossEntropy>;
+
+/// The same MLP with its hidden layers as a DensePair: under a filter or channel split they run as
+/// Megatron's column- and row-parallel pair, one sum over the group per pass for both.
+using MlpPairs = Sequential<Input<1, 28, 28>, Flatten, DensePair<Dense<512>, ReLU, Dense<512>>, ReLU, Dense<10>,
+                            SoftmaxCrossEntropy>;
 
 /// conv32-pool-conv64-pool-fc128-fc10 for 28x28 grey images (Fashion-MNIST).
 using Cnn = Sequential<Input<1, 28, 28>, Conv2D<32, 3, Pad<1>>, ReLU, MaxPool<2>, Conv2D<64, 3, Pad<1>>, ReLU,
