@@ -68,7 +68,7 @@ class SplitDense {
         continue;
       }
       const Matrix<const T, Space> xm(x.data() + c * cols, width, cols);
-      gemm_("N", "N", T(1), packed_weight(space, weight, c, width), xm, adds_bias ? T(1) : T(0), part);
+      gemm_("N", "N", T(1), weight_columns(weight, c, width), xm, adds_bias ? T(1) : T(0), part);
     }
     members_.group().sum(partials_.data(), out_ * cols, y.data());
   }
@@ -121,7 +121,7 @@ class SplitDense {
       const std::size_t c = begin(m), width = begin(m + 1) - c;
       if (width == 0) continue;
       const Matrix<T, Space> dxm(dx.data() + c * cols, width, cols);
-      gemm_("T", "N", T(1), packed_weight(space, weight, c, width), dy, T(0), dxm);
+      gemm_("T", "N", T(1), weight_columns(weight, c, width), dy, T(0), dxm);
     }
     if (keeps_part_) {
       zero_others(space, dx, cols);
@@ -145,20 +145,17 @@ class SplitDense {
   std::size_t first() const { return members_.first(); }
   std::size_t end() const { return members_.end(); }
   std::vector<std::size_t> bounds(std::size_t per_row) const { return members_.bounds(per_row); }
-  /// W's columns [c, c + width) as a matrix of their own.
-  Matrix<const T, Space> packed_weight(const Space& space, Matrix<const T, Space> weight, std::size_t c,
-                                       std::size_t width) const {
-    ensure_capacity(packed_weight_, out_ * width, "hpf::Dense::split_weight");
-    const Matrix<T, Space> packed(packed_weight_.data(), out_, width);
-    pack_columns(space, weight, c, packed);
-    return packed;
+  /// W's columns [c, c + width), in place: a row-major view whose rows are `in` apart (the
+  /// BLAS's leading dimension), no copy.
+  static auto weight_columns(Matrix<const T, Space> weight, std::size_t c, std::size_t width) {
+    return Kokkos::subview(weight, Kokkos::ALL, Kokkos::make_pair(c, c + width));
   }
 
   SplitMembers<T, Space> members_;
   bool filter_ = true, keeps_part_ = false;
   std::size_t in_ = 0, out_ = 0;
   Gemm<T, Space> gemm_;
-  mutable Buffer<T, Space> partials_, packed_weight_, packed_grad_;
+  mutable Buffer<T, Space> partials_, packed_grad_;
 };
 
 }  // namespace hpf::detail
