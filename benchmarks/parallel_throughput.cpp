@@ -175,7 +175,7 @@ struct Settings {
   hpf::ExchangeProgress exchange_progress = hpf::ExchangeProgress::between_layers;
   std::size_t progress_interval_us = 1000;
   hpf::LayerSplit split{};
-  bool stage_times = false, side_by_side = false, help = false;
+  bool stage_times = false, side_by_side = false, interior_first = false, help = false;
   std::uint64_t seed = 0;
 };
 
@@ -214,7 +214,9 @@ const char* const usage_text =
     "  --split K:G    Dense and convolution layers split over groups of G ranks, by filters or by\n"
     "                 channels (hpf::Filter<G>, hpf::Channel<G>), or samples split into G slabs of rows\n"
     "                 (spatial:G, hpf::Spatial<G>; resnet20 and cosmoflow, G = 2 or 4, one stage); --batch\n"
-    "                 stays the global batch\n";
+    "                 stays the global batch\n"
+    "  --interior-first  under spatial:G, convolutions compute their slabs' interior rows while the\n"
+    "                 halos travel (NetworkOptions::interior_first)\n";
 
 std::size_t to_size(const std::string& flag, const std::string& text) {
   const auto value = hpf_bench::whole_number(text);
@@ -239,6 +241,10 @@ Settings parse(int argc, char** argv) {
     }
     if (flag == "--side-by-side") {
       s.side_by_side = true;
+      continue;
+    }
+    if (flag == "--interior-first") {
+      s.interior_first = true;
       continue;
     }
     if (i + 1 >= argc) fail(flag + " needs a value");
@@ -351,6 +357,7 @@ hpf::TrainOptions options_for(const Settings& s, std::size_t replicas) {
   o.network.split = s.split;
   o.shards_per_replica = s.shards;
   o.shards_side_by_side = s.side_by_side;
+  o.network.interior_first = s.interior_first;
   if (s.bucket_bytes) o.bucket_bytes = s.bucket_bytes;
   if (s.piece_bytes) o.exchange_piece_bytes = *s.piece_bytes;
   o.oracle_profile = s.profile;
@@ -498,7 +505,7 @@ void run_stage(const hpf::comm::Communicator& world, const hpf::ProcessGrid& gri
       "tool_loaded_while_timing=%s blas=%s blas_threads=%d kokkos_space=%s loss_first=%.5f loss_last=%.5f "
       "block_images_per_s=%s block_ms_per_step=%s shards_per_replica=%zu shard_threads=%zu "
       "exchange_piece_bytes=%zu exchange_messages=%zu summed_per_host=%s parameters=%zu exchange_precision=%s "
-      "split=%s group=%zu exchange_progress=%s\n",
+      "split=%s group=%zu exchange_progress=%s interior_first=%d\n",
       s.model.c_str(), world.size(), stages, grid.replicas(), o.batch, local, o.micro_batches,
       (local + o.micro_batches - 1) / o.micro_batches, hpf::to_string(o.schedule),
       hpf::to_string(hpf::resolve(o.reduction, grid.replicas() * o.shards_per_replica)), engine.links().bucket_bytes(), steps, warmup, repeats, best_rate,
@@ -510,7 +517,8 @@ void run_stage(const hpf::comm::Communicator& world, const hpf::ProcessGrid& gri
       Kokkos::DefaultExecutionSpace::name(), first_loss, last_loss, blocks.str().c_str(), block_ms.str().c_str(),
       o.shards_per_replica, engine.shard_threads(), o.exchange_piece_bytes, exchange_messages,
       engine.links().summed_per_host() ? "yes" : "no", static_cast<std::size_t>(Model::cost.parameters),
-      hpf::to_string(o.exchange_precision), o.network.split.kind_name(), grid.group_size(), progress.c_str());
+      hpf::to_string(o.exchange_precision), o.network.split.kind_name(), grid.group_size(), progress.c_str(),
+      o.network.interior_first ? 1 : 0);
   std::fflush(stdout);
 }
 

@@ -173,14 +173,16 @@ def spatial_splits():
 
 def spatial_splits_hosts():
     """Per fabric and model of `spatial-splits-hosts`: spatial splits over 2 and 4 hosts against data parallelism."""
-    column, layouts = "speed-up over data parallel 4", ("filter split 2", "spatial split 2", "spatial split 4")
+    column = "speed-up over data parallel 4"
+    layouts = ("filter split 2", "spatial split 2", "spatial split 4", "spatial split 4, interior first")
     found = rows("spatial-splits-hosts", column, lambda r: r.get("layout") in layouts)
     by = {}
     for r in found:
         by.setdefault((r["fabric"], r["model"]), {})[r["layout"]] = r[column]
     if not by or any(len(v) != len(layouts) for v in by.values()):
         raise Stale("block 'spatial-splits-hosts': a fabric and model without all of " + ", ".join(layouts))
-    return ("4 emulated hosts, batch 4, over data parallel: filter split 2 / spatial split 2 / spatial split 4",
+    return ("4 emulated hosts, batch 4, over data parallel: filter split 2 / spatial split 2 / spatial split 4 / "
+            "the same, interior rows first",
             ", ".join(f"{model(m)} {f} {' / '.join(v[x] for x in layouts)}" for (f, m), v in by.items()))
 
 

@@ -47,8 +47,9 @@ SECTION = "spatial-splits-hosts"
 HOSTS = 4
 BATCH = 4
 MODELS = {"cosmoflow": (30, 5, 2), "resnet20": (100, 10, 2)}  # steps per block, warm-up, blocks
-JOBS = [("data parallel 4", None), ("filter split 2", "filter:2"), ("spatial split 2", "spatial:2"),
-        ("spatial split 4", "spatial:4")]
+# (label, --split, further flags): the last computes each slab's interior rows while the halos travel.
+JOBS = [("data parallel 4", None, []), ("filter split 2", "filter:2", []), ("spatial split 2", "spatial:2", []),
+        ("spatial split 4", "spatial:4", []), ("spatial split 4, interior first", "spatial:4", ["--interior-first"])]
 TRACED_STEPS = "3-5"
 
 
@@ -86,7 +87,7 @@ def parse_args():
 
 def calibrate(args):
     """Per fabric: a copy of its profile with the models' and their slabs' compute calibrated here."""
-    splits = sorted({split for _, split in JOBS if split and split.startswith("spatial")})
+    splits = sorted({split for _, split, _ in JOBS if split and split.startswith("spatial")})
     for fabric in args.fabrics:
         profile_args = argparse.Namespace(oracle=args.oracle, profile=args.profile_of[fabric])
         copy = os.path.join(ROOT, "benchmarks", "results", f"spatial_hosts_{fabric}_profile.json")
@@ -107,15 +108,15 @@ def fabric_env(args):
             "HPF_FABRIC_SLOTS": "1"}
 
 
-def command(args, model, split):
+def command(args, model, split, flags=()):
     steps, warmup, repeats = MODELS[model]
     return (["bash", EMULATE, "mpiexec", "-n", str(HOSTS), args.hpf, "--model", model, "--batch", str(BATCH),
              "--steps", str(steps), "--warmup", str(warmup), "--repeats", str(repeats)] +
-            (["--split", split] if split else []))
+            (["--split", split] if split else []) + list(flags))
 
 
 def jobs(args):
-    return [(model, label, split) for model in args.models for label, split in JOBS]
+    return [(model, label, split, flags) for model in args.models for label, split, flags in JOBS]
 
 
 def measure(args):
@@ -123,7 +124,7 @@ def measure(args):
     env, overrides = h.bench_env(h.BLAS_SETTINGS[args.setting][0], threads=1)
     env = {**env, **fabric_env(args)}
     launch = dict(max_busy=args.max_busy, max_wait=args.max_wait, timeout=args.timeout + 30)
-    data = {(f, m, label): [] for f in args.fabrics for m, label, _ in jobs(args)}
+    data = {(f, m, label): [] for f in args.fabrics for m, label, _, _ in jobs(args)}
     traces = {}
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.rounds):
@@ -131,14 +132,16 @@ def measure(args):
                 fabrics.emulate(args, "up", str(HOSTS), fabric, env=fabric_env(args))
                 try:
                     todo = jobs(args) if r % 2 == 0 else list(reversed(jobs(args)))
-                    for model, label, split in todo:
-                        run = h.launch(f"{fabric} {model} {label}", command(args, model, split), env, overrides, **launch)
+                    for model, label, split, flags in todo:
+                        run = h.launch(f"{fabric} {model} {label}", command(args, model, split, flags), env, overrides,
+                                       **launch)
                         data[(fabric, model, label)].append(run)
                         h.log(f"round {r + 1} {fabric} {model} {label}: {h.summary(run)}")
                     if r == 0:
-                        for model, label, split in todo:
-                            traces[(fabric, model, label)] = traced(args, tmp, fabric, model, label, split, env,
-                                                                    overrides, launch)
+                        for model, label, split, flags in todo:
+                            traces[(fabric, model, label)] = traced(args, tmp, fabric, model, label,
+                                                                    command(args, model, split, flags), env, overrides,
+                                                                    launch)
                 finally:
                     previous = signal.signal(signal.SIGTERM, signal.SIG_IGN)  # removing the fabric is not interrupted
                     fabrics.emulate(args, "down", check=False, env=fabric_env(args))
@@ -146,11 +149,11 @@ def measure(args):
     return data, traces
 
 
-def traced(args, tmp, fabric, model, label, split, env, overrides, launch):
-    """One more run with the timeline on: `hpf-trace summary --json`'s overall, or None."""
-    path = os.path.join(tmp, f"{fabric}-{model}-{label.replace(' ', '-')}.json")
+def traced(args, tmp, fabric, model, label, job, env, overrides, launch):
+    """One more run of `job` with the timeline on: `hpf-trace summary --json`'s overall, or None."""
+    path = os.path.join(tmp, f"{fabric}-{model}-{label.replace(' ', '-').replace(',', '')}.json")
     more = {"HPF_TRACE": path, "HPF_TRACE_STEPS": TRACED_STEPS}
-    run = h.launch(f"{fabric} {model} {label} traced", command(args, model, split), {**env, **more},
+    run = h.launch(f"{fabric} {model} {label} traced", job, {**env, **more},
                    {**overrides, **more}, **launch)
     h.log(f"traced {fabric} {model} {label}: exit {run.returncode}")
     if not run.ok or not os.path.exists(path):
@@ -166,7 +169,9 @@ def report(args, data, traces, predictions):
                f"limits, Open MPI over TCP) train a global batch of {BATCH}: as {HOSTS} data-parallel replicas of one "
                "sample each, as 2 replicas whose layers split by filters over 2 hosts (`hpf::Filter<2>`), as 2 "
                "replicas whose samples split into 2 slabs over 2 hosts (`hpf::Spatial<2>`), and as one replica "
-               "with every sample in 4 slabs (`hpf::Spatial<4>`); `hpf_bench_parallel_throughput --split`. A "
+               "with every sample in 4 slabs (`hpf::Spatial<4>`), once more with each convolution computing its "
+               "slab's interior rows while the halos travel (`NetworkOptions::interior_first`, `--interior-first`; "
+               "the oracle prices both alike); `hpf_bench_parallel_throughput --split`. A "
                "group's ranks sit on different hosts: halos, the group's sums and gathers cross the links. The 4 "
                "hosts share this machine's 2 cores.")
     out.append("")
@@ -179,7 +184,7 @@ def report(args, data, traces, predictions):
     for fabric in args.fabrics:
         for model in args.models:
             base = h.best(data[(fabric, model, JOBS[0][0])])[1]
-            for label, _ in JOBS:
+            for label, _, _ in JOBS:
                 r = h.best(data[(fabric, model, label)])[1]
                 ms = r and r["ms_per_step"]
                 against = f"{base['ms_per_step'] / ms:.2f}x" if base and ms else "-"
@@ -205,7 +210,7 @@ def report(args, data, traces, predictions):
                f"and once more with `HPF_TRACE=... HPF_TRACE_STEPS={TRACED_STEPS}`; {args.models[-1]} shown):")
     out.append("")
     out.extend(h.commands_block("scripts/fabric/run_spatial_across_hosts.py", sys.argv[1:],
-                                [command(args, args.models[-1], split) for _, split in JOBS], ROOT))
+                                [command(args, args.models[-1], split, flags) for _, split, flags in JOBS], ROOT))
     return "\n".join(out) + "\n"
 
 
@@ -217,7 +222,7 @@ def main():
     if args.calibrate:
         calibrate(args)
     data, traces = measure(args)
-    predictions = {(f, m, label): predicted_ms(args, f, m, split) for f in args.fabrics for m, label, split in jobs(args)}
+    predictions = {(f, m, label): predicted_ms(args, f, m, split) for f in args.fabrics for m, label, split, _ in jobs(args)}
     h.log(f"measured in {time.monotonic() - start:.0f} s")
     failed = [" ".join(k) for k, runs in data.items() if not any(r.ok for r in runs)]
     failed += [" ".join(k) + " traced" for k, t in traces.items() if t is None]

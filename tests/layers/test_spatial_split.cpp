@@ -180,7 +180,14 @@ class RecordingGroup final : public hpf::LayerGroup<double, Kokkos::DefaultExecu
 
 }  // namespace
 
-TEST_CASE("Spatial split: halos travel while a convolution computes its interior rows, and its weight gradient") {
+namespace {
+/// The recording group's calls over one pass of Half, and how often a swap started and finished
+/// with nothing between (blocking), with a convolution's interior rows between (interior), or
+/// with the weight gradient's group sum between (overlapped).
+struct SwapOrder {
+  std::size_t blocking = 0, interior = 0, overlapped = 0, swaps = 0;
+};
+SwapOrder swap_order(bool interior_first) {
   const auto group = std::make_shared<RecordingGroup>();
   RecordingGroup::calls.clear();
   Kokkos::Tools::Experimental::set_push_region_callback([](const char* name) {
@@ -188,23 +195,61 @@ TEST_CASE("Spatial split: halos travel while a convolution computes its interior
   });
   hpf::NetworkOptions options;
   options.split_group = group;
+  options.interior_first = interior_first;
   hpf_test::run_pass<Half>(options, 3);
   Kokkos::Tools::Experimental::set_push_region_callback(nullptr);
-  // Forward: the first convolution's 4 rows per member have 2 interior rows, computed between the
-  // swap's start and its finish; the second's 2 rows all read a halo, so it waits first. Backward
-  // (the input gradient asked for, so both convolutions swap): the swap starts, the weight
-  // gradient's group sum runs, and only then does the swap finish.
-  std::size_t blocking = 0, interior = 0, overlapped = 0;
+  SwapOrder order;
   const auto& c = RecordingGroup::calls;
   for (std::size_t i = 0; i + 1 < c.size(); ++i) {
     if (c[i] != "start swap") continue;
-    if (c[i + 1] == "finish swap") ++blocking;
-    if (i + 2 < c.size() && c[i + 1] == "interior" && c[i + 2] == "finish swap") ++interior;
-    if (i + 2 < c.size() && c[i + 1] == "sum" && c[i + 2] == "finish swap") ++overlapped;
+    ++order.swaps;
+    if (c[i + 1] == "finish swap") ++order.blocking;
+    if (i + 2 < c.size() && c[i + 1] == "interior" && c[i + 2] == "finish swap") ++order.interior;
+    if (i + 2 < c.size() && c[i + 1] == "sum" && c[i + 2] == "finish swap") ++order.overlapped;
   }
-  CHECK(blocking == 1);
-  CHECK(interior == 1);
-  CHECK(overlapped == 2);
-  CHECK(std::count(c.begin(), c.end(), "start swap") == 4);
-  CHECK(std::count(c.begin(), c.end(), "interior") == 1);
+  return order;
+}
+}  // namespace
+
+TEST_CASE("Spatial split: halos travel while a convolution computes its weight gradient, and its interior rows if asked") {
+  // Backward (the input gradient asked for, so both convolutions swap): the swap starts, the
+  // weight gradient's group sum runs, and only then does the swap finish. Forward waits for its
+  // halos, unless interior_first: then the first convolution's 4 rows per member have 2 interior
+  // rows, computed between the swap's start and its finish; the second's 2 rows all read a halo,
+  // so it waits first.
+  const SwapOrder waits = swap_order(false), interior = swap_order(true);
+  CHECK(waits.swaps == 4);
+  CHECK(waits.blocking == 2);
+  CHECK(waits.interior == 0);
+  CHECK(waits.overlapped == 2);
+  CHECK(interior.swaps == 4);
+  CHECK(interior.blocking == 1);
+  CHECK(interior.interior == 1);
+  CHECK(interior.overlapped == 2);
+}
+
+TEST_CASE("Spatial split: interior rows first, the unsplit model's values up to the order of additions") {
+  hpf::NetworkOptions options;
+  options.interior_first = true;
+  for (const bool in_float : {false, true}) {
+    INFO(std::string(in_float ? "float" : "double"));
+    const double tolerance = in_float ? 2e-5 : 1e-13;
+    const auto compare = [&]<class Model, std::size_t G, class T>() {
+      const Pass whole = run_pass<Model, T>({}, 3);
+      const Pass part = run_pass<hpf::SpatialSplit<Model, G>, T>(options, 3);
+      CHECK(worst_relative(part.output, whole.output) < tolerance);
+      CHECK(worst_relative(part.input_grad, whole.input_grad) < tolerance);
+      CHECK(worst_relative(part.gradients, whole.gradients) < tolerance);
+    };
+    if (in_float) {
+      compare.template operator()<Cnn, 2, float>();
+      compare.template operator()<VolumeCnn, 2, float>();
+      compare.template operator()<StridedConv, 2, float>();
+    } else {
+      compare.template operator()<Cnn, 2, double>();
+      compare.template operator()<VolumeCnn, 2, double>();
+      compare.template operator()<StridedConv, 2, double>();
+      compare.template operator()<SameConv, 3, double>();
+    }
+  }
 }

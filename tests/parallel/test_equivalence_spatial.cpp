@@ -77,6 +77,23 @@ TEST_CASE("Spatial split: every layout of the world size trains a CNN bit for bi
   }
 }
 
+TEST_CASE("Spatial split: convolutions computing their interior rows while halos travel, bit for bit as one process") {
+  auto o = options();
+  o.network.interior_first = true;  // the reference too: its bits differ from the whole slab's
+  switch (hpf_test::world_size()) {
+    case 1:
+      hpf_test::check_strategy_all<Cnn, Slabs<1>>(o, cnn_source, 5);
+      break;
+    case 6:
+      hpf_test::check_strategy_all<Cnn, Slabs<3>>(o, cnn_source, 5);  // 4 rows: 2 interior
+      hpf_test::check_strategy_all<Volumes, Slabs<3>>(o, volume_source, 4);
+      break;
+    default:  // 2 and 4 ranks
+      hpf_test::check_strategy_all<Cnn, Slabs<2>>(o, cnn_source, 5);
+      hpf_test::check_strategy_all<Volumes, Slabs<2>>(o, volume_source, 4);
+  }
+}
+
 TEST_CASE("Spatial split: a ResNet, strided and projection convolutions included, bit for bit as one process") {
   const auto o = options();
   if (hpf_test::world_size() % 2 != 0) {

@@ -64,6 +64,9 @@ struct KernelResources {
   MatmulPrecision matmul_precision = MatmulPrecision::full;
   /// How Dense and convolution layers divide their work (NetworkOptions::split).
   LayerSplit split{};
+  /// A spatial split's convolutions compute their slabs' interior rows while the halos travel
+  /// (NetworkOptions::interior_first).
+  bool interior_first = false;
   /// The split's collectives (NetworkOptions::split_group); null: this process computes every
   /// member's part.
   mutable std::shared_ptr<LayerGroupBase> split_group;

@@ -59,6 +59,12 @@ struct NetworkOptions {
   /// docs/strategies.md). hpf::fit sets it from its strategy (Pipeline<..., Filter<G>>); a
   /// Trainer given a split computes every member's part and gets the bits of G processes.
   LayerSplit split{};
+  /// Under a spatial split (hpf::Spatial<G>), each convolution computes its slab's interior rows
+  /// (those whose windows stay inside it) while its halos travel, and the rows next to them once
+  /// they are in (docs/strategies.md). It pays where halos are slow to arrive (across hosts);
+  /// between processes of one host the extra kernel calls cost more than the halos they hide.
+  /// Other bits than without, the same in every layout.
+  bool interior_first = false;
   /// The split's collectives across processes (hpf::fit sets them); null: this process computes
   /// every member's part.
   std::shared_ptr<LayerGroupBase> split_group{};
@@ -167,6 +173,7 @@ class Network {
     options.split.check();
     kernels_.split = options.split;
     kernels_.split_group = options.split_group;
+    kernels_.interior_first = options.interior_first;
     if constexpr (takes_slabs) {
       constexpr LayerSplit slabs = LayerSplit::spatial(spatial_group_v<input_shape>);
       if (options.split.splits() && options.split != slabs) {
@@ -193,6 +200,7 @@ class Network {
     kernels_.matmul_precision = owner.kernels_.matmul_precision;
     kernels_.split = owner.kernels_.split;
     kernels_.split_group = owner.kernels_.split_group;
+    kernels_.interior_first = owner.kernels_.interior_first;
     bind_layers(&owner.parameters_);
     Kokkos::deep_copy(space_, buffers_, owner.buffers_);
     zero_grad();

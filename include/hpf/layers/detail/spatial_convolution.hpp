@@ -199,8 +199,16 @@ class SpatialConvolution {
 
   void bind(ParameterBinder<T, Space>& binder) {
     inner_.bind(binder);
-    for (Band* band : {&interior_, &top_, &bottom_}) {
-      if (band->kernel) band->kernel->share_parameters(inner_, binder.kernels());
+    if (!binder.kernels().interior_first) {
+      for (Band* band : {&interior_, &top_, &bottom_}) band->kernel.reset();
+    }
+    // The rows next to the halos through im2col + GEMM: a vendor convolution reorders its
+    // weights on every call, which cost more than the rows themselves (oneDNN, ResNet-20 slabs).
+    KernelResources edges = binder.kernels();
+    edges.convolution = ConvolutionAlgorithm::gemm;
+    if (interior_.kernel) interior_.kernel->share_parameters(inner_, binder.kernels());
+    for (Band* band : {&top_, &bottom_}) {
+      if (band->kernel) band->kernel->share_parameters(inner_, edges);
     }
     group_ = &binder.kernels().template layer_group<T, Space>();
   }
@@ -221,8 +229,9 @@ class SpatialConvolution {
     return own_workspace(capacity) + inner;
   }
 
-  /// The halos start travelling, every held member's interior rows are computed, and once the
-  /// halos are in, the rows above and below it (every row at once where none is interior).
+  /// The halos start travelling; under KernelResources::interior_first every held member's
+  /// interior rows are computed meanwhile, and once the halos are in, the rows above and below
+  /// it (every row at once otherwise, or where none is interior).
   void forward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, Activation<T, Space> y,
                tape_type& tape) const {
     trace::Region region("hpf::SpatialConvolution::forward");
