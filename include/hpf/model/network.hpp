@@ -61,9 +61,9 @@ struct NetworkOptions {
   LayerSplit split{};
   /// Under a spatial split (hpf::Spatial<G>), each convolution computes its slab's interior rows
   /// (those whose windows stay inside it) while its halos travel, and the rows next to them once
-  /// they are in (docs/strategies.md). It pays where halos are slow to arrive (across hosts);
-  /// between processes of one host the extra kernel calls cost more than the halos they hide.
-  /// Other bits than without, the same in every layout.
+  /// they are in (docs/strategies.md). It costs kernel calls and copies, and hides only halo time a
+  /// rank would otherwise spend idle: where ranks share cores (every run measured here) it was
+  /// slower. Other bits than without, the same in every layout.
   bool interior_first = false;
   /// The split's collectives across processes (hpf::fit sets them); null: this process computes
   /// every member's part.
