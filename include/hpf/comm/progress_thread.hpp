@@ -37,7 +37,8 @@ inline std::string thread_level_name(int level) {
 /// MPI moves a non-blocking operation only inside MPI calls. Between layers the training thread
 /// tests its operations in flight, but inside a long layer nothing moves, and over TCP a large
 /// message waits for the next test. While active() this thread calls MPI_Iprobe every
-/// `interval` on a private duplicate of the ranks' communicator that nothing is ever sent on:
+/// `interval` (and at least once per activate(), however late the scheduler wakes it) on a
+/// private duplicate of the ranks' communicator that nothing is ever sent on:
 /// the probe finds nothing, and the call advances every operation in flight (the library's
 /// progress engine is process-wide). Not a duplicate of MPI_COMM_SELF: MPICH answers a probe
 /// there without entering its progress engine, and the message never moved (tested).
@@ -83,10 +84,13 @@ class ProgressThread {
     {
       const std::lock_guard lock(state_->mutex);
       state_->active = true;
+      ++state_->activations;
     }
     state_->wake.notify_one();
   }
-  /// Sleep until activate(): nothing left in flight for it to move.
+  /// Sleep until activate(), once the probe owed to the last activate() is made: nothing left in
+  /// flight for it to move. On an oversubscribed core the thread may first run after this, and
+  /// that one late probe is cheap; without it a short window could pass with no probe at all.
   void deactivate() {
     const std::lock_guard lock(state_->mutex);
     state_->active = false;
@@ -105,15 +109,18 @@ class ProgressThread {
     std::condition_variable wake;
     bool active = false;
     bool stopping = false;
+    std::uint64_t activations = 0;  // activate() calls; each owes at least one probe
     std::atomic<std::uint64_t> probes{0};
     std::atomic<std::uint64_t> probe_ns{0};
     std::thread thread;
 
     void run() {
       std::unique_lock lock(mutex);
+      std::uint64_t served = 0;
       while (true) {
-        wake.wait(lock, [this] { return active || stopping; });
+        wake.wait(lock, [&] { return active || activations != served || stopping; });
         if (stopping) return;
+        served = activations;
         lock.unlock();
         const auto begin = std::chrono::steady_clock::now();
         int found = 0;  // its error code too is ignored: a thread cannot throw, and the next MPI call
