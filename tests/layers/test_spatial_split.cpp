@@ -178,9 +178,6 @@ class RecordingGroup final : public hpf::LayerGroup<double, Kokkos::DefaultExecu
   hpf::AbsentPeersLayerGroup<double, Kokkos::DefaultExecutionSpace> absent_{2};
 };
 
-}  // namespace
-
-namespace {
 /// The recording group's calls over one pass of Half, and how often a swap started and finished
 /// with nothing between (blocking), with a convolution's interior rows between (interior), or
 /// with the weight gradient's group sum between (overlapped).
