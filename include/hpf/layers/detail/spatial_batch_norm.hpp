@@ -72,16 +72,20 @@ class SpatialBatchNormImpl : public Base {
     Kokkos::parallel_for(
         "hpf::BatchNorm::slab_sums", Kokkos::RangePolicy<Space>(space, 0, held * channels), KOKKOS_LAMBDA(const std::size_t item) {
           const std::size_t k = item / channels, c = item % channels;
+          // Bound outside `if constexpr`: nvcc's device lambdas may not first capture inside one.
+          T* const part = parts + k * width;
+          const std::size_t values = count;
+          const Term& f = term;
           // Value i of member k's slab: sample i / slab, position k * slab + i % slab (i itself
           // where this process holds one slab: the same values in the same order).
           const auto sum_at = [&](const auto& at) {
             if constexpr (Terms == 1) {
-              parts[k * width + c] = static_cast<T>(lane_sum<accumulator>(count, [&](std::size_t i) { return term(0, c, at(i)); }));
+              part[c] = static_cast<T>(lane_sum<accumulator>(values, [&](std::size_t i) { return f(0, c, at(i)); }));
             } else {
               const SumPair<accumulator> sums = lane_sums<accumulator>(
-                  count, [&](std::size_t i) { return term(0, c, at(i)); }, [&](std::size_t i) { return term(1, c, at(i)); });
-              parts[k * width + c] = static_cast<T>(sums.first);
-              parts[k * width + channels + c] = static_cast<T>(sums.second);
+                  values, [&](std::size_t i) { return f(0, c, at(i)); }, [&](std::size_t i) { return f(1, c, at(i)); });
+              part[c] = static_cast<T>(sums.first);
+              part[channels + c] = static_cast<T>(sums.second);
             }
           };
           if (held == 1) {
@@ -140,8 +144,14 @@ class SpatialBatchNormImpl : public Base {
     const T* relu_out = relu_y.data();
     const auto saved_mean = tape.mean, saved_inv_std = tape.inv_std;
     const auto grad_at = KOKKOS_LAMBDA(std::size_t i)->T {
-      if constexpr (Relu) return relu_gradient(grad_out[i], relu_out[i]);
-      return grad_out[i];
+      // Both read outside `if constexpr`, as above.
+      const T gradient = grad_out[i];
+      [[maybe_unused]] const T* const relu = relu_out;
+      if constexpr (Relu) {
+        return relu_gradient(gradient, relu[i]);
+      } else {
+        return gradient;
+      }
     };
     slab_sums<2>(ctx.space, n, s, KOKKOS_LAMBDA(std::size_t term, std::size_t c, std::size_t i) {
       const std::size_t at = c * n * s + i;
