@@ -33,7 +33,7 @@ CI_TARGETS=(hpf_fashion_mnist hpf_resnet1001_pipeline hpf-oracle hpf_layers_test
             hpf_layers_test_mean_squared_error hpf_layers_test_conv2d hpf_parallel_test_equivalence_cnn
             hpf_parallel_test_stage_spaces hpf_train_test_auto hpf_train_checkpointed hpf_layers_test_gelu
             hpf_layers_test_layer_norm hpf_language_model hpf_layers_test_dropout hpf_layers_test_embedding
-            hpf_layers_test_matmul_precision hpf_tensor_test_bf16)
+            hpf_layers_test_matmul_precision hpf_layers_test_bf16_gemm hpf_tensor_test_bf16)
 targets=()
 case "${1:-}" in
   --ci) targets=("${CI_TARGETS[@]}") ;;

@@ -53,10 +53,12 @@ hpf::KernelResources bf16_kernels() {
   return kernels;
 }
 
+#if HPF_ENABLE_ONEDNN
 bool oneDnn_limited_below_avx512() {
   const char* isa = std::getenv("ONEDNN_MAX_CPU_ISA");
   return isa && std::string(isa).rfind("AVX2", 0) == 0;
 }
+#endif
 
 }  // namespace
 
@@ -80,6 +82,36 @@ TEST_CASE("Bf16Gemm: inputs rounded to bf16, products summed in float, for every
         // ... and bf16's rounding shows against the unrounded inputs (2^-9 relative per input).
         CHECK(worst_error(c, c0, a, b, ta, tb, beta, /*round=*/false) > 1e-4);
       }
+}
+
+TEST_CASE("Bf16Gemm on the default execution space: cuBLAS's bf16 GEMM in a CUDA build with cuBLAS") {
+  using Device = Kokkos::DefaultExecutionSpace;
+  using DeviceMatrix = Kokkos::View<float**, Kokkos::LayoutRight, Device::memory_space>;
+  hpf::detail::Bf16Gemm<Device> products(bf16_kernels());
+  const std::size_t m = 70, n = 61, k = 300;
+  for (const bool ta : {false, true})
+    for (const bool tb : {false, true}) {
+      CAPTURE(ta);
+      CAPTURE(tb);
+      const HostMatrix a = ta ? random_matrix(k, m, 11) : random_matrix(m, k, 11);
+      const HostMatrix b = tb ? random_matrix(n, k, 12) : random_matrix(k, n, 12);
+      const HostMatrix c0 = random_matrix(m, n, 13);
+      const auto on_device = [](const HostMatrix& h) {
+        DeviceMatrix d("d", h.extent(0), h.extent(1));
+        Kokkos::deep_copy(d, h);
+        return d;
+      };
+      const DeviceMatrix c = on_device(c0);
+      products(ta ? "T" : "N", tb ? "T" : "N", 0.5f, on_device(a), on_device(b), 1.0f, c);
+      HostMatrix result("result", m, n);
+      Kokkos::deep_copy(result, c);
+      for (std::size_t i = 0; i < result.size(); ++i) result.data()[i] = 2 * result.data()[i] - c0.data()[i];
+      CHECK(worst_error(result, c0, a, b, ta, tb, 1.0f, /*round=*/true) < 1e-5);
+      CHECK(worst_error(result, c0, a, b, ta, tb, 1.0f, /*round=*/false) > 1e-4);
+    }
+#if HPF_BF16_CUBLAS
+  CHECK(products.vendor());  // every GPU with bf16 GEMMs (compute capability 8.0 on) takes it
+#endif
 }
 
 TEST_CASE("Bf16Gemm: into columns of a wider matrix, and with alpha other than 1") {

@@ -26,6 +26,15 @@
 #include <dnnl.hpp>
 #endif
 
+// cuBLAS where KokkosKernels was built with it (its config header, through KokkosBlas3_gemm.hpp,
+// says so): KokkosKernels' GEMM has no bf16 inputs with float results, cuBLAS's GemmEx does.
+#if defined(KOKKOS_ENABLE_CUDA) && defined(KOKKOSKERNELS_ENABLE_TPL_CUBLAS)
+#define HPF_BF16_CUBLAS 1
+#include <cublas_v2.h>
+#else
+#define HPF_BF16_CUBLAS 0
+#endif
+
 namespace hpf::detail {
 
 /// Says once per process why bf16 products are emulated.
@@ -76,14 +85,20 @@ void round_to_bf16_copy(const M& m, Out* out) {
 /// shared by its layers, which run one after another: it holds the operands' bf16 copies.
 ///
 /// On the host with oneDNN, a product of 2^20 or more multiply-adds is oneDNN's bf16 matmul
-/// (AVX512-BF16 or AMX where the CPU has them). Smaller ones, those on devices, and all where
-/// oneDNN has no bf16 kernel for the CPU round the inputs in float copies and run the float GEMM:
-/// the product of two bf16 numbers is exact in float, so this is the same arithmetic, summed in
-/// the BLAS's order.
+/// (AVX512-BF16 or AMX where the CPU has them). On CUDA with cuBLAS every product is cuBLAS's
+/// GemmEx on bf16 copies with float results and float sums (CUBLAS_COMPUTE_32F: the tensor cores
+/// from Ampere on). Smaller host products, and all where neither has a bf16 kernel, round the
+/// inputs in float copies and run the float GEMM: the product of two bf16 numbers is exact in
+/// float, so this is the same arithmetic, summed in the BLAS's order.
 template <class Space>
 class Bf16Gemm : public KernelResources::SharedState {
   using memory_space = memory_space_t<Space>;
   static constexpr bool on_host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, memory_space>::accessible;
+#if HPF_BF16_CUBLAS
+  static constexpr bool on_cuda = std::is_same_v<Space, Kokkos::Cuda>;
+#else
+  static constexpr bool on_cuda = false;
+#endif
 
  public:
   explicit Bf16Gemm(const KernelResources& kernels) {
@@ -93,22 +108,30 @@ class Bf16Gemm : public KernelResources::SharedState {
     (void)kernels;
   }
 
-  /// Whether products of vendor_min_products or more run on oneDNN's bf16 kernels (false: all are
-  /// emulated in float).
+  /// Whether products run on bf16 kernels: oneDNN's (those of vendor_min_products or more) or
+  /// cuBLAS's (all). False: all are emulated in float.
   bool vendor() const {
+    if constexpr (on_cuda) return !vendor_failed_;
 #if HPF_ENABLE_ONEDNN
-    return on_host && !vendor_failed_;
-#else
-    return false;
+    if constexpr (on_host) return !vendor_failed_;
 #endif
+    return false;
   }
 
   template <class AView, class BView, class CView>
   void operator()(const char* trans_a, const char* trans_b, float alpha, const AView& a, const BView& b, float beta,
                   const CView& c) {
     const bool ta = *trans_a == 'T';
-    [[maybe_unused]] const bool tb = *trans_b == 'T';  // read by the oneDNN path only
+    [[maybe_unused]] const bool tb = *trans_b == 'T';  // read by the vendors' paths only
     const std::size_t k = ta ? a.extent(0) : a.extent(1);
+#if HPF_BF16_CUBLAS
+    if constexpr (on_cuda) {
+      const bool rows_of_c = c.stride_1() == 1 && static_cast<std::size_t>(c.stride_0()) >= c.extent(1);  // ldc
+      if (!vendor_failed_ && k > 0 && c.extent(0) > 0 && c.extent(1) > 0 && rows_of_c &&
+          cublas_product(ta, tb, k, alpha, a, b, beta, c))
+        return;
+    }
+#endif
 #if HPF_ENABLE_ONEDNN
     if constexpr (on_host) {
       const std::size_t products = c.extent(0) * c.extent(1) * k;
@@ -144,7 +167,61 @@ class Bf16Gemm : public KernelResources::SharedState {
     if (storage.extent(0) < size) storage = V(Kokkos::view_alloc(Kokkos::WithoutInitializing, "hpf::bf16::staging"), size);
   }
 
+  /// a and b as bf16 bits, contiguous row-major, one after the other in bits_; b's offset.
+  template <class AView, class BView>
+  std::size_t stage_bits(const AView& a, const BView& b) {
+    const std::size_t a_size = a.extent(0) * a.extent(1);
+    grow(bits_, a_size + b.extent(0) * b.extent(1));
+    round_to_bf16_copy<Space>(a, bits_.data());
+    round_to_bf16_copy<Space>(b, bits_.data() + a_size);
+    return a_size;
+  }
+
   Kokkos::View<float*, memory_space> rounded_a_, rounded_b_;
+  Kokkos::View<bf16_bits*, memory_space> bits_;
+  bool vendor_failed_ = false;
+
+#if HPF_BF16_CUBLAS
+  struct CublasHandle {
+    cublasHandle_t handle = nullptr;
+    ~CublasHandle() {
+      if (handle) cublasDestroy(handle);
+    }
+  };
+
+  /// The product on cuBLAS; false (and emulated from then on, said once) where cuBLAS refuses it,
+  /// for example on a GPU without bf16 GEMMs. cuBLAS is column-major: a row-major m x n matrix is
+  /// its n x m transpose there, so it computes C^T = op(B)^T op(A)^T with B as its first operand.
+  template <class AView, class BView, class CView>
+  bool cublas_product(bool ta, bool tb, std::size_t k, float alpha, const AView& a, const BView& b, float beta,
+                      const CView& c) {
+    if (!cublas_.handle) {
+      cublasHandle_t made = nullptr;
+      if (cublasCreate(&made) != CUBLAS_STATUS_SUCCESS) return cublas_refused("cublasCreate failed");
+      cublas_.handle = made;
+      // The stream Space's kernels run on: the rounding before and the layers after stay ordered.
+      if (cublasSetStream(made, Space().cuda_stream()) != CUBLAS_STATUS_SUCCESS) return cublas_refused("cublasSetStream failed");
+    }
+    const std::size_t b_offset = stage_bits(a, b);
+    const auto op = [](bool transposed) { return transposed ? CUBLAS_OP_T : CUBLAS_OP_N; };
+    const cublasStatus_t status =
+        cublasGemmEx(cublas_.handle, op(tb), op(ta), static_cast<int>(c.extent(1)), static_cast<int>(c.extent(0)),
+                     static_cast<int>(k), &alpha, bits_.data() + b_offset, CUDA_R_16BF, static_cast<int>(b.extent(1)),
+                     bits_.data(), CUDA_R_16BF, static_cast<int>(a.extent(1)), &beta, c.data(), CUDA_R_32F,
+                     static_cast<int>(c.stride_0()), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    if (status != CUBLAS_STATUS_SUCCESS)
+      return cublas_refused(std::string("cublasGemmEx with bf16 inputs: ") + cublasGetStatusString(status));
+    return true;
+  }
+
+  bool cublas_refused(const std::string& why) {
+    vendor_failed_ = true;
+    note_bf16_emulated(why);
+    return false;
+  }
+
+  CublasHandle cublas_;
+#endif
 
 #if HPF_ENABLE_ONEDNN
   using dims = dnnl::memory::dims;
@@ -160,10 +237,7 @@ class Bf16Gemm : public KernelResources::SharedState {
   bool vendor_product(bool ta, bool tb, const AView& a, const BView& b, float beta, const CView& c) {
     const Product* p = product(ta, tb, a, b, beta, c);
     if (!p) return false;
-    const std::size_t a_size = a.extent(0) * a.extent(1);
-    grow(bits_, a_size + b.extent(0) * b.extent(1));
-    round_to_bf16_copy<Space>(a, bits_.data());
-    round_to_bf16_copy<Space>(b, bits_.data() + a_size);
+    const std::size_t a_size = stage_bits(a, b);
     scratchpad_.resize(p->scratchpad.get_size());
     const dnnl::engine& engine = device_->engine;
     dnnl::stream& stream = device_->stream;
@@ -216,8 +290,6 @@ class Bf16Gemm : public KernelResources::SharedState {
   }
 
   std::shared_ptr<OneDnnDevice> device_;
-  bool vendor_failed_ = false;
-  Kokkos::View<bf16_bits*, memory_space> bits_;
   std::vector<std::byte> scratchpad_;
   std::map<Key, Product> products_;
 #endif
