@@ -184,6 +184,9 @@ class Bf16Gemm : public KernelResources::SharedState {
 #if HPF_BF16_CUBLAS
   struct CublasHandle {
     cublasHandle_t handle = nullptr;
+    CublasHandle() = default;
+    CublasHandle(const CublasHandle&) = delete;  // one owner destroys it
+    CublasHandle& operator=(const CublasHandle&) = delete;
     ~CublasHandle() {
       if (handle) cublasDestroy(handle);
     }
