@@ -1,7 +1,8 @@
 #!/bin/bash
 # hpf-oracle with --precision bf16: a profile without bf16 calibration is refused, naming the bf16
 # key it lacks; calibrate --precision bf16 adds the model's units under their bf16 keys, beside the
-# float ones (left as they were), and predict --precision bf16 then reads them.
+# float ones (left as they were), with the copies their products staged (the memory model's), and
+# predict --precision bf16 then reads them.
 # usage: calibrate_bf16.sh HPF_ORACLE PROFILE PYTHON
 set -euo pipefail
 oracle=$1 profile=$2 python=$3
@@ -26,6 +27,11 @@ for name, unit in bf16.items():
     times = unit["forward_s"] + unit["backward_s"]
     if not all(math.isfinite(t) and t >= 0 for t in times) or sum(times) <= 0:
         sys.exit(f"FAIL: {name}: times {times}")
+    staged = [unit.get(k) for k in ("bf16_rounded_a", "bf16_rounded_b", "bf16_bits")]
+    if any(s is None or len(s) != len(unit["batch"]) for s in staged):
+        sys.exit(f"FAIL: {name}: no staged copies per batch size: {staged}")
+    if name.startswith("Dense") and not all(a + b + h > 0 for a, b, h in zip(*staged)):
+        sys.exit(f"FAIL: {name}: a Dense layer's products staged nothing: {staged}")
 changed = [n for n, u in before.items() if after.get(n) != u]
 if changed:
     sys.exit(f"FAIL: float units changed by a bf16 calibration: {changed}")

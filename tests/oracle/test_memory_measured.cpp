@@ -39,7 +39,8 @@ struct Peak {
 /// prediction for this rank's stage (of its slabs, under Spatial<G>: SpatialSplit<Model, G, 1>).
 template <class Model, class Strategy>
 Peak check(std::size_t batch, std::size_t micro, hpf::Schedule schedule, bool recompute = false,
-           const hpf::DataSource& source = hpf_test::synthetic_source<Model>(64)) {
+           const hpf::DataSource& source = hpf_test::synthetic_source<Model>(64),
+           hpf::MatmulPrecision precision = hpf::MatmulPrecision::full) {
   using Partition = typename Strategy::partition;
   using RankModel = hpf::split_model_t<Model, Strategy>;
   constexpr std::size_t stages = hpf::stage_count_v<Model, Partition>;
@@ -57,11 +58,12 @@ Peak check(std::size_t batch, std::size_t micro, hpf::Schedule schedule, bool re
   o.progress = hpf::ProgressMode::none;
   o.steps_per_epoch = 2;
   o.network.recompute = recompute;
+  o.network.matmul_precision = precision;
 
   // The scratch the layers' kernels ask for at this micro-batch size (a calibration of one size).
   const std::size_t capacity = (batch / replicas + micro - 1) / micro;
   hpf::oracle::MachineProfile profile;
-  hpf::oracle::calibrate<RankModel>(profile, {.batches = {capacity}, .repeats = 1});
+  hpf::oracle::calibrate<RankModel>(profile, {.batches = {capacity}, .repeats = 1, .matmul_precision = precision});
   // The backend's own scratch was allocated by this process's first calibration, not by the
   // training run measured below (hpf-oracle calibrate measures it in a process of its own).
   profile.runtime_bytes = 0;
@@ -81,7 +83,7 @@ Peak check(std::size_t batch, std::size_t micro, hpf::Schedule schedule, bool re
                                .schedule = schedule, .bounds = {bounds.begin(), bounds.end()}, .recompute = recompute,
                                .split = Strategy::split};
   // Memory only: the profile has no communication fits and the times are not looked at.
-  const auto predicted = hpf::oracle::predict(hpf::oracle::view_of<RankModel>("model"), plan, profile);
+  const auto predicted = hpf::oracle::predict(hpf::oracle::view_of<RankModel>("model", 1, precision), plan, profile);
   const double expected = static_cast<double>(predicted.stage_memory[stage].total());
   CAPTURE(plan.describe());
   CAPTURE(recompute);
@@ -152,5 +154,17 @@ TEST_CASE("a model whose activations exceed one rank's budget trains on slabs (S
     CHECK(p.measured <= budget);
     MESSAGE("one rank predicted ", whole / 1024, " KiB; a slab rank predicted ", p.predicted / 1024, " KiB, measured ",
             p.measured / 1024, " KiB; budget ", budget / 1024, " KiB");
+  }
+}
+
+TEST_CASE("per-rank peak memory of mixed-precision training (bf16 products and their staged copies), within 2 %") {
+  const auto bf16 = hpf::MatmulPrecision::bf16;
+  using Mlp = hpf::zoo::Mlp;
+  using Cnn = hpf::zoo::Cnn;
+  check<Mlp, hpf::DataParallel>(32, 2, hpf::Schedule::one_f_one_b, false, hpf_test::synthetic_source<Mlp>(64), bf16);
+  check<Cnn, hpf::DataParallel>(32, 2, hpf::Schedule::one_f_one_b, false, hpf_test::synthetic_source<Cnn>(64), bf16);
+  if (hpf_test::world_size() % 2 == 0) {
+    check<Mlp, hpf::Pipeline<hpf::Balanced<2>>>(32, 4, hpf::Schedule::gpipe, false, hpf_test::synthetic_source<Mlp>(64), bf16);
+    check<Cnn, hpf::Pipeline<hpf::Balanced<2>>>(32, 4, hpf::Schedule::gpipe, false, hpf_test::synthetic_source<Cnn>(64), bf16);
   }
 }

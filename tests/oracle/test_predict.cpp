@@ -447,7 +447,7 @@ TEST_CASE("re-materialization: each Repeat copy's forward again in backward, N b
   profile.label = "test";
   profile.cores = 64;
   for (const std::string& key : oracle::layer_keys<Blocks>()) {
-    profile.units[key] = {{1, 64}, {1e-3, 64e-3}, {2e-3, 128e-3}, {0, 0}, {0, 0}, {}, {}};
+    profile.units[key] = {{1, 64}, {1e-3, 64e-3}, {2e-3, 128e-3}, {0, 0}, {0, 0}, {}, {}, {}, {}, {}};
   }
   const auto view = oracle::view_of<Blocks>("blocks");
   oracle::Plan kept{.stages = 1, .replicas = 1, .batch = 4, .micro_batches = 1, .schedule = Schedule::one_f_one_b,
@@ -470,7 +470,7 @@ TEST_CASE("layer splits: the split products' share of a unit's FLOPs runs on 1/G
   profile.label = "test";
   profile.cores = 64;
   for (const std::string& key : oracle::layer_keys<Mlp2>()) {
-    profile.units[key] = {{1, 64}, {1e-3, 64e-3}, {2e-3, 128e-3}, {0, 0}, {0, 0}, {}, {}};
+    profile.units[key] = {{1, 64}, {1e-3, 64e-3}, {2e-3, 128e-3}, {0, 0}, {0, 0}, {}, {}, {}, {}, {}};
   }
   const auto view = oracle::view_of<Mlp2>("mlp2");
   const auto planned = [&](LayerSplit split) {
@@ -519,7 +519,7 @@ TEST_CASE("layer splits: a DensePair sums over the group once each way, the weig
   profile.label = "test";
   profile.cores = 64;
   for (const std::string& key : oracle::layer_keys<Pair>()) {
-    profile.units[key] = {{1, 64}, {1e-3, 64e-3}, {2e-3, 128e-3}, {0, 0}, {0, 0}, {}, {}};
+    profile.units[key] = {{1, 64}, {1e-3, 64e-3}, {2e-3, 128e-3}, {0, 0}, {0, 0}, {}, {}, {}, {}, {}};
   }
   const auto view = oracle::view_of<Pair>("pair");
   for (const auto split : {LayerSplit::filter(2), LayerSplit::channel(2)}) {
@@ -554,7 +554,7 @@ TEST_CASE("spatial splits: a slab rank's calibrated layers, its halo swaps and i
   profile.label = "test";
   profile.cores = 64;
   for (const auto& keys : {oracle::layer_keys<Cnn>(), oracle::layer_keys<Slabs>()}) {
-    for (const std::string& key : keys) profile.units[key] = {{1, 64}, {1e-3, 64e-3}, {2e-3, 128e-3}, {0, 0}, {0, 0}, {}, {}};
+    for (const std::string& key : keys) profile.units[key] = {{1, 64}, {1e-3, 64e-3}, {2e-3, 128e-3}, {0, 0}, {0, 0}, {}, {}, {}, {}, {}};
   }
   const auto whole = oracle::view_of<Cnn>("cnn");
   const auto slabs = oracle::view_of<Slabs>("cnn");

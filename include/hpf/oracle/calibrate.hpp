@@ -3,6 +3,7 @@
 #define HPF_ORACLE_CALIBRATE_HPP
 
 #include <hpf/data/dataset.hpp>
+#include <hpf/layers/detail/bf16_staging.hpp>
 #include <hpf/model/network.hpp>
 #include <hpf/optim/optimizer.hpp>
 #include <hpf/oracle/model_view.hpp>
@@ -75,6 +76,25 @@ inline std::vector<double> outermost_layer_seconds(const std::vector<trace::Even
   return seconds;
 }
 
+/// Per top-level layer: the widest bf16 staging of its products (`needs`, each with the time it
+/// was told), found by the outermost layer span it fell in, as outermost_layer_seconds finds them.
+inline std::vector<hpf::detail::Bf16StagingNeed> outermost_layer_staging(
+    const std::vector<trace::Event>& events, const std::vector<std::pair<std::int64_t, hpf::detail::Bf16StagingNeed>>& needs,
+    std::size_t layers) {
+  std::vector<hpf::detail::Bf16StagingNeed> widest(layers);
+  std::int64_t open_until = -1;
+  for (const trace::Event& e : events) {
+    if (e.tags.layer < 0 || e.begin < open_until) continue;
+    open_until = e.end;
+    if (static_cast<std::size_t>(e.tags.layer) >= layers) continue;
+    auto& unit = widest[static_cast<std::size_t>(e.tags.layer)];
+    for (const auto& [at, need] : needs) {
+      if (e.begin <= at && at < e.end) unit = unit.widest(need);
+    }
+  }
+  return widest;
+}
+
 /// Fills `view` with values in [-1, 1) from a fixed sequence (a layer's speed may depend on its
 /// data: branches in pooling and ReLU).
 template <class View>
@@ -134,7 +154,7 @@ std::vector<UnitTiming> time_layers(const CalibrationOptions& o) {
   auto tape = net.make_tape(o.batches.back());
   if constexpr (Net::classifier) Kokkos::deep_copy(tape.labels, 1);
   // One forward and backward of n samples: each top-level layer's seconds, forward and backward.
-  auto pass = [&](std::size_t n) {
+  auto pass = [&](std::size_t n, std::vector<trace::Event>* keep_events = nullptr) {
     load_calibration_input(net, tape, o.samples, n);
     trace::Recorder recorder(std::size_t{1} << 20);
     trace::activate(&recorder, true);
@@ -145,6 +165,7 @@ std::vector<UnitTiming> time_layers(const CalibrationOptions& o) {
     Kokkos::fence();
     trace::activate(nullptr, false);
     const std::vector<trace::Event>& events = recorder.events();
+    if (keep_events) *keep_events = events;
     return std::pair{outermost_layer_seconds({events.begin(), events.begin() + forward_events}, Model::size),
                      outermost_layer_seconds({events.begin() + forward_events, events.end()}, Model::size)};
   };
@@ -190,6 +211,19 @@ std::vector<UnitTiming> time_layers(const CalibrationOptions& o) {
     }
   }
   set_load(HostLoad::alone);
+  // [size][layer]: the bf16 staging its products keep (one more pass per size, untimed: a
+  // network's Bf16Gemm keeps its widest copies, which the memory model takes per stage).
+  std::vector<std::vector<hpf::detail::Bf16StagingNeed>> staging(sizes.size());
+  if (o.matmul_precision == MatmulPrecision::bf16) {
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      std::vector<std::pair<std::int64_t, hpf::detail::Bf16StagingNeed>> needs;
+      const hpf::detail::Bf16StagingListening listening(
+          [&](const hpf::detail::Bf16StagingNeed& need) { needs.emplace_back(trace::now_ns(), need); });
+      std::vector<trace::Event> events;
+      pass(sizes[i], &events);
+      staging[i] = outermost_layer_staging(events, needs, Model::size);
+    }
+  }
   std::vector<UnitTiming> timings(Model::size);
   using where = hpf::detail::layer_positions<Model>;
   for (std::size_t i = 0; i < sizes.size(); ++i) {
@@ -214,6 +248,11 @@ std::vector<UnitTiming> time_layers(const CalibrationOptions& o) {
       }
       timings[u].workspace_elements.push_back(workspace[u]);
       timings[u].scratch_elements.push_back(scratch[u]);
+      if (!staging[i].empty()) {
+        timings[u].bf16_rounded_a.push_back(static_cast<double>(staging[i][u].rounded_a));
+        timings[u].bf16_rounded_b.push_back(static_cast<double>(staging[i][u].rounded_b));
+        timings[u].bf16_bits.push_back(static_cast<double>(staging[i][u].bits));
+      }
     }
   }
   return timings;

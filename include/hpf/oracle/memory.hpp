@@ -23,7 +23,7 @@ struct MemoryBreakdown {
   std::size_t activations = 0;
   std::size_t boundary_gradients = 0;  ///< per slot: gradients received from / sent to neighbours
   std::size_t gradient_buckets = 0;    ///< the ordered reduction gathers every replica's buckets
-  std::size_t workspace = 0;           ///< the layers' shared scratch (im2col columns, vendor kernels)
+  std::size_t workspace = 0;           ///< the layers' shared scratch (im2col columns, vendor kernels, bf16 copies)
   std::size_t scratch = 0;             ///< gradient buffers of composites during backward
   std::size_t runtime = 0;             ///< the Kokkos backend's own (Kokkos::Serial's team scratch)
 
@@ -52,6 +52,9 @@ struct MemoryInputs {
   /// counts only the stage chain's own gradient buffers.
   std::size_t workspace_elements = 0;
   std::size_t child_scratch_elements = 0;
+  /// Under bf16 products: the copies the stage's Bf16Gemm keeps, the widest of each over its
+  /// layers' (calibrated, UnitTiming::bf16_staging), in bytes.
+  std::size_t bf16_staging_bytes = 0;
   /// Measured by calibration for the backend (MachineProfile): what Kokkos allocates for itself
   /// once a step's kernels have run, and what it counts for an empty view (Kokkos 3.4: its
   /// 128-byte header). A stage without parameters still holds its four empty state views.
@@ -81,7 +84,7 @@ constexpr MemoryBreakdown stage_memory(const StageFacts& stage, const MemoryInpu
   if (in.replicas > 1) {
     m.gradient_buckets = static_cast<std::size_t>(in.gathered_copies * static_cast<double>(stage.cost.parameters * d));
   }
-  m.workspace = in.workspace_elements * d;
+  m.workspace = in.workspace_elements * d + in.bf16_staging_bytes;
   m.scratch = (2 * stage.largest_inner_output * c + in.child_scratch_elements) * d;
   m.runtime = in.runtime_bytes;
   return m;

@@ -706,16 +706,19 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
     for (const UnitFacts& u : model.units) {
       if (in_stage(u, plan.bounds[s], plan.bounds[s + 1], in.last)) ++copies[u.layer];
     }
+    hpf::detail::Bf16StagingNeed staging;  // one Bf16Gemm per stage's network: its widest copies
     for (const UnitFacts& u : model.units) {
       if (!in_stage(u, plan.bounds[s], plan.bounds[s + 1], in.last)) continue;
       if (const UnitTiming* t = timings[u.layer]) {
         const auto c = static_cast<double>(capacity);
+        staging = staging.widest(t->bf16_staging(c));
         // A Repeat piece of two or more copies keeps two gradient buffers between its copies.
         const std::size_t between = copies[u.layer] > 1 ? 2 * u.output_elements * capacity : 0;
         in.workspace_elements = std::max(in.workspace_elements, static_cast<std::size_t>(t->workspace(c)));
         in.child_scratch_elements = std::max(in.child_scratch_elements, static_cast<std::size_t>(t->scratch(c)) + between);
       }
     }
+    in.bf16_staging_bytes = staging.bytes();
     if (plan.recompute) in.recompute_saved_elements = detail::recompute_saved_elements(model, plan.bounds[s], plan.bounds[s + 1], in.last);
     out.stage_memory.push_back(stage_memory(facts[s], in));
     out.peak_memory_bytes = std::max(out.peak_memory_bytes, out.stage_memory.back().total());

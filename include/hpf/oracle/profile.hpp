@@ -3,6 +3,7 @@
 #define HPF_ORACLE_PROFILE_HPP
 
 #include <hpf/io/detail/json.hpp>
+#include <hpf/layers/detail/bf16_staging.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -76,6 +77,9 @@ struct UnitTiming {
   /// The same on a busy host (HostLoad::busy): what a rank computes at when all ranks of a host do.
   /// Empty: not measured, the times above apply.
   std::vector<double> busy_forward_s, busy_backward_s;
+  /// Under bf16 products (units calibrated with MatmulPrecision::bf16): the widest copies its
+  /// products staged, in elements (hpf::detail::Bf16StagingNeed). Empty: none.
+  std::vector<double> bf16_rounded_a, bf16_rounded_b, bf16_bits;
 
   /// Piecewise-linear in the micro-batch size, extended along the last segment at either end
   /// (time per call is nearly affine in the samples: a fixed cost plus a per-sample cost).
@@ -97,6 +101,12 @@ struct UnitTiming {
   double backward(double m, HostLoad load = HostLoad::alone) const { return interpolate(batch, backward_at(load), m); }
   double workspace(double m) const { return std::ceil(interpolate(batch, workspace_elements, m)); }
   double scratch(double m) const { return std::ceil(interpolate(batch, scratch_elements, m)); }
+  hpf::detail::Bf16StagingNeed bf16_staging(double m) const {
+    const auto at = [&](const std::vector<double>& v) {
+      return v.empty() ? std::size_t{0} : static_cast<std::size_t>(std::ceil(interpolate(batch, v, m)));
+    };
+    return {at(bf16_rounded_a), at(bf16_rounded_b), at(bf16_bits)};
+  }
 };
 
 /// \brief A cluster the oracle extrapolates to: nodes of `ranks_per_node` processes (as many
@@ -254,14 +264,20 @@ inline MachineProfile load_profile(const std::string& path) {
       for (const auto& [key, u] : units->members) {
         const std::string at = where + ".units[" + key + "]";
         UnitTiming t{detail::numbers(u, "batch", at), detail::numbers(u, "forward_s", at), detail::numbers(u, "backward_s", at),
-                     detail::numbers(u, "workspace_elements", at), detail::numbers(u, "scratch_elements", at), {}, {}};
+                     detail::numbers(u, "workspace_elements", at), detail::numbers(u, "scratch_elements", at), {}, {}, {}, {}, {}};
         if (member(u, "busy_forward_s")) {
           t.busy_forward_s = detail::numbers(u, "busy_forward_s", at);
           t.busy_backward_s = detail::numbers(u, "busy_backward_s", at);
         }
+        if (member(u, "bf16_bits")) {
+          t.bf16_rounded_a = detail::numbers(u, "bf16_rounded_a", at);
+          t.bf16_rounded_b = detail::numbers(u, "bf16_rounded_b", at);
+          t.bf16_bits = detail::numbers(u, "bf16_bits", at);
+        }
         const std::size_t n = t.batch.size();
         auto sized = [n](const std::vector<double>& v) { return v.empty() || v.size() == n; };
-        if (!sized(t.busy_forward_s) || !sized(t.busy_backward_s) ||
+        if (!sized(t.busy_forward_s) || !sized(t.busy_backward_s) || !sized(t.bf16_rounded_a) ||
+            !sized(t.bf16_rounded_b) || !sized(t.bf16_bits) ||
             n == 0 || t.forward_s.size() != n || t.backward_s.size() != n || t.workspace_elements.size() != n ||
             t.scratch_elements.size() != n || !std::is_sorted(t.batch.begin(), t.batch.end())) {
           throw ProfileError("hpf::oracle: " + at + " needs arrays of one length over increasing batch sizes");
@@ -375,6 +391,11 @@ inline void save_compute(const MachineProfile& profile, const std::string& path)
     if (!t.busy_forward_s.empty()) {
       detail::set_member(u, "busy_forward_s", detail::json_numbers(t.busy_forward_s));
       detail::set_member(u, "busy_backward_s", detail::json_numbers(t.busy_backward_s));
+    }
+    if (!t.bf16_bits.empty()) {
+      detail::set_member(u, "bf16_rounded_a", detail::json_numbers(t.bf16_rounded_a));
+      detail::set_member(u, "bf16_rounded_b", detail::json_numbers(t.bf16_rounded_b));
+      detail::set_member(u, "bf16_bits", detail::json_numbers(t.bf16_bits));
     }
     detail::set_member(units, key, std::move(u));
   }

@@ -3,6 +3,7 @@
 #define HPF_LAYERS_DETAIL_BF16_GEMM_HPP
 
 #include <hpf/config.hpp>
+#include <hpf/layers/detail/bf16_staging.hpp>
 #include <hpf/layers/kernel_options.hpp>
 #include <hpf/tensor/bf16.hpp>
 #include <hpf/tensor/views.hpp>
@@ -140,6 +141,7 @@ class Bf16Gemm : public KernelResources::SharedState {
         return;
     }
 #endif
+    tell_staging({.rounded_a = a.extent(0) * a.extent(1), .rounded_b = b.extent(0) * b.extent(1)});
     const auto rounded_a = stage(a, rounded_a_);
     const auto rounded_b = stage(b, rounded_b_);
     KokkosBlas::gemm(trans_a, trans_b, alpha, rounded_a, rounded_b, beta, c);
@@ -162,6 +164,10 @@ class Bf16Gemm : public KernelResources::SharedState {
     return Rounded(storage.data(), m.extent(0), m.extent(1));
   }
 
+  static void tell_staging(const Bf16StagingNeed& need) {
+    if (const auto& listener = bf16_staging_listener()) listener(need);
+  }
+
   template <class V>
   static void grow(V& storage, std::size_t size) {
     if (storage.extent(0) < size) storage = V(Kokkos::view_alloc(Kokkos::WithoutInitializing, "hpf::bf16::staging"), size);
@@ -171,6 +177,7 @@ class Bf16Gemm : public KernelResources::SharedState {
   template <class AView, class BView>
   std::size_t stage_bits(const AView& a, const BView& b) {
     const std::size_t a_size = a.extent(0) * a.extent(1);
+    tell_staging({.bits = a_size + b.extent(0) * b.extent(1)});
     grow(bits_, a_size + b.extent(0) * b.extent(1));
     round_to_bf16_copy<Space>(a, bits_.data());
     round_to_bf16_copy<Space>(b, bits_.data() + a_size);
