@@ -63,35 +63,38 @@ inline double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-/// Seconds each top-level layer's span lasted in `events` (spans in the order they opened: one
-/// inside the span before it is a nested layer's), summed per layer index.
-inline std::vector<double> outermost_layer_seconds(const std::vector<trace::Event>& events, std::size_t layers) {
-  std::vector<double> seconds(layers, 0.0);
+/// Calls f(layer index, span) for each top-level layer's span in `events` (spans in the order they
+/// opened: one inside the span before it is a nested layer's) whose index is below `layers`.
+template <class F>
+void for_each_outermost_layer_span(const std::vector<trace::Event>& events, std::size_t layers, F&& f) {
   std::int64_t open_until = -1;  // end of the outermost span seen last: spans inside it are nested
   for (const trace::Event& e : events) {
     if (e.tags.layer < 0 || e.begin < open_until) continue;
     open_until = e.end;
-    if (static_cast<std::size_t>(e.tags.layer) < layers) seconds[static_cast<std::size_t>(e.tags.layer)] += 1e-9 * static_cast<double>(e.end - e.begin);
+    if (static_cast<std::size_t>(e.tags.layer) < layers) f(static_cast<std::size_t>(e.tags.layer), e);
   }
+}
+
+/// Seconds each top-level layer's span lasted in `events`, summed per layer index.
+inline std::vector<double> outermost_layer_seconds(const std::vector<trace::Event>& events, std::size_t layers) {
+  std::vector<double> seconds(layers, 0.0);
+  for_each_outermost_layer_span(events, layers, [&](std::size_t layer, const trace::Event& e) {
+    seconds[layer] += 1e-9 * static_cast<double>(e.end - e.begin);
+  });
   return seconds;
 }
 
 /// Per top-level layer: the widest bf16 staging of its products (`needs`, each with the time it
-/// was told), found by the outermost layer span it fell in, as outermost_layer_seconds finds them.
+/// was told), by the layer span it fell in.
 inline std::vector<hpf::detail::Bf16StagingNeed> outermost_layer_staging(
     const std::vector<trace::Event>& events, const std::vector<std::pair<std::int64_t, hpf::detail::Bf16StagingNeed>>& needs,
     std::size_t layers) {
   std::vector<hpf::detail::Bf16StagingNeed> widest(layers);
-  std::int64_t open_until = -1;
-  for (const trace::Event& e : events) {
-    if (e.tags.layer < 0 || e.begin < open_until) continue;
-    open_until = e.end;
-    if (static_cast<std::size_t>(e.tags.layer) >= layers) continue;
-    auto& unit = widest[static_cast<std::size_t>(e.tags.layer)];
+  for_each_outermost_layer_span(events, layers, [&](std::size_t layer, const trace::Event& e) {
     for (const auto& [at, need] : needs) {
-      if (e.begin <= at && at < e.end) unit = unit.widest(need);
+      if (e.begin <= at && at < e.end) widest[layer] = widest[layer].widest(need);
     }
-  }
+  });
   return widest;
 }
 

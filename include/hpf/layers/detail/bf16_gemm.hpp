@@ -176,9 +176,9 @@ class Bf16Gemm : public KernelResources::SharedState {
   /// a and b as bf16 bits, contiguous row-major, one after the other in bits_; b's offset.
   template <class AView, class BView>
   std::size_t stage_bits(const AView& a, const BView& b) {
-    const std::size_t a_size = a.extent(0) * a.extent(1);
-    tell_staging({.bits = a_size + b.extent(0) * b.extent(1)});
-    grow(bits_, a_size + b.extent(0) * b.extent(1));
+    const std::size_t a_size = a.extent(0) * a.extent(1), size = a_size + b.extent(0) * b.extent(1);
+    tell_staging({.bits = size});
+    grow(bits_, size);
     round_to_bf16_copy<Space>(a, bits_.data());
     round_to_bf16_copy<Space>(b, bits_.data() + a_size);
     return a_size;
