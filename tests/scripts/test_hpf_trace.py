@@ -74,6 +74,10 @@ def main():
         ho = s["hand_offs"]
         check(ho["activation"] == {"count": 1, "median_us": 2, "p90_us": 2}, f"activation hand-offs: {ho}")
         check(ho["gradient"] == {"count": 1, "median_us": 5, "p90_us": 5}, f"gradient hand-offs: {ho}")
+        # Two hand-offs of 18.6 and 23.7 µs (a CI run's): the 90th percentile interpolates and never
+        # falls below the median, as the nearest rank below 0.9 (n - 1) did.
+        check(abs(hpf_trace.percentile([23.7, 18.6], 0.9) - 23.19) < 1e-9, "90th percentile of two")
+        check(hpf_trace.percentile([4, 1, 3], 0.5) == 3 and hpf_trace.percentile([7], 0.9) == 7, "percentiles")
         svg = os.path.join(tmp, "made_up.svg")
         subprocess.run([sys.executable, tool, "svg", path, svg], check=True)
         text = open(svg).read()
