@@ -54,11 +54,13 @@ const char* const usage_text =
     "                            [--data fashion-mnist|synthetic|random] [--precision P] [--split spatial:G]\n"
     "       hpf-oracle rank      --model NAME --ranks P --batch B [--profile FILE] [--cluster FILE]\n"
     "                            [--memory-budget MIB] [--max-stages S] [--top N] [--recompute] [--precision P]\n"
-    "                            [--exchange-precision full|bf16] [--layer-splits] [--search-cuts] [--json]\n"
+    "                            [--exchange-precision full|bf16] [--stage-precision full|bf16]\n"
+    "                            [--layer-splits] [--search-cuts] [--json]\n"
     "                            [--canary S | --compute-scale X]\n"
     "       hpf-oracle predict   --model NAME --ranks P --batch B --stages S --micro-batches M\n"
     "                            [--schedule 1f1b|gpipe] [--cuts L1,L2,...] [--profile FILE] [--cluster FILE]\n"
     "                            [--recompute] [--precision P] [--exchange-precision full|bf16]\n"
+    "                            [--stage-precision full|bf16]\n"
     "                            [--split filter:G|channel:G|spatial:G] [--canary S | --compute-scale X]\n"
     "                            [--closed-form]\n"
     "                            [--json]\n"
@@ -71,6 +73,8 @@ const char* const usage_text =
     "  --precision: float (default), or bf16: the products of dense, convolution and attention layers read\n"
     "             bf16 inputs (hpf::Mixed<hpf::bf16>); calibrated and predicted apart from float\n"
     "  --exchange-precision: what gradients travel as between replicas (StepOptions::exchange_precision)\n"
+    "  --stage-precision: what activations and their gradients travel as between pipeline stages\n"
+    "                     (StepOptions::stage_precision)\n"
     "  --layer-splits: rank filter and channel splits of the Dense and convolution layers too\n"
     "                  (hpf::Filter<G>, hpf::Channel<G>), and samples split into slabs (hpf::Spatial<G>)\n"
     "                  where their slabs are calibrated\n"
@@ -96,7 +100,8 @@ const char* const usage_text =
     "             random: values uniform in [-1, 1)\n";
 
 struct Args {
-  std::string command, model, profile, cluster, schedule = "1f1b", data, precision = "float", exchange_precision = "full";
+  std::string command, model, profile, cluster, schedule = "1f1b", data, precision = "float", exchange_precision = "full",
+              stage_precision = "full";
   std::size_t ranks = 0, batch = 0, stages = 0, micro_batches = 0, top = 0, max_stages = 0;
   std::size_t ready_fd = 0;  ///< load: where to tell the calibration it computes (0: nowhere)
   double memory_budget_mib = 0;
@@ -113,6 +118,9 @@ hpf::MatmulPrecision matmul_precision(const Args& a) {
 
 hpf::ExchangePrecision exchange_precision(const Args& a) {
   return a.exchange_precision == "bf16" ? hpf::ExchangePrecision::bf16 : hpf::ExchangePrecision::full;
+}
+hpf::ExchangePrecision stage_precision(const Args& a) {
+  return a.stage_precision == "bf16" ? hpf::ExchangePrecision::bf16 : hpf::ExchangePrecision::full;
 }
 
 [[noreturn]] void fail(const std::string& what) {
@@ -168,6 +176,7 @@ Args parse(int argc, char** argv) {
     else if (flag == "--data") a.data = value;
     else if (flag == "--precision") a.precision = value;
     else if (flag == "--exchange-precision" && a.command != "calibrate") a.exchange_precision = value;
+    else if (flag == "--stage-precision" && a.command != "calibrate") a.stage_precision = value;
     else if (flag == "--ranks") a.ranks = count(flag, value);
     else if (flag == "--batch") a.batch = count(flag, value);
     else if (flag == "--stages") a.stages = count(flag, value);
@@ -213,6 +222,9 @@ Args parse(int argc, char** argv) {
   if (a.exchange_precision != "full" && a.exchange_precision != "bf16") {
     fail("--exchange-precision must be full or bf16, not '" + a.exchange_precision + "'");
   }
+  if (a.stage_precision != "full" && a.stage_precision != "bf16") {
+    fail("--stage-precision must be full or bf16, not '" + a.stage_precision + "'");
+  }
   if (a.data.empty()) a.data = a.model == "mlp" || a.model == "cnn" ? "fashion-mnist" : "synthetic";
   if (a.data != "fashion-mnist" && a.data != "synthetic" && a.data != "random") {
     fail("--data must be fashion-mnist, synthetic or random, not '" + a.data + "'");
@@ -256,6 +268,7 @@ void print_table(const std::vector<Prediction>& ranked, const Args& a, const Mac
   if (a.recompute) std::printf(", Repeat blocks re-materialized");
   if (a.precision != "float") std::printf(", %s products", a.precision.c_str());
   if (a.exchange_precision != "full") std::printf(", gradients exchanged as %s", a.exchange_precision.c_str());
+  if (a.stage_precision != "full") std::printf(", stages exchange %s", a.stage_precision.c_str());
   std::printf("\n%-4s %-44s %10s %9s %9s %9s %9s %9s %11s  %s\n", "#", "strategy", "step ms", "compute", "bubble",
               "transfer", "reduce", "other", "peak MiB", "why");
   const std::size_t shown = a.top ? std::min(a.top, ranked.size()) : ranked.size();
@@ -516,8 +529,8 @@ int run(const Args& a) {
     }
     const Plan plan{.stages = a.stages, .replicas = replicas, .batch = a.batch, .micro_batches = a.micro_batches,
                     .schedule = a.schedule == "gpipe" ? hpf::Schedule::gpipe : hpf::Schedule::one_f_one_b,
-                    .bounds = bounds, .exchange_precision = exchange_precision(a), .recompute = a.recompute,
-                    .split = a.split};
+                    .bounds = bounds, .exchange_precision = exchange_precision(a),
+                    .stage_precision = stage_precision(a), .recompute = a.recompute, .split = a.split};
     if (a.command == "partition") {
       return print_partition(search_cuts(model, plan, profile, a.memory_budget_mib * (1 << 20)), a);
     }
@@ -546,6 +559,7 @@ int run(const Args& a) {
   o.max_stages = a.max_stages;
   o.recompute = a.recompute;
   o.exchange_precision = exchange_precision(a);
+  o.stage_precision = stage_precision(a);
   o.layer_splits = a.layer_splits;
   o.spatial_views = spatial_views<Model, SpatialGroups...>(a, profile);
   o.search_cuts = a.search_cuts;

@@ -2,6 +2,7 @@
 // The oracle's prediction against schedules worked out by hand, with a profile written here, and
 // the machine profile's file format.
 #include <hpf/hpf.hpp>
+#include <hpf/oracle/closed_form.hpp>
 #include <hpf/oracle/model_view.hpp>
 #include <hpf/oracle/predict.hpp>
 #include <hpf/oracle/recommend.hpp>
@@ -168,6 +169,26 @@ TEST_CASE("gradients exchanged as bf16: half the bytes of copies and collected s
   const ExchangeCost cost_bf16 =
       oracle::exchange_cost(profile, 2, 1, GradientReduction::ordered, HostHierarchy::automatic, ExchangePrecision::bf16);
   CHECK(cost_bf16.beta_s_per_byte == doctest::Approx(0.5 * cost.beta_s_per_byte));
+}
+
+TEST_CASE("bf16 messages between stages: half the bytes of each activation and gradient") {
+  const auto view = oracle::view_of<Tiny>("tiny");
+  auto profile = linear_profile();
+  profile.comm["p2p_latency"].by_ranks[2] = {{0, 1e30, 0, 1e-6}};  // 1 us per byte
+  auto p = plan(2, 1, 8, 1, Schedule::one_f_one_b);
+  const oracle::Prediction full = oracle::predict(view, p, profile);
+  p.stage_precision = ExchangePrecision::bf16;
+  const oracle::Prediction bf16 = oracle::predict(view, p, profile);
+  // One micro-batch: its activation and its gradient both lie on the step's path.
+  CHECK(full.transfer_s > 0);
+  CHECK(bf16.transfer_s == doctest::Approx(0.5 * full.transfer_s));
+  CHECK(oracle::closed_form(view, p, profile).time_s < oracle::closed_form(view, plan(2, 1, 8, 1, Schedule::one_f_one_b), profile).time_s);
+  // The search gives every plan the option.
+  oracle::SearchOptions search;
+  search.stage_precision = ExchangePrecision::bf16;
+  for (const auto& ranked : oracle::rank_strategies(view, 2, 8, profile, search)) {
+    CHECK(ranked.plan.stage_precision == ExchangePrecision::bf16);
+  }
 }
 
 TEST_CASE("messages on one link queue: GPipe's activations arrive one after another") {

@@ -70,11 +70,18 @@ template <class... P>
 struct Precisions {};
 using FullPrecisions = Precisions<double, float>;
 
+/// Leaves the single-process trainer as it was made.
+struct AsMade {
+  template <class Trainer>
+  void operator()(Trainer&) const {}
+};
+
 /// The single-process run of Model over the pieces of `replicas` replicas (data_shards = replicas
-/// x shards_per_replica, same micro-batches), trained on rank 0 and broadcast to every rank.
-template <class Model, class P>
+/// x shards_per_replica, same micro-batches), trained on rank 0 and broadcast to every rank;
+/// `prepare(trainer)` runs before training (to start from another model's weights).
+template <class Model, class P, class Prepare = AsMade>
 Reference<P> single_process_reference(const hpf::comm::Communicator& world, hpf::TrainOptions options,
-                                      const hpf::DataSource& source, std::size_t replicas) {
+                                      const hpf::DataSource& source, std::size_t replicas, const Prepare& prepare = {}) {
   options.progress = hpf::ProgressMode::none;
   options.evaluate = false;
   Reference<P> r;
@@ -84,6 +91,7 @@ Reference<P> single_process_reference(const hpf::comm::Communicator& world, hpf:
       options.data_shards = replicas * options.shards_per_replica;
       const auto data = source(hpf::data::Shard{});
       hpf::Trainer<Model, P> trainer(options, data.train);
+      prepare(trainer);
       r.losses = trainer.fit().step_losses;
       auto p = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, trainer.network().parameters());
       auto b = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, trainer.network().buffers());

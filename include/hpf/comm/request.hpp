@@ -67,6 +67,24 @@ class Request {
     }
   }
 
+  /// Keeps `keep_alive` until the operation completes and then runs `after`, behind what the
+  /// request already does then (a staged receive's copy to the device). On a request that is done
+  /// already, `after` runs now. Converting data on either side of the wire uses it: a bf16 send
+  /// buffer lives until sent, a bf16 receive is decoded once arrived.
+  void then(std::shared_ptr<void> keep_alive, std::function<void()> after = {}) {
+    if (done()) {
+      if (after) after();
+      return;
+    }
+    keep_alive_ = keep_alive_ ? std::shared_ptr<void>(std::make_shared<std::pair<std::shared_ptr<void>, std::shared_ptr<void>>>(
+                                    std::move(keep_alive_), std::move(keep_alive)))
+                              : std::move(keep_alive);
+    if (after) {
+      on_complete_ = on_complete_ ? [first = std::move(on_complete_), second = std::move(after)] { first(); second(); }
+                                  : std::move(after);
+    }
+  }
+
   /// What completing this request waits for (hpf::comm::describe says it in words).
   const WaitFor& waiting_for() const noexcept { return waiting_for_; }
 

@@ -34,7 +34,7 @@ inline Prediction closed_form(const ModelView& model, const Plan& plan, const Ma
     const double load = s == 0 ? profile.load_s_per_element * static_cast<double>(facts.input_elements) * m : 0;
     slot = std::max(slot, (t.forward + t.backward + load) / speed);
     if (!last) {
-      const double bytes = static_cast<double>(facts.output_elements * model.scalar_bytes) * m;
+      const double bytes = detail::stage_message_bytes(facts.output_elements, model.scalar_bytes, plan.stage_precision, m);
       message = std::max(message, detail::transfer_seconds(profile, bytes, P, s, s + 1));
     }
     const double gradient_bytes = static_cast<double>(facts.cost.parameters * model.scalar_bytes);

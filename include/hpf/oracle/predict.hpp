@@ -54,6 +54,7 @@ struct Plan {
   GradientReduction reduction = GradientReduction::automatic;
   HostHierarchy hierarchy = HostHierarchy::automatic;  ///< hpf::StepOptions::hierarchy
   ExchangePrecision exchange_precision = ExchangePrecision::full;  ///< hpf::StepOptions::exchange_precision
+  ExchangePrecision stage_precision = ExchangePrecision::full;     ///< hpf::StepOptions::stage_precision
   bool recompute = false;  ///< re-materialization of Repeat blocks (NetworkOptions::recompute)
   LayerSplit split{};      ///< layers split over groups (Pipeline<..., Filter<G>>): R x S x G ranks
 
@@ -298,6 +299,14 @@ double exchange_seconds(const MessageSeconds& message_seconds, double bytes, std
 /// that carry a replica's own copy or a final sum (a host's partial sum keeps all 4).
 inline double wire_share(ExchangePrecision precision) { return precision == ExchangePrecision::bf16 ? 0.5 : 1.0; }
 
+/// Bytes of one micro-batch's message of `elements` values per sample between stages: bf16
+/// (StepOptions::stage_precision) halves a float network's.
+inline double stage_message_bytes(std::size_t elements, std::size_t scalar_bytes, ExchangePrecision stage_precision,
+                                  double samples) {
+  const double share = scalar_bytes == sizeof(float) ? wire_share(stage_precision) : 1.0;
+  return static_cast<double>(elements * scalar_bytes) * share * samples;
+}
+
 /// Whether the replicas of one stage of a `stages`-stage pipeline exchange their buckets over links
 /// between hosts of a multi-host profile (not a cluster's), priced from one direction's stream
 /// (`p2p_bandwidth`) rather than from a benchmark of the whole reduction.
@@ -528,8 +537,8 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
   // its time).
   std::vector<std::vector<Instruction>> programs(S);
   auto link = [&](std::size_t elements, std::size_t from, std::size_t to) {  // one micro-batch's message
-    const double bytes = static_cast<double>(elements * model.scalar_bytes) * m;
-    return detail::message_cost(profile, bytes, P, from, to);
+    return detail::message_cost(profile, detail::stage_message_bytes(elements, model.scalar_bytes, plan.stage_precision, m), P,
+                                from, to);
   };
   std::vector<detail::MessageCost> to_next(S), to_previous(S);  // s -> s + 1, s -> s - 1
   for (std::size_t s = 0; s < S; ++s) {

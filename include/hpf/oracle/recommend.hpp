@@ -25,6 +25,7 @@ struct SearchOptions {
   std::size_t max_stages = 0;  ///< 0: as many as the model has places to cut
   bool recompute = false;      ///< re-materialization of Repeat blocks (NetworkOptions::recompute)
   ExchangePrecision exchange_precision = ExchangePrecision::full;  ///< hpf::StepOptions::exchange_precision
+  ExchangePrecision stage_precision = ExchangePrecision::full;     ///< hpf::StepOptions::stage_precision
   /// Also layer splits (filter and channel, every group size G dividing the ranks of each stage
   /// count): the strategies of ParaDL's comparison. hpf::Auto trains partitions only and asks
   /// without them.
@@ -82,7 +83,8 @@ inline std::vector<Prediction> rank_strategies(const ModelView& model, std::size
           if (S == 1 && schedule == Schedule::gpipe) continue;  // one stage: the schedules are the same
           Plan plan{.stages = S, .replicas = R, .batch = batch, .micro_batches = M, .schedule = schedule, .bounds = bounds,
                     .bucket_bytes = o.bucket_bytes, .reduction = o.reduction,
-                    .exchange_precision = o.exchange_precision, .recompute = o.recompute, .split = split};
+                    .exchange_precision = o.exchange_precision, .stage_precision = o.stage_precision,
+                    .recompute = o.recompute, .split = split};
           all.push_back(o.search_cuts && S > 1 ? search_cuts(*view, plan, profile, budget).best
                                                : predict(*view, plan, profile, budget));
         }

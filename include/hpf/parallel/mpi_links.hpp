@@ -13,6 +13,7 @@
 #include <hpf/parallel/gradient_buckets.hpp>
 #include <hpf/parallel/grid.hpp>
 #include <hpf/parallel/step_options.hpp>
+#include <hpf/tensor/bf16_arrays.hpp>
 #include <hpf/tensor/views.hpp>
 #include <hpf/trace/chrome_trace.hpp>
 #include <hpf/trace/clock.hpp>
@@ -25,7 +26,9 @@
 #include <functional>
 #include <optional>
 #include <span>
+#include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -90,10 +93,11 @@ class MpiLinks {
                  options.exchange_precision),
         side_by_side_(placement.side_by_side && grid_.stages() == 1 && grid_.group_size() == 1 && buckets_.parks()) {
     if (grid_.stages() > 1) {  // activations and their gradients in pieces to a stage on another host
+      stage_bf16_ = std::is_same_v<T, float> && options.stage_precision == ExchangePrecision::bf16;
       const std::vector<bool> near = grid_.pipeline().ranks_on_this_host();
       const auto piece = [&](std::size_t peer) {
         const std::size_t bytes = piece_bytes(near[peer], options);
-        return bytes == 0 ? 0 : std::max<std::size_t>(1, bytes / sizeof(T));
+        return bytes == 0 ? 0 : std::max<std::size_t>(1, bytes / stage_element_bytes());
       };
       if (grid_.stage() > 0) previous_piece_ = piece(grid_.stage() - 1);
       if (grid_.stage() + 1 < grid_.stages()) next_piece_ = piece(grid_.stage() + 1);
@@ -124,27 +128,26 @@ class MpiLinks {
   const ProcessGrid& grid() const { return grid_; }
 
   // Messages between stages, all posted without waiting: the engine posts receives ahead of the
-  // passes before them (hpf::receive_posting) and waits where the program needs the data.
+  // passes before them (hpf::receive_posting) and waits where the program needs the data. Under
+  // StepOptions::stage_precision bf16 they travel as bf16 copies, decoded on arrival.
   template <class View>
   request receive_from_previous(const View& v, int tag) const {
-    return comm::irecv(grid_.pipeline(), v, static_cast<int>(grid_.stage()) - 1, tag, detail::pipeline_transfer(grid_.stage(), tag),
-                       previous_piece_);
+    return receive(v, grid_.stage() - 1, tag, previous_piece_);
   }
   template <class View>
   request receive_from_next(const View& v, int tag) const {
-    return comm::irecv(grid_.pipeline(), v, static_cast<int>(grid_.stage()) + 1, tag, detail::pipeline_transfer(grid_.stage(), tag),
-                       next_piece_);
+    return receive(v, grid_.stage() + 1, tag, next_piece_);
   }
   template <class View>
   request send_to_next(const View& v, int tag) const {
-    return comm::isend(grid_.pipeline(), v, static_cast<int>(grid_.stage()) + 1, tag, detail::pipeline_transfer(grid_.stage(), tag),
-                       next_piece_);
+    return send(v, grid_.stage() + 1, tag, next_piece_);
   }
   template <class View>
   request send_to_previous(const View& v, int tag) const {
-    return comm::isend(grid_.pipeline(), v, static_cast<int>(grid_.stage()) - 1, tag, detail::pipeline_transfer(grid_.stage(), tag),
-                       previous_piece_);
+    return send(v, grid_.stage() - 1, tag, previous_piece_);
   }
+  /// Bytes per element of the messages between stages: 2 where they travel as bf16.
+  std::size_t stage_element_bytes() const { return stage_bf16_ ? sizeof(bf16_bits) : sizeof(T); }
 
   // The timeline's collective parts (hpf::Timeline).
   trace::ClockSample clock_sample() const { return comm::measure_clock_offset(grid_.world()); }
@@ -261,6 +264,44 @@ class MpiLinks {
   }
 
  private:
+  using Bf16Message = Kokkos::View<bf16_bits*, memory_space_t<Space>>;
+  static Bf16Message bf16_message(std::size_t n) {
+    return Bf16Message(Kokkos::view_alloc(Kokkos::WithoutInitializing, "hpf::MpiLinks::bf16_message"), n);
+  }
+  template <class View>
+  static void require_contiguous(const View& v) {
+    if (!v.span_is_contiguous()) throw std::invalid_argument("hpf::MpiLinks: a bf16 message between stages needs a contiguous view");
+  }
+  template <class View>
+  request send(const View& v, std::size_t stage, int tag, std::size_t piece) const {
+    const comm::WaitFor what = detail::pipeline_transfer(grid_.stage(), tag);
+    if constexpr (std::is_same_v<T, float>) {
+      if (stage_bf16_) {
+        require_contiguous(v);
+        auto message = std::make_shared<Bf16Message>(bf16_message(v.size()));
+        encode_bf16(Space{}, v.data(), message->data(), v.size());
+        request sent = comm::isend(grid_.pipeline(), *message, static_cast<int>(stage), tag, what, piece);
+        sent.then(message);  // the copy lives until sent
+        return sent;
+      }
+    }
+    return comm::isend(grid_.pipeline(), v, static_cast<int>(stage), tag, what, piece);
+  }
+  template <class View>
+  request receive(const View& v, std::size_t stage, int tag, std::size_t piece) const {
+    const comm::WaitFor what = detail::pipeline_transfer(grid_.stage(), tag);
+    if constexpr (std::is_same_v<T, float>) {
+      if (stage_bf16_) {
+        require_contiguous(v);
+        auto message = std::make_shared<Bf16Message>(bf16_message(v.size()));
+        request received = comm::irecv(grid_.pipeline(), *message, static_cast<int>(stage), tag, what, piece);
+        received.then(message, [bits = message->data(), target = v.data(), n = v.size()] { decode_bf16(Space{}, bits, target, n); });
+        return received;
+      }
+    }
+    return comm::irecv(grid_.pipeline(), v, static_cast<int>(stage), tag, what, piece);
+  }
+
   /// Parks shard k's gradient (GradientBuckets::park) and, for shard 0 of several, its buffers
   /// (replica 0's shard 0 holds the buffers every replica keeps).
   void park(std::size_t k, const Buffer<T, Space>& gradients, const Buffer<T, Space>& buffers) {
@@ -293,6 +334,7 @@ class MpiLinks {
   std::string bucket_size_;  // and how it was chosen (describe_bucket_bytes)
   GradientBuckets<T, Space> buckets_;
   bool side_by_side_;
+  bool stage_bf16_ = false;  // messages between stages as bf16 (StepOptions::stage_precision)
   std::size_t previous_piece_ = 0, next_piece_ = 0;  // elements per message between stages (0: whole)
   std::vector<std::size_t> shards_;
   Buffer<T, Space> shard0_buffers_;  // several shards per replica: shard 0's buffers

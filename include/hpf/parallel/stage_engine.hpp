@@ -564,8 +564,8 @@ class StageEngine {
     return {.stage = static_cast<std::int32_t>(links_.stage()), .micro_batch = static_cast<std::int32_t>(m)};
   }
   template <class View>
-  static trace::Tags with_bytes(trace::Tags tags, const View& v) {
-    tags.bytes = static_cast<std::int64_t>(v.size() * sizeof(T));
+  trace::Tags with_bytes(trace::Tags tags, const View& v) const {
+    tags.bytes = static_cast<std::int64_t>(v.size() * message_element_bytes());
     return tags;
   }
 
@@ -592,6 +592,10 @@ class StageEngine {
   template <class View>
   typename Links::request send_to_next(const View& v, int tag) const {
     if constexpr (pipelined) return links_.send_to_next(v, tag); else no_pipeline();
+  }
+  /// Bytes per element of a message between stages (StepOptions::stage_precision).
+  std::size_t message_element_bytes() const {
+    if constexpr (pipelined) return links_.stage_element_bytes(); else return sizeof(T);
   }
   [[noreturn]] static void no_pipeline() {
     throw std::logic_error("hpf::StageEngine: a pipeline message on links of a single stage");

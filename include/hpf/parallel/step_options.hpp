@@ -61,6 +61,12 @@ struct StepOptions {
   /// What gradients travel as between replicas: ExchangePrecision::bf16 halves the bytes of the
   /// exchange and rounds the gradient the optimizer sees to bf16 (the same bits on every layout).
   ExchangePrecision exchange_precision = ExchangePrecision::full;
+  /// What activations and their gradients travel as between pipeline stages: ExchangePrecision::bf16
+  /// halves their bytes, and the receiving stage reads them rounded to bf16 (ties to even) while
+  /// the sending stage keeps its own in float. Every layout with the same cuts then trains the
+  /// same bits, which differ from one process's by those roundings (docs/precision.md). Float
+  /// networks only; with one stage nothing travels and nothing is rounded.
+  ExchangePrecision stage_precision = ExchangePrecision::full;
   /// What moves messages in flight while layers compute (hpf::ExchangeProgress).
   ExchangeProgress exchange_progress = ExchangeProgress::between_layers;
   /// With ExchangeProgress::thread: how long the progress thread sleeps between calls into MPI.
@@ -114,13 +120,18 @@ inline void check_step_options(const StepOptions& o, std::size_t replicas, const
   }
 }
 
-/// Throws std::invalid_argument when `o` asks for a bf16 gradient exchange of gradients of type T
-/// other than float (the one check, for every strategy).
+/// Throws std::invalid_argument when `o` asks for bf16 messages (the gradient exchange, or
+/// between stages) of a network whose type T is not float (the one check, for every strategy).
 template <class T>
 void check_exchange_precision(const StepOptions& o, const std::string& who) {
-  if (o.exchange_precision == ExchangePrecision::bf16 && !std::is_same_v<T, float>) {
-    throw std::invalid_argument(who + ": exchange_precision bf16 needs float gradients; this network's are " +
-                                (std::is_same_v<T, double> ? "double" : "not float"));
+  if constexpr (!std::is_same_v<T, float>) {
+    const std::string type = std::is_same_v<T, double> ? "double" : "not float";
+    if (o.exchange_precision == ExchangePrecision::bf16) {
+      throw std::invalid_argument(who + ": exchange_precision bf16 needs float gradients; this network's are " + type);
+    }
+    if (o.stage_precision == ExchangePrecision::bf16) {
+      throw std::invalid_argument(who + ": stage_precision bf16 needs float activations; this network's are " + type);
+    }
   }
 }
 

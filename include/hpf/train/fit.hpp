@@ -93,6 +93,7 @@ inline comm::Facts run_facts(const ProgramTypes& types, const TrainOptions& o, s
           {"reduction", text(static_cast<int>(o.reduction))},
           {"hierarchy", to_string(o.hierarchy)},
           {"exchange precision", to_string(o.exchange_precision)},
+          {"stage precision", to_string(o.stage_precision)},
           {"steps_per_epoch", text(o.steps_per_epoch)},
           {"data_seed", text(o.data_seed)},
           {"network seed", text(o.network.seed)},
@@ -236,6 +237,7 @@ AutoChoice choose_strategy(const comm::Communicator& world, const TrainOptions& 
     search.reduction = o.reduction;
     search.recompute = o.network.recompute;
     search.exchange_precision = o.exchange_precision;
+    search.stage_precision = o.stage_precision;
     search.partitions = partitions;
     const auto ranked = oracle::rank_strategies(oracle::view_of<Model>(std::string(type_name<Model>()), optimizer_values(o.optimizer),
                                                                        o.network.matmul_precision),
