@@ -176,7 +176,7 @@ struct Settings {
   hpf::ExchangeProgress exchange_progress = hpf::ExchangeProgress::between_layers;
   std::size_t progress_interval_us = 1000;
   hpf::LayerSplit split{};
-  bool stage_times = false, side_by_side = false, interior_first = false, help = false;
+  bool stage_times = false, side_by_side = false, interior_first = false, bf16_products = false, help = false;
   std::uint64_t seed = 0;
 };
 
@@ -185,7 +185,8 @@ const char* const usage_text =
     "         [--batch B] [--micro-batches M] [--schedule gpipe|1f1b] [--reduction automatic|ordered|allreduce]\n"
     "         [--bucket-bytes N] [--piece-bytes N] [--cuts L1,L2,...] [--steps N] [--warmup W] [--repeats R] [--stage-times] [--seed S]\n"
     "         [--shards C] [--side-by-side] [--profile FILE] [--hierarchy automatic|on|off]\n"
-    "         [--exchange-precision full|bf16] [--stage-precision full|bf16] [--split filter:G|channel:G]\n"
+    "         [--exchange-precision full|bf16] [--stage-precision full|bf16] [--precision float|bf16]\n"
+    "         [--split filter:G|channel:G]\n"
     "         [--exchange-progress between-layers|thread] [--progress-interval US]\n"
     "  P processes form P / stages replicas (P / (stages x G) with --split); --batch is the global mini-batch (default: mlp 128, cnn and\n"
     "  resnets 64, gpt 32, cosmoflow 8 per replica), split into M micro-batches per replica (pipelined over the\n"
@@ -209,6 +210,8 @@ const char* const usage_text =
     "  --hierarchy    whether replicas on one host sum gradients there first (StepOptions::hierarchy)\n"
     "  --exchange-precision  what gradients travel as between replicas (StepOptions::exchange_precision)\n"
     "  --stage-precision  what activations and their gradients travel as between stages (StepOptions::stage_precision)\n"
+    "  --precision bf16  the products of Dense, convolutions and attention read bf16 inputs\n"
+    "                 (NetworkOptions::matmul_precision, what hpf::Mixed<hpf::bf16> sets; default float)\n"
     "  --exchange-progress  what moves messages in flight while layers compute (StepOptions::exchange_progress;\n"
     "                 thread asks MPI for MPI_THREAD_MULTIPLE), --progress-interval its sleep in microseconds\n"
     "  --piece-bytes N  messages between ranks on different hosts (gradient buckets, between stages)\n"
@@ -271,6 +274,9 @@ Settings parse(int argc, char** argv) {
     } else if (flag == "--exchange-precision") {
       if (value != "full" && value != "bf16") fail("--exchange-precision must be full or bf16");
       s.exchange_precision = value == "bf16" ? hpf::ExchangePrecision::bf16 : hpf::ExchangePrecision::full;
+    } else if (flag == "--precision") {
+      if (value != "float" && value != "bf16") fail("--precision must be float or bf16");
+      s.bf16_products = value == "bf16";
     } else if (flag == "--stage-precision") {
       if (value != "full" && value != "bf16") fail("--stage-precision must be full or bf16");
       s.stage_precision = value == "bf16" ? hpf::ExchangePrecision::bf16 : hpf::ExchangePrecision::full;
@@ -364,6 +370,7 @@ hpf::TrainOptions options_for(const Settings& s, std::size_t replicas) {
   o.shards_per_replica = s.shards;
   o.shards_side_by_side = s.side_by_side;
   o.network.interior_first = s.interior_first;
+  if (s.bf16_products) o.network.matmul_precision = hpf::MatmulPrecision::bf16;
   if (s.bucket_bytes) o.bucket_bytes = s.bucket_bytes;
   if (s.piece_bytes) o.exchange_piece_bytes = *s.piece_bytes;
   o.oracle_profile = s.profile;
@@ -510,7 +517,7 @@ void run_stage(const hpf::comm::Communicator& world, const hpf::ProcessGrid& gri
       "cut=%s rank_stage_gflop_per_sample=%s rank_stage_train_mflop_per_sample=%s rank_first_leaf=%s model_leaves=%zu "
       "tool_loaded_while_timing=%s blas=%s blas_threads=%d kokkos_space=%s loss_first=%.5f loss_last=%.5f "
       "block_images_per_s=%s block_ms_per_step=%s shards_per_replica=%zu shard_threads=%zu "
-      "exchange_piece_bytes=%zu exchange_messages=%zu summed_per_host=%s parameters=%zu exchange_precision=%s stage_precision=%s "
+      "exchange_piece_bytes=%zu exchange_messages=%zu summed_per_host=%s parameters=%zu exchange_precision=%s stage_precision=%s products=%s "
       "split=%s group=%zu exchange_progress=%s interior_first=%d\n",
       s.model.c_str(), world.size(), stages, grid.replicas(), o.batch, local, o.micro_batches,
       (local + o.micro_batches - 1) / o.micro_batches, hpf::to_string(o.schedule),
@@ -523,7 +530,8 @@ void run_stage(const hpf::comm::Communicator& world, const hpf::ProcessGrid& gri
       Kokkos::DefaultExecutionSpace::name(), first_loss, last_loss, blocks.str().c_str(), block_ms.str().c_str(),
       o.shards_per_replica, engine.shard_threads(), o.exchange_piece_bytes, exchange_messages,
       engine.links().summed_per_host() ? "yes" : "no", static_cast<std::size_t>(Model::cost.parameters),
-      hpf::to_string(o.exchange_precision), hpf::to_string(o.stage_precision), o.network.split.kind_name(), grid.group_size(), progress.c_str(),
+      hpf::to_string(o.exchange_precision), hpf::to_string(o.stage_precision),
+      o.network.matmul_precision == hpf::MatmulPrecision::bf16 ? "bf16" : "float", o.network.split.kind_name(), grid.group_size(), progress.c_str(),
       o.network.interior_first ? 1 : 0);
   std::fflush(stdout);
 }

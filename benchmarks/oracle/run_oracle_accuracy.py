@@ -133,6 +133,9 @@ def parse_args():
     p.add_argument("--label", default="local",
                    help="name of this machine/fabric: section oracle-LABEL (oracle for local) and the CSV's name")
     p.add_argument("--models", default=",".join(MODELS), help="comma-separated subset of " + ",".join(MODELS))
+    p.add_argument("--precision", default="float", choices=("float", "bf16"),
+                   help="the products' precision in every run, calibration and query: bf16 is hpf::Mixed<hpf::bf16> "
+                        "(NetworkOptions::matmul_precision; the profile's bf16 calibration)")
     p.add_argument("--ranks", default=",".join(map(str, RANKS)), help="rank counts P (default 1,2,4)")
     p.add_argument("--micro-batches", default=",".join(map(str, MICRO)),
                    help="micro-batch counts M (default 2,4,8; data parallelism also M = 1)")
@@ -227,7 +230,7 @@ def calibrate(args):
     env, overrides = h.bench_env(h.BLAS_SETTINGS[args.setting][0], 1)
     seconds = {}
     for model in args.models:
-        cmd = [args.oracle, "calibrate", "--model", model, "--profile", args.profile]
+        cmd = [args.oracle, "calibrate", "--model", model, "--profile", args.profile] + precision_words(args)
         start = time.monotonic()
         proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         if proc.returncode != 0:
@@ -257,7 +260,7 @@ def configurations(args):
 # --- the oracle ------------------------------------------------------------------------------------
 def oracle_call(args, words):
     """(parsed JSON or None, error text, seconds) of one hpf-oracle query."""
-    cmd = [args.oracle] + words + ["--profile", args.profile, "--json"]
+    cmd = [args.oracle] + words + ["--profile", args.profile, "--json"] + precision_words(args)
     start = time.monotonic()
     try:
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
@@ -270,6 +273,12 @@ def oracle_call(args, words):
         return json.loads(proc.stdout), "", seconds
     except json.JSONDecodeError as e:
         return None, f"not JSON ({e}): {proc.stdout.strip()[:200]}", seconds
+
+
+def precision_words(args):
+    """The products' precision, as hpf-oracle and the benchmark take it (nothing for float)."""
+    precision = getattr(args, "precision", "float")
+    return [] if precision == "float" else ["--precision", precision]
 
 
 def predict_words(c):
@@ -386,7 +395,7 @@ def calibrated_copy(args, models, directory, name="profile.json"):
     """A copy of args.profile in `directory` whose compute part for `models` is calibrated afresh
     (args.profile stays as it is), as the arguments oracle_call() takes."""
     copy = types.SimpleNamespace(oracle=args.oracle, profile=os.path.join(directory, name), models=models,
-                                 setting=args.setting)
+                                 setting=args.setting, precision=args.precision)
     shutil.copyfile(args.profile, copy.profile)
     copy.seconds = calibrate(copy)
     return copy
@@ -416,7 +425,7 @@ def bench_cmd(args, c, exe=None):
             + ["-n", str(c.ranks), exe or args.hpf, "--model", c.model, "--batch", str(batch(c)),
                "--stages", str(c.stages), "--micro-batches", str(c.micro), "--schedule",
                "1f1b" if c.stages == 1 else c.schedule, "--steps", str(steps), "--warmup", str(warmup),
-               "--repeats", str(BLOCKS)])
+               "--repeats", str(BLOCKS)] + precision_words(args))
 
 
 def floats(value):
@@ -942,6 +951,9 @@ def report(args, rows, verdicts, rejected, overrides, runs, oracle_times):
     out.append("")
     out.append(f"Oracle: `{h.repo_relative(args.oracle_shown, ROOT)}` built {args.oracle_built}, machine profile "
                f"{profile_text(args.profile)}.")
+    if args.precision != "float":
+        out.append(f"Every run, calibration and query with {args.precision} products (`--precision {args.precision}`: "
+                   "hpf::Mixed<hpf::bf16>'s NetworkOptions::matmul_precision).")
     calibrated = args.calibrated
     if calibrated:
         rounds = len(next(iter(calibrated.values())))
@@ -1018,11 +1030,13 @@ def report(args, rows, verdicts, rejected, overrides, runs, oracle_times):
     oracle = h.repo_relative(args.oracle_shown, ROOT)
     profile = h.repo_relative(args.profile, ROOT)
     for model in calibrated:
-        out.append(h.command_text([oracle, "calibrate", "--model", model, "--profile", profile], overrides))
+        out.append(h.command_text([oracle, "calibrate", "--model", model, "--profile", profile] + precision_words(args),
+                                  overrides))
     out.append(f"{oracle} predict --model M --ranks P --batch B --stages S --micro-batches M --schedule X "
-               f"--profile {profile} --json   # per configuration")
+               f"--profile {profile} --json{' '.join([''] + precision_words(args))}   # per configuration")
     for v in verdicts:
-        out.append(h.command_text([oracle] + rank_words(v["model"], v["ranks"]) + ["--profile", profile, "--json"]))
+        out.append(h.command_text([oracle] + rank_words(v["model"], v["ranks"]) + ["--profile", profile, "--json"]
+                                  + precision_words(args)))
     out.append("```")
     out.append("")
     if not args.from_csv:

@@ -12,7 +12,8 @@ ranks) and fabric (1 and 10 Gbit/s), scripts/fabric/emulate.sh makes the hosts a
   hpf, progress thread     a thread per rank calls into MPI every millisecond while a step runs
                            (StepOptions::exchange_progress), inside layers too
   hpf hybrid 2x2           2 pipeline stages x 2 replicas, 4 micro-batches of 32 (also with the
-                           progress thread)
+                           progress thread, and with activations and their gradients as bf16
+                           between the stages: StepOptions::stage_precision)
   PyTorch DDP              gloo over the hosts' addresses, one process per rank (torchrun's layout),
                            64 samples per process, DDP's 25 MB buckets
 
@@ -64,6 +65,8 @@ JOBS = [
     ("hpf, progress thread", ["--stages", "1", "--micro-batches", "1", "--exchange-progress", "thread"], ("4x1", "2x2")),
     ("hpf hybrid 2x2", ["--stages", "2", "--micro-batches", "4"], ("4x1", "2x2")),
     ("hpf hybrid 2x2, progress thread", ["--stages", "2", "--micro-batches", "4", "--exchange-progress", "thread"],
+     ("4x1", "2x2")),
+    ("hpf hybrid 2x2, bf16 between stages", ["--stages", "2", "--micro-batches", "4", "--stage-precision", "bf16"],
      ("4x1", "2x2")),
     ("PyTorch DDP", None, ("4x1", "2x2")),
 ]

@@ -7,8 +7,12 @@
 
 #include <support/equivalence.hpp>
 #include <support/round_to_bf16.hpp>
+#include <support/trace_file.hpp>
 
 #include <doctest/doctest.h>
+
+#include <sstream>
+#include <string>
 
 namespace {
 using hpf::Conv2D;
@@ -102,6 +106,43 @@ TEST_CASE("bf16 between stages: with one stage nothing travels and nothing is ro
   // Data parallel with the option trains the bits of one process without it.
   hpf_test::check_strategy_all<Mlp, hpf::DataParallel>(options(), hpf_test::synthetic_source<Mlp>(24 * 6 + 7), steps,
                                                        hpf_test::Precisions<float>{});
+}
+TEST_CASE("bf16 between stages: the log says so and the timeline's messages carry half the bytes") {
+  const hpf::comm::Communicator world;
+  const bool pipelined = world.size() % 2 == 0;  // 2 stages; on 1 rank data parallel, where nothing travels
+  // Bytes of every traced send between stages, and rank 0's log.
+  const auto traced = [&](hpf::ExchangePrecision precision) {
+    hpf::TrainOptions o = options();
+    o.stage_precision = precision;
+    o.evaluate = false;
+    o.progress = hpf::ProgressMode::none;
+    o.steps_per_epoch = 2;
+    const std::string path = "hpf_test_stage_precision_" + std::to_string(world.size()) + ".json";
+    o.trace = {.path = path, .first_step = 0, .last_step = 1};
+    std::ostringstream log;
+    o.log = world.rank() == 0 ? &log : nullptr;
+    const auto source = hpf_test::synthetic_source<Mlp>(96);
+    if (pipelined) {
+      hpf::fit<Mlp, hpf::Pipeline<hpf::Cuts<3>>>(world, o, source);
+    } else {
+      hpf::fit<Mlp, hpf::DataParallel>(world, o, source);
+    }
+    world.barrier();
+    long long bytes = 0;
+    for (const auto& s : hpf_test::read_trace(path).spans) {
+      if (s.cat == "send" && (s.name == "send activation" || s.name == "send gradient")) bytes += s.bytes;
+    }
+    return std::pair{bytes, log.str()};
+  };
+  const auto [in_float, float_log] = traced(hpf::ExchangePrecision::full);
+  const auto [in_bf16, bf16_log] = traced(hpf::ExchangePrecision::bf16);
+  CHECK((in_float > 0) == pipelined);
+  CHECK(2 * in_bf16 == in_float);
+  if (world.rank() == 0) {
+    INFO(bf16_log);
+    CHECK((bf16_log.find("hpf: between stages, activations and their gradients travel as bf16") != std::string::npos) == pipelined);
+    CHECK(float_log.find("hpf: between stages") == std::string::npos);
+  }
 }
 TEST_CASE("bf16 between stages needs float activations, said before training") {
   const auto source = hpf_test::synthetic_source<Mlp>(48);

@@ -4,6 +4,7 @@
 
 #include <hpf/parallel/stage_engine.hpp>
 #include <hpf/parallel/timeline.hpp>
+#include <hpf/tensor/bf16.hpp>
 #include <hpf/train/checkpointer.hpp>
 #include <hpf/train/options.hpp>
 #include <hpf/train/progress.hpp>
@@ -42,6 +43,18 @@ void say_progress(const Links& links, std::ostream* log) {
   }
 }
 
+/// Writes to `log` (rank 0's) what messages between pipeline stages travel as, where
+/// StepOptions::stage_precision makes them bf16: "hpf: between stages, activations and their
+/// gradients travel as bf16".
+template <class Links>
+void say_stage_messages(const Links& links, std::ostream* log) {
+  if constexpr (requires { links.stage_element_bytes(); }) {
+    if (log && links.first_process() && links.stages() > 1 && links.stage_element_bytes() == sizeof(bf16_bits)) {
+      *log << "hpf: between stages, activations and their gradients travel as bf16\n";
+    }
+  }
+}
+
 /// \brief The epoch loop every training strategy shares. An Engine provides
 ///   std::size_t steps_per_epoch() const;
 ///   StepResult step(std::size_t epoch, std::size_t step);  // one optimizer step, global totals
@@ -54,6 +67,7 @@ template <class Engine>
 TrainReport run_epochs(Engine& engine, const TrainOptions& options, bool print = true) {
   say_gradient_exchange(engine.links(), print ? options.log : nullptr);
   say_progress(engine.links(), print ? options.log : nullptr);
+  say_stage_messages(engine.links(), print ? options.log : nullptr);
   Timeline<typename Engine::links_type> timeline(options.trace, options, engine.links());
   Checkpointer<Engine> checkpoints(engine, options.checkpoint, print ? options.log : nullptr);
   const io::TrainingState start = checkpoints.resume();
