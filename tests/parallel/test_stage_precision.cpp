@@ -80,10 +80,24 @@ void check_rounded_at_cuts(hpf::TrainOptions o) {
   CHECK(in_float.different_values > 0);  // the rounding at the cuts is what the reference has
 }
 
+/// One rank holds no pipeline: there the reference that rounds at the cut differs from training
+/// without cuts (the rounding layer does round).
+template <class Model, class Rounded>
+void check_reference_rounds(const hpf::TrainOptions& o) {
+  const hpf::comm::Communicator world;
+  const auto source = hpf_test::synthetic_source<Model>(24 * 6 + 7);
+  const auto reference =
+      hpf_test::single_process_reference<Rounded, float>(world, o, source, 1, from_weights_of<Model>(o.network));
+  const auto unrounded = hpf_test::compare_with_single_process<Model, hpf::DataParallel, float>(world, o, source, &reference);
+  CHECK(unrounded.steps == steps);
+  CHECK(unrounded.different_values > 0);
+}
+
 /// The layouts of the world size: 2 stages on 2, 4 and 6 ranks (x1, x2, x3 replicas), 3 stages on 6.
 template <class Model, class RoundedOnce, class RoundedTwice, std::size_t Cut, std::size_t SecondCut>
 void check_layouts(const hpf::TrainOptions& o) {
   const std::size_t size = hpf_test::world_size();
+  if (size == 1) check_reference_rounds<Model, RoundedOnce>(o);
   if (size % 2 == 0) check_rounded_at_cuts<Model, RoundedOnce, hpf::Pipeline<hpf::Cuts<Cut>>>(o);
   if (size == 6) check_rounded_at_cuts<Model, RoundedTwice, hpf::Pipeline<hpf::Cuts<Cut, SecondCut>>>(o);
 }
