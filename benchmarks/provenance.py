@@ -54,6 +54,7 @@ BLOCK_DATA = {
     "sanitizers": ["benchmarks/results/sanitizers"],
     "reliability": ["benchmarks/results/reliability"],
     "oracle": ["benchmarks/oracle/results/oracle_local.csv"],
+    "oracle-bf16": ["benchmarks/oracle/results/oracle_bf16.csv"],
     "oracle-held-out": ["benchmarks/oracle/results/held_out_local_held-out.json"],
     "oracle-development": ["benchmarks/oracle/results/held_out_local_development.json"],
     "oracle-held-out-pruned": ["benchmarks/oracle/results/held_out_pruned_held-out.json"],
