@@ -395,7 +395,7 @@ def calibrated_copy(args, models, directory, name="profile.json"):
     """A copy of args.profile in `directory` whose compute part for `models` is calibrated afresh
     (args.profile stays as it is), as the arguments oracle_call() takes."""
     copy = types.SimpleNamespace(oracle=args.oracle, profile=os.path.join(directory, name), models=models,
-                                 setting=args.setting, precision=args.precision)
+                                 setting=args.setting, precision=getattr(args, "precision", "float"))
     shutil.copyfile(args.profile, copy.profile)
     copy.seconds = calibrate(copy)
     return copy
