@@ -24,6 +24,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -265,23 +266,32 @@ class MpiLinks {
 
  private:
   using Bf16Message = Kokkos::View<bf16_bits*, memory_space_t<Space>>;
-  static Bf16Message bf16_message(std::size_t n) {
-    return Bf16Message(Kokkos::view_alloc(Kokkos::WithoutInitializing, "hpf::MpiLinks::bf16_message"), n);
-  }
+  /// The bf16 copy of `v` travels in: a buffer of the pool that no request holds any more (the
+  /// pool's reference is its only one), or a new one. Messages reuse buffers instead of allocating
+  /// one per micro-batch. Returns the buffer to keep alive until the request completes, and its
+  /// first v.size() elements.
   template <class View>
-  static void require_contiguous(const View& v) {
+  std::pair<std::shared_ptr<Bf16Message>, Bf16Message> bf16_message_for(const View& v) const {
     if (!v.span_is_contiguous()) throw std::invalid_argument("hpf::MpiLinks: a bf16 message between stages needs a contiguous view");
+    const std::size_t n = v.size();
+    auto free = std::find_if(bf16_pool_.begin(), bf16_pool_.end(),
+                             [n](const auto& m) { return m.use_count() == 1 && m->extent(0) >= n; });
+    if (free == bf16_pool_.end()) {
+      bf16_pool_.push_back(std::make_shared<Bf16Message>(
+          Kokkos::view_alloc(Kokkos::WithoutInitializing, "hpf::MpiLinks::bf16_message"), n));
+      free = bf16_pool_.end() - 1;
+    }
+    return {*free, Kokkos::subview(**free, Kokkos::make_pair(std::size_t{0}, n))};
   }
   template <class View>
   request send(const View& v, std::size_t stage, int tag, std::size_t piece) const {
     const comm::WaitFor what = detail::pipeline_transfer(grid_.stage(), tag);
     if constexpr (std::is_same_v<T, float>) {
       if (stage_bf16_) {
-        require_contiguous(v);
-        auto message = std::make_shared<Bf16Message>(bf16_message(v.size()));
-        encode_bf16(Space{}, v.data(), message->data(), v.size());
-        request sent = comm::isend(grid_.pipeline(), *message, static_cast<int>(stage), tag, what, piece);
-        sent.then(message);  // the copy lives until sent
+        auto [held, message] = bf16_message_for(v);
+        encode_bf16(Space{}, v.data(), message.data(), v.size());
+        request sent = comm::isend(grid_.pipeline(), message, static_cast<int>(stage), tag, what, piece);
+        sent.then(std::move(held));  // the copy stays until sent
         return sent;
       }
     }
@@ -292,10 +302,9 @@ class MpiLinks {
     const comm::WaitFor what = detail::pipeline_transfer(grid_.stage(), tag);
     if constexpr (std::is_same_v<T, float>) {
       if (stage_bf16_) {
-        require_contiguous(v);
-        auto message = std::make_shared<Bf16Message>(bf16_message(v.size()));
-        request received = comm::irecv(grid_.pipeline(), *message, static_cast<int>(stage), tag, what, piece);
-        received.then(message, [bits = message->data(), target = v.data(), n = v.size()] { decode_bf16(Space{}, bits, target, n); });
+        auto [held, message] = bf16_message_for(v);
+        request received = comm::irecv(grid_.pipeline(), message, static_cast<int>(stage), tag, what, piece);
+        received.then(std::move(held), [bits = message.data(), target = v.data(), n = v.size()] { decode_bf16(Space{}, bits, target, n); });
         return received;
       }
     }
@@ -335,6 +344,7 @@ class MpiLinks {
   GradientBuckets<T, Space> buckets_;
   bool side_by_side_;
   bool stage_bf16_ = false;  // messages between stages as bf16 (StepOptions::stage_precision)
+  mutable std::vector<std::shared_ptr<Bf16Message>> bf16_pool_;  // their buffers (bf16_message_for)
   std::size_t previous_piece_ = 0, next_piece_ = 0;  // elements per message between stages (0: whole)
   std::vector<std::size_t> shards_;
   Buffer<T, Space> shard0_buffers_;  // several shards per replica: shard 0's buffers
