@@ -56,13 +56,14 @@ const char* const usage_text =
     "                            [--memory-budget MIB] [--max-stages S] [--top N] [--recompute] [--precision P]\n"
     "                            [--exchange-precision full|bf16] [--stage-precision full|bf16]\n"
     "                            [--layer-splits] [--search-cuts] [--json]\n"
+    "                            [--process-mib X] [--data-mib X]\n"
     "                            [--canary S | --compute-scale X]\n"
     "       hpf-oracle predict   --model NAME --ranks P --batch B --stages S --micro-batches M\n"
     "                            [--schedule 1f1b|gpipe] [--cuts L1,L2,...] [--profile FILE] [--cluster FILE]\n"
     "                            [--recompute] [--precision P] [--exchange-precision full|bf16]\n"
     "                            [--stage-precision full|bf16]\n"
     "                            [--split filter:G|channel:G|spatial:G] [--canary S | --compute-scale X]\n"
-    "                            [--closed-form]\n"
+    "                            [--closed-form] [--process-mib X] [--data-mib X]\n"
     "                            [--json]\n"
     "       hpf-oracle partition --model NAME --ranks P --batch B --stages S --micro-batches M\n"
     "                            [predict's options but --cuts]\n"
@@ -83,6 +84,10 @@ const char* const usage_text =
     "           their time now over their calibrated time (a host that drifted since calibration)\n"
     "  --compute-scale: multiply the profile's compute by X (a ratio --canary printed earlier)\n"
     "  --closed-form: ParaDL's closed form on the same calibration instead of the played step\n"
+    "  --process-mib, --data-mib: what a rank's process holds before its data and model (code, libraries,\n"
+    "             MPI, Kokkos), and the whole data set in memory (a first stage's ranks keep 1/R of it):\n"
+    "             with them, the predicted peak resident set of each stage's ranks (predict prints it;\n"
+    "             --json: stage_resident_bytes, peak_resident_bytes)\n"
     "  --split: the plan's Dense and convolution layers split over groups of G ranks, or its samples\n"
     "           into G slabs (P = replicas x stages x G); calibrate --split spatial:G times one\n"
     "           slab rank's layers, which spatial:G predicts from (resnet20 and cosmoflow, G = 2 or 4)\n"
@@ -105,6 +110,7 @@ struct Args {
   std::size_t ranks = 0, batch = 0, stages = 0, micro_batches = 0, top = 0, max_stages = 0;
   std::size_t ready_fd = 0;  ///< load: where to tell the calibration it computes (0: nowhere)
   double memory_budget_mib = 0;
+  double process_mib = 0, data_mib = 0;  ///< the base of the predicted resident set
   bool json = false, recompute = false, layer_splits = false, search_cuts = false, closed_form = false;
   double canary_seconds = 0;  ///< 0: no canary
   double compute_scale = 1;
@@ -122,6 +128,8 @@ hpf::ExchangePrecision exchange_precision(const Args& a) {
 hpf::ExchangePrecision stage_precision(const Args& a) {
   return a.stage_precision == "bf16" ? hpf::ExchangePrecision::bf16 : hpf::ExchangePrecision::full;
 }
+
+std::size_t mib_bytes(double mib) { return static_cast<std::size_t>(mib * (1 << 20)); }
 
 [[noreturn]] void fail(const std::string& what) {
   std::fprintf(stderr, "hpf-oracle: %s\n%s", what.c_str(), usage_text);
@@ -205,6 +213,16 @@ Args parse(int argc, char** argv) {
       }
     }
     else if (flag == "--memory-budget") a.memory_budget_mib = static_cast<double>(count(flag, value));
+    else if ((flag == "--process-mib" || flag == "--data-mib") && a.command != "calibrate" && a.command != "load") {
+      try {
+        std::size_t used = 0;
+        const double v = std::stod(value, &used);
+        if (used != value.size() || !(v >= 0 && v <= 1e9)) throw std::invalid_argument(value);
+        (flag == "--process-mib" ? a.process_mib : a.data_mib) = v;
+      } catch (const std::exception&) {
+        fail(flag + " needs a number of MiB, at least 0, not '" + value + "'");
+      }
+    }
     else if (flag == "--batches" || (flag == "--cuts" && a.command != "partition")) {
       auto& list = flag == "--batches" ? a.batches : a.cuts;
       std::stringstream items(value);
@@ -253,7 +271,9 @@ std::string json_of(const Prediction& p, const std::string& model) {
     << ", \"other_s\": " << p.other_s
     << ", \"stage_memory_bytes\": [";
   for (std::size_t i = 0; i < p.stage_memory.size(); ++i) o << (i ? ", " : "") << p.stage_memory[i].total();
-  o << "], \"peak_memory_bytes\": " << p.peak_memory_bytes << ", \"fits\": " << (p.fits ? "true" : "false")
+  o << "], \"peak_memory_bytes\": " << p.peak_memory_bytes << ", \"stage_resident_bytes\": [";
+  for (std::size_t i = 0; i < p.stage_resident_bytes.size(); ++i) o << (i ? ", " : "") << p.stage_resident_bytes[i];
+  o << "], \"peak_resident_bytes\": " << p.peak_resident_bytes << ", \"fits\": " << (p.fits ? "true" : "false")
     << ", \"reason\": \"" << p.reason << "\"}";
   return o.str();
 }
@@ -530,7 +550,8 @@ int run(const Args& a) {
     const Plan plan{.stages = a.stages, .replicas = replicas, .batch = a.batch, .micro_batches = a.micro_batches,
                     .schedule = a.schedule == "gpipe" ? hpf::Schedule::gpipe : hpf::Schedule::one_f_one_b,
                     .bounds = bounds, .exchange_precision = exchange_precision(a),
-                    .stage_precision = stage_precision(a), .recompute = a.recompute, .split = a.split};
+                    .stage_precision = stage_precision(a), .recompute = a.recompute, .split = a.split,
+                    .process_bytes = mib_bytes(a.process_mib), .data_bytes = mib_bytes(a.data_mib)};
     if (a.command == "partition") {
       return print_partition(search_cuts(model, plan, profile, a.memory_budget_mib * (1 << 20)), a);
     }
@@ -551,6 +572,11 @@ int run(const Args& a) {
                     m.boundary_gradients / mib, m.gradient_buckets / mib, m.workspace / mib, m.scratch / mib,
                     m.runtime / mib, m.total() / mib);
       }
+      if (a.process_mib > 0 || a.data_mib > 0) {
+        std::printf("peak resident set of each stage's ranks (the process, its data, the above), MiB:");
+        for (const std::size_t bytes : p.stage_resident_bytes) std::printf(" %.2f", static_cast<double>(bytes) / mib);
+        std::printf("\n");
+      }
     }
     return 0;
   }
@@ -563,6 +589,8 @@ int run(const Args& a) {
   o.layer_splits = a.layer_splits;
   o.spatial_views = spatial_views<Model, SpatialGroups...>(a, profile);
   o.search_cuts = a.search_cuts;
+  o.process_bytes = mib_bytes(a.process_mib);
+  o.data_bytes = mib_bytes(a.data_mib);
   const auto start = std::chrono::steady_clock::now();
   const std::vector<Prediction> ranked = rank_strategies(model, a.ranks, a.batch, profile, o);
   const double query_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();

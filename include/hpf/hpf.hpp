@@ -77,6 +77,7 @@
 #include <hpf/parallel/step_options.hpp>
 #include <hpf/parallel/strategy.hpp>
 #include <hpf/system/blas.hpp>
+#include <hpf/system/resident_memory.hpp>
 #include <hpf/system/runtime.hpp>
 #include <hpf/tensor/math.hpp>
 #include <hpf/tensor/ordered_sum.hpp>

@@ -191,6 +191,40 @@ TEST_CASE("bf16 messages between stages: half the bytes of each activation and g
   }
 }
 
+TEST_CASE("resident set: the process, a first stage's share of the data, and the engine's memory") {
+  const auto view = oracle::view_of<Tiny>("tiny");
+  const auto profile = linear_profile();
+  constexpr std::size_t process = 21 << 20, data = 8 << 20;
+  // 2 stages x 2 replicas: each first-stage rank keeps half the data set, the last stage none.
+  auto p = plan(2, 2, 8, 2, Schedule::one_f_one_b);
+  const oracle::Prediction engine_only = oracle::predict(view, p, profile);
+  REQUIRE(engine_only.stage_resident_bytes.size() == 2);
+  for (std::size_t s = 0; s < 2; ++s) CHECK(engine_only.stage_resident_bytes[s] == engine_only.stage_memory[s].total());
+  p.process_bytes = process;
+  p.data_bytes = data;
+  const oracle::Prediction resident = oracle::predict(view, p, profile);
+  CHECK(resident.stage_resident_bytes[0] == process + data / 2 + resident.stage_memory[0].total());
+  CHECK(resident.stage_resident_bytes[1] == process + resident.stage_memory[1].total());
+  CHECK(resident.peak_resident_bytes == std::max(resident.stage_resident_bytes[0], resident.stage_resident_bytes[1]));
+  CHECK(resident.peak_memory_bytes == engine_only.peak_memory_bytes);  // the budget still weighs the engine's
+  // The search gives every plan the process and the data.
+  oracle::SearchOptions search;
+  search.process_bytes = process;
+  search.data_bytes = data;
+  for (const auto& ranked : oracle::rank_strategies(view, 2, 8, profile, search)) {
+    CHECK(ranked.stage_resident_bytes.front() == process + data / ranked.plan.replicas + ranked.stage_memory.front().total());
+  }
+}
+
+TEST_CASE("the process's resident set is read, and grows with pages it touches") {
+  const std::size_t before = hpf::system::resident_set_bytes();
+  REQUIRE(before > 0);  // Linux: /proc/self/status
+  std::vector<char> pages(std::size_t{64} << 20);
+  std::fill(pages.begin(), pages.end(), char{1});
+  CHECK(hpf::system::resident_set_bytes() >= before + (std::size_t{60} << 20));
+  CHECK(pages[12345] == 1);
+}
+
 TEST_CASE("messages on one link queue: GPipe's activations arrive one after another") {
   const auto view = oracle::view_of<Tiny>("tiny");
   const auto bounds = oracle::balanced_bounds<Tiny>(2);

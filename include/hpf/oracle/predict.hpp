@@ -57,6 +57,13 @@ struct Plan {
   ExchangePrecision stage_precision = ExchangePrecision::full;     ///< hpf::StepOptions::stage_precision
   bool recompute = false;  ///< re-materialization of Repeat blocks (NetworkOptions::recompute)
   LayerSplit split{};      ///< layers split over groups (Pipeline<..., Filter<G>>): R x S x G ranks
+  /// What a rank's process holds before its data and its model: code, libraries, MPI and Kokkos
+  /// (hpf::system::resident_set_bytes() once they are up). With data_bytes, the base of the
+  /// predicted resident set (Prediction::stage_resident_bytes).
+  std::size_t process_bytes = 0;
+  /// The whole data set in memory (hpf::data::Dataset::memory_bytes(), training and test sets):
+  /// a first stage's ranks keep their replica's share, 1/R of it.
+  std::size_t data_bytes = 0;
 
   /// Ranks of one replica: its stages x its group.
   std::size_t ranks_per_replica() const { return stages * split.ranks(); }
@@ -84,6 +91,11 @@ struct Prediction {
   double imbalance = 1;    ///< the busiest stage's compute over the stages' mean (1: balanced)
   std::vector<MemoryBreakdown> stage_memory;
   std::size_t peak_memory_bytes = 0;
+  /// Per stage, a rank's peak resident set: Plan::process_bytes, its share of Plan::data_bytes
+  /// on the first stage, and the engine's memory (stage_memory); the largest in
+  /// peak_resident_bytes. Filter and channel splits' own buffers are not in stage_memory.
+  std::vector<std::size_t> stage_resident_bytes;
+  std::size_t peak_resident_bytes = 0;
   bool fits = true;  ///< peak memory within the budget asked for
   std::string reason;
 };
@@ -731,6 +743,9 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
     if (plan.recompute) in.recompute_saved_elements = detail::recompute_saved_elements(model, plan.bounds[s], plan.bounds[s + 1], in.last);
     out.stage_memory.push_back(stage_memory(facts[s], in));
     out.peak_memory_bytes = std::max(out.peak_memory_bytes, out.stage_memory.back().total());
+    const std::size_t data_share = s == 0 ? plan.data_bytes / R : 0;
+    out.stage_resident_bytes.push_back(plan.process_bytes + data_share + out.stage_memory.back().total());
+    out.peak_resident_bytes = std::max(out.peak_resident_bytes, out.stage_resident_bytes.back());
   }
   out.fits = memory_budget_bytes <= 0 || static_cast<double>(out.peak_memory_bytes) <= memory_budget_bytes;
   return out;

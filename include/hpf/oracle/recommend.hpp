@@ -26,6 +26,8 @@ struct SearchOptions {
   bool recompute = false;      ///< re-materialization of Repeat blocks (NetworkOptions::recompute)
   ExchangePrecision exchange_precision = ExchangePrecision::full;  ///< hpf::StepOptions::exchange_precision
   ExchangePrecision stage_precision = ExchangePrecision::full;     ///< hpf::StepOptions::stage_precision
+  std::size_t process_bytes = 0;  ///< Plan::process_bytes
+  std::size_t data_bytes = 0;     ///< Plan::data_bytes
   /// Also layer splits (filter and channel, every group size G dividing the ranks of each stage
   /// count): the strategies of ParaDL's comparison. hpf::Auto trains partitions only and asks
   /// without them.
@@ -84,7 +86,8 @@ inline std::vector<Prediction> rank_strategies(const ModelView& model, std::size
           Plan plan{.stages = S, .replicas = R, .batch = batch, .micro_batches = M, .schedule = schedule, .bounds = bounds,
                     .bucket_bytes = o.bucket_bytes, .reduction = o.reduction,
                     .exchange_precision = o.exchange_precision, .stage_precision = o.stage_precision,
-                    .recompute = o.recompute, .split = split};
+                    .recompute = o.recompute, .split = split, .process_bytes = o.process_bytes,
+                    .data_bytes = o.data_bytes};
           all.push_back(o.search_cuts && S > 1 ? search_cuts(*view, plan, profile, budget).best
                                                : predict(*view, plan, profile, budget));
         }
