@@ -42,6 +42,7 @@
 #include <hpf/parallel/strategy.hpp>
 #include <hpf/parallel/timeline.hpp>
 #include <hpf/system/blas.hpp>
+#include <hpf/system/resident_memory.hpp>
 #include <hpf/train/fit.hpp>
 #include <hpf/zoo/cosmoflow.hpp>
 #include <hpf/zoo/gpt.hpp>
@@ -177,6 +178,7 @@ struct Settings {
   std::size_t progress_interval_us = 1000;
   hpf::LayerSplit split{};
   bool stage_times = false, side_by_side = false, interior_first = false, bf16_products = false, help = false;
+  bool describe_memory = false;
   std::uint64_t seed = 0;
 };
 
@@ -187,7 +189,7 @@ const char* const usage_text =
     "         [--shards C] [--side-by-side] [--profile FILE] [--hierarchy automatic|on|off]\n"
     "         [--exchange-precision full|bf16] [--stage-precision full|bf16] [--precision float|bf16]\n"
     "         [--split filter:G|channel:G]\n"
-    "         [--exchange-progress between-layers|thread] [--progress-interval US]\n"
+    "         [--exchange-progress between-layers|thread] [--progress-interval US] [--describe-memory]\n"
     "  P processes form P / stages replicas (P / (stages x G) with --split); --batch is the global mini-batch (default: mlp 128, cnn and\n"
     "  resnets 64, gpt 32, cosmoflow 8 per replica), split into M micro-batches per replica (pipelined over the\n"
     "  stages, accumulated on one).\n"
@@ -221,7 +223,10 @@ const char* const usage_text =
     "                 (spatial:G, hpf::Spatial<G>; resnet20 and cosmoflow, G = 2 or 4, one stage); --batch\n"
     "                 stays the global batch\n"
     "  --interior-first  under spatial:G, convolutions compute their slabs' interior rows while the\n"
-    "                 halos travel (NetworkOptions::interior_first)\n";
+    "                 halos travel (NetworkOptions::interior_first)\n"
+    "  --describe-memory  on one rank: print `MEMORY process_mib=... data_mib=...` (the resident set\n"
+    "                 before the data, the data set's bytes) and train nothing: what hpf-oracle's\n"
+    "                 --process-mib and --data-mib take\n";
 
 std::size_t to_size(const std::string& flag, const std::string& text) {
   const auto value = hpf_bench::whole_number(text);
@@ -250,6 +255,10 @@ Settings parse(int argc, char** argv) {
     }
     if (flag == "--interior-first") {
       s.interior_first = true;
+      continue;
+    }
+    if (flag == "--describe-memory") {
+      s.describe_memory = true;
       continue;
     }
     if (i + 1 >= argc) fail(flag + " needs a value");
@@ -407,6 +416,7 @@ void run_stage(const hpf::comm::Communicator& world, const hpf::ProcessGrid& gri
   // exactly one global batch (hpf_bench_train_throughput's): every step trains on the same samples
   // (reshuffled per epoch, which changes only who gets which).
   const auto shard = hpf::data::pipeline_shard(grid.replica(), grid.replicas(), grid.stage(), grid.stages());
+  const std::size_t process_bytes = hpf::system::resident_set_bytes();
   const hpf::data::TrainTest data = [&]() -> hpf::data::TrainTest {
     if (fashion) return hpf::data::load_fashion_mnist(shard);
     if constexpr (Model::input_shape::rank == 1) {  // token windows of a repeated phrase (the GPT)
@@ -424,6 +434,13 @@ void run_stage(const hpf::comm::Communicator& world, const hpf::ProcessGrid& gri
               hpf::data::synthetic_dataset(0, 3, 32, 32, 10, s.seed + 1, shard)};
     }
   }();
+  if (s.describe_memory) {
+    if (world.size() != 1) throw hpf::comm::UsageError("--describe-memory runs on one rank, not " + std::to_string(world.size()));
+    constexpr double mib = 1 << 20;
+    std::printf("MEMORY model=%s process_mib=%.2f data_mib=%.2f\n", s.model.c_str(), static_cast<double>(process_bytes) / mib,
+                static_cast<double>(data.train.memory_bytes() + data.test.memory_bytes()) / mib);
+    return;
+  }
   world.barrier();
   const MemoryMarks memory;
   const bool count_views = !o.shards_side_by_side;

@@ -5,7 +5,9 @@
 Two steps, as a user would take them:
 
   # 1. freeze: calibrate a profile for every model of both sets (a copy of --profile, its
-  #    communication kept) and record the oracle's commit, its source trees and the profile's hash
+  #    communication kept) and record the oracle's commit, its source trees, the profile's hash and
+  #    each model's process and data memory (hpf_bench_parallel_throughput --describe-memory: the
+  #    base of the predicted resident set)
   /usr/bin/python3 benchmarks/oracle/held_out.py freeze --label local
   git add benchmarks/oracle/frozen && git commit -m "oracle: frozen for the held-out run"
   # 2. measure one set afresh with the frozen oracle (refused if include/ or tools/ differ from the
@@ -200,6 +202,12 @@ def oracle_words(c):
     return words + (["--split", c["split"]] if c["split"] else [])
 
 
+def memory_words(args, model):
+    """--process-mib and --data-mib from the frozen record (freeze measured them), where it has them."""
+    m = getattr(args, "frozen_memory", {}).get(model)
+    return ["--process-mib", f"{m['process_mib']:.2f}", "--data-mib", f"{m['data_mib']:.2f}"] if m else []
+
+
 def config_of_plan(model, p):
     split = "" if p["split"] in ("", "none") else p["split"]
     if split:  # "filter split over 2" -> "filter:2"
@@ -238,12 +246,13 @@ def predictors(args, models):
         variants["old profile"] = (args.old_profile, [])
     out = {name: {} for name in variants}
     for c in args.configs:
+        words = oracle_words(c) + memory_words(args, c["model"])
         for name, (profile, extra) in variants.items():
-            out[name][config_key(c)] = oracle(args, "predict", oracle_words(c), profile, extra)[0]
+            out[name][config_key(c)] = oracle(args, "predict", words, profile, extra)[0]
         if args.old_profile:
             scale = ["--compute-scale", f"{canaries[c['model']]:.6f}"]
             out.setdefault("old profile + canary", {})[config_key(c)] = oracle(
-                args, "predict", oracle_words(c), args.old_profile, scale)[0]
+                args, "predict", words, args.old_profile, scale)[0]
     return out, canaries
 
 
@@ -320,21 +329,27 @@ def rows_of(data):
                    base_rss_mib=[min(v) for v in zip(*[run["base_rss_mib"] for run in runs])])
         for name, p in entry["predicted"].items():
             row[name] = 1e3 * p["time_s"]
-        row["stage_memory_mib"] = [b / 2**20 for b in entry["predicted"]["oracle"]["stage_memory_bytes"]]
+        oracle = entry["predicted"]["oracle"]
+        row["stage_memory_mib"] = [b / 2**20 for b in oracle["stage_memory_bytes"]]
+        # Frozen with the process and the data measured, the oracle predicts the resident set itself.
+        resident = data["frozen"].get("memory") and oracle.get("stage_resident_bytes")
+        row["resident_mib"] = [b / 2**20 for b in resident] if resident else None
         rows.append(row)
     return rows
 
 
 def memory_error(row, above_base=False):
-    """|predicted - measured| / measured of each rank's peak RSS against its stage's prediction, the
-    worst rank; with `above_base`, of what the rank's RSS grew by from before training (the process
-    around the engine left out: libraries, MPI, the data set)."""
+    """|predicted - measured| / measured of each rank's peak RSS against its stage's predicted
+    resident set (runs frozen without the process measured: the engine's memory), the worst rank;
+    with `above_base`, of what the rank's RSS grew by from before training against the engine's
+    memory (the process around the engine left out: libraries, MPI, the data set)."""
     group = 2 if row["split"] else 1
+    predicted = row["stage_memory_mib"] if above_base or not row["resident_mib"] else row["resident_mib"]
     worst = 0.0
     for r, rss in enumerate(row["rss_mib"]):
         stage = (r // group) % row["stages"]
         measured = rss - row["base_rss_mib"][r] if above_base else rss
-        worst = max(worst, abs(row["stage_memory_mib"][stage] - measured) / measured)
+        worst = max(worst, abs(predicted[stage] - measured) / measured)
     return worst
 
 
@@ -420,12 +435,15 @@ def report(data):
                "of the blocks and its 95 % confidence interval.")
     out.append("")
     aged = ["old profile", "old profile + canary"] if aging else []
+    resident = bool(rows and rows[0]["resident_mib"])
     out.append(h.markdown_table(
         ["model", "ranks", "strategy", "measured ms", "95 % interval", "oracle ms", "accuracy", "closed form ms"]
-        + (["old profile ms", "+ canary ms"] if aging else []) + ["peak RSS MiB", "predicted MiB"],
+        + (["old profile ms", "+ canary ms"] if aging else [])
+        + ["peak RSS MiB", "predicted RSS MiB" if resident else "predicted MiB"],
         [[r["model"], r["ranks"], describe(r), f"{r['measured_ms']:.1f}", f"{r['low_ms']:.1f}-{r['high_ms']:.1f}",
           f"{r['oracle']:.1f}", pct(accuracy(r["oracle"], r["measured_ms"])), f"{r['closed form']:.1f}"]
-         + [f"{r[name]:.1f}" for name in aged] + [f"{max(r['rss_mib']):.0f}", f"{max(r['stage_memory_mib']):.0f}"]
+         + [f"{r[name]:.1f}" for name in aged]
+         + [f"{max(r['rss_mib']):.0f}", f"{max(r['resident_mib'] if resident else r['stage_memory_mib']):.0f}"]
          for r in rows], "rrlrrrrr" + "rr" * aging + "rr"))
     out.append("")
     mem = [memory_error(r) for r in rows]
@@ -613,6 +631,9 @@ def freeze(args):
               "frozen_at": datetime.datetime.now().isoformat(timespec="seconds"),
               "profile": os.path.relpath(profile, ROOT), "profile_sha256": sha256(profile),
               "profile_from": h.repo_relative(args.profile, ROOT), "machine": h.machine_description()}
+    # What a training process holds before its data and model, and its data set: the base of the
+    # predicted resident set (hpf-oracle --process-mib, --data-mib), measured once per model here.
+    record["memory"] = {model: describe_memory(args, model) for model in models}
     if args.fabric:  # measured only on that fabric (its communication is in the profile)
         record["fabric"] = args.fabric
     with open(frozen_path(args.label), "w") as f:
@@ -620,6 +641,17 @@ def freeze(args):
         f.write("\n")
     h.log(f"frozen: {os.path.relpath(frozen_path(args.label), ROOT)}; commit it with the profile before measuring")
     return 0
+
+
+def describe_memory(args, model):
+    """{process_mib, data_mib} of `hpf_bench_parallel_throughput --describe-memory` on one rank."""
+    cmd = [args.mpiexec] + shlex.split(args.mpiexec_flags) + ["-n", "1", args.hpf, "--model", model, "--batch",
+                                                               str(MODELS[model][1]), "--describe-memory"]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    m = re.search(r"MEMORY model=\S+ process_mib=([0-9.]+) data_mib=([0-9.]+)", out)
+    if not m:
+        raise RuntimeError(f"{h.command_text(cmd)} printed no MEMORY line: {out}")
+    return {"process_mib": float(m.group(1)), "data_mib": float(m.group(2))}
 
 
 def old_profile_facts(path):
@@ -637,6 +669,7 @@ def measure_set(args):
         sys.exit("held_out.py: include/ or tools/ differ from the frozen commit "
                  f"{frozen['commit']}: a held-out run predicts with the frozen oracle only")
     args.frozen_profile = os.path.join(ROOT, frozen["profile"])
+    args.frozen_memory = frozen.get("memory", {})
     if sha256(args.frozen_profile) != frozen["profile_sha256"]:
         sys.exit(f"held_out.py: {frozen['profile']} changed since it was frozen")
     subprocess.run(["cmake", "--build", args.build, "--target", "hpf-oracle", "hpf_bench_parallel_throughput"], check=True,
