@@ -310,6 +310,14 @@ def oracle_held_out_pruned():
     return oracle_judged("held-out", label="pruned")
 
 
+def oracle_held_out_xeon():
+    return oracle_judged("held-out", label="xeon")
+
+
+def oracle_development_xeon():
+    return oracle_judged("development", label="xeon")
+
+
 def oracle_held_out_1gbit():
     return oracle_judged("held-out", "1gbit")
 
@@ -345,7 +353,8 @@ ROWS = [(["single-process"], single_process), (["single-process-models"], single
         (["oracle"], oracle_memory), (["oracle-1gbit", "oracle-10gbit"], oracle_fabrics),
         (["oracle-held-out"], oracle_held_out), (["oracle-development"], oracle_development),
         (["oracle-held-out-fabric-1gbit"], oracle_held_out_1gbit), (["oracle-held-out-fabric-25gbit"], oracle_held_out_25gbit),
-        (["oracle-ablation"], oracle_ablation), (["oracle-held-out-pruned"], oracle_held_out_pruned)]
+        (["oracle-ablation"], oracle_ablation), (["oracle-held-out-pruned"], oracle_held_out_pruned),
+        (["oracle-held-out-xeon"], oracle_held_out_xeon), (["oracle-development-xeon"], oracle_development_xeon)]
 
 
 # --- labels from the records ------------------------------------------------------------------------
