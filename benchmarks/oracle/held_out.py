@@ -217,9 +217,17 @@ def config_of_plan(model, p):
 
 
 # --- the oracle ------------------------------------------------------------------------------------
+def run_env():
+    """(environment, overrides) of everything that runs the layers: the measured runs, the freeze's
+    calibration and the canary. One OpenBLAS kernel family and one thread each: calibrated with
+    OpenBLAS' widest kernels (hpf's default: SkylakeX on an AVX-512 Intel CPU) and measured with
+    Haswell's, the MLP's single process ran 1.6 times longer than predicted."""
+    return h.bench_env(h.BLAS_SETTINGS["haswell"][0], 1)
+
+
 def oracle(args, command, words, profile, extra=()):
     cmd = [args.oracle, command] + words + ["--profile", profile, "--json"] + list(extra)
-    done = subprocess.run(cmd, capture_output=True, text=True)
+    done = subprocess.run(cmd, capture_output=True, text=True, env=run_env()[0])
     if done.returncode != 0:
         raise RuntimeError(f"{h.command_text(cmd)}: {done.stderr.strip()}")
     start = done.stdout.find("{")
@@ -292,7 +300,7 @@ def floats(value):
 
 def measure(args, predicted):
     """{config key: {"blocks": [ms], "rss_mib": [per rank], ...}}: --rounds interleaved runs each."""
-    env, overrides = h.bench_env(h.BLAS_SETTINGS["haswell"][0], 1)
+    env, overrides = run_env()
     runs = {config_key(c): [] for c in args.configs}
     total, done = args.rounds * len(args.configs), 0
     for r in range(args.rounds):
@@ -430,6 +438,8 @@ def report(data):
                   "to the rate), one rank per host, the profile's communication measured there before the freeze; "
                   "the hosts share this machine's 2 cores, unbound; " if fabric else
                   "Every rank on its own core, bound to it; ")
+               + (f"calibrated, canaried and measured with {' '.join(f'{k}={v}' for k, v in frozen['calibrated_with'].items())}; "
+                  if frozen.get("calibrated_with") else "")
                + f"each configuration {run['rounds']} runs interleaved with "
                f"the others, {run['blocks_per_run']} blocks of at least {run['block_seconds']:g} s each: the mean "
                "of the blocks and its 95 % confidence interval.")
@@ -625,12 +635,13 @@ def freeze(args):
     models = SETS[args.set] if args.set_given else SETS["development"] + SETS["held-out"]
     for model in models:
         h.log(f"calibrating {model} into {profile}")
-        subprocess.run([args.oracle, "calibrate", "--model", model, "--profile", profile], check=True,
+        subprocess.run([args.oracle, "calibrate", "--model", model, "--profile", profile], check=True, env=run_env()[0],
                        stdout=subprocess.DEVNULL)
     record = {"commit": git("rev-parse", "--short=12", "HEAD"), "trees": source_trees(),
               "frozen_at": datetime.datetime.now().isoformat(timespec="seconds"),
               "profile": os.path.relpath(profile, ROOT), "profile_sha256": sha256(profile),
-              "profile_from": h.repo_relative(args.profile, ROOT), "machine": h.machine_description()}
+              "profile_from": h.repo_relative(args.profile, ROOT), "machine": h.machine_description(),
+              "calibrated_with": run_env()[1]}
     # What a training process holds before its data and model, and its data set: the base of the
     # predicted resident set (hpf-oracle --process-mib, --data-mib), measured once per model here.
     record["memory"] = {model: describe_memory(args, model) for model in models}
