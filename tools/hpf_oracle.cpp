@@ -148,6 +148,22 @@ std::size_t count(const std::string& flag, const std::string& value) {
   return static_cast<std::size_t>(v);
 }
 
+/// `value` as a number within [low, high] (above `low` when `low_open`), else fail naming `expected`.
+double number(const std::string& flag, const std::string& value, double low, double high, bool low_open,
+              const std::string& expected) {
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(value, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != value.size() || !(low_open ? v > low : v >= low) || !(v <= high)) {
+    fail(flag + " needs " + expected + ", not '" + value + "'");
+  }
+  return v;
+}
+
 Args parse(int argc, char** argv) {
   Args a;
   if (argc < 2) fail("no command");
@@ -203,25 +219,11 @@ Args parse(int argc, char** argv) {
       }
     }
     else if ((flag == "--canary" || flag == "--compute-scale") && a.command != "calibrate" && a.command != "load") {
-      try {
-        std::size_t used = 0;
-        const double v = std::stod(value, &used);
-        if (used != value.size() || !(v > 0 && v <= 600)) throw std::invalid_argument(value);
-        (flag == "--canary" ? a.canary_seconds : a.compute_scale) = v;
-      } catch (const std::exception&) {
-        fail(flag + " needs a number above 0, at most 600, not '" + value + "'");
-      }
+      (flag == "--canary" ? a.canary_seconds : a.compute_scale) = number(flag, value, 0, 600, true, "a number above 0, at most 600");
     }
     else if (flag == "--memory-budget") a.memory_budget_mib = static_cast<double>(count(flag, value));
     else if ((flag == "--process-mib" || flag == "--data-mib") && a.command != "calibrate" && a.command != "load") {
-      try {
-        std::size_t used = 0;
-        const double v = std::stod(value, &used);
-        if (used != value.size() || !(v >= 0 && v <= 1e9)) throw std::invalid_argument(value);
-        (flag == "--process-mib" ? a.process_mib : a.data_mib) = v;
-      } catch (const std::exception&) {
-        fail(flag + " needs a number of MiB, at least 0, not '" + value + "'");
-      }
+      (flag == "--process-mib" ? a.process_mib : a.data_mib) = number(flag, value, 0, 1e9, false, "a number of MiB, at least 0");
     }
     else if (flag == "--batches" || (flag == "--cuts" && a.command != "partition")) {
       auto& list = flag == "--batches" ? a.batches : a.cuts;
@@ -265,14 +267,18 @@ std::string json_of(const Prediction& p, const std::string& model) {
     << ", \"replicas\": " << p.plan.replicas << ", \"batch\": " << p.plan.batch << ", \"micro_batches\": " << p.plan.micro_batches
     << ", \"schedule\": \"" << hpf::to_string(p.plan.schedule) << "\", \"split\": \"" << p.plan.split.describe()
     << "\", \"group\": " << p.plan.split.ranks() << ", \"bounds\": [";
-  for (std::size_t i = 0; i < p.plan.bounds.size(); ++i) o << (i ? ", " : "") << p.plan.bounds[i];
+  const auto list = [&](const auto& values, const auto& of) {  // a JSON array's items
+    for (std::size_t i = 0; i < values.size(); ++i) o << (i ? ", " : "") << of(values[i]);
+  };
+  const auto same = [](std::size_t v) { return v; };
+  list(p.plan.bounds, same);
   o << "], \"time_s\": " << p.time_s << ", \"compute_s\": " << p.compute_s << ", \"bubble_s\": " << p.bubble_s
     << ", \"transfer_s\": " << p.transfer_s << ", \"reduction_s\": " << p.reduction_s
     << ", \"other_s\": " << p.other_s
     << ", \"stage_memory_bytes\": [";
-  for (std::size_t i = 0; i < p.stage_memory.size(); ++i) o << (i ? ", " : "") << p.stage_memory[i].total();
+  list(p.stage_memory, [](const MemoryBreakdown& m) { return m.total(); });
   o << "], \"peak_memory_bytes\": " << p.peak_memory_bytes << ", \"stage_resident_bytes\": [";
-  for (std::size_t i = 0; i < p.stage_resident_bytes.size(); ++i) o << (i ? ", " : "") << p.stage_resident_bytes[i];
+  list(p.stage_resident_bytes, same);
   o << "], \"peak_resident_bytes\": " << p.peak_resident_bytes << ", \"fits\": " << (p.fits ? "true" : "false")
     << ", \"reason\": \"" << p.reason << "\"}";
   return o.str();
