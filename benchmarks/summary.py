@@ -349,7 +349,8 @@ ROWS = [(["single-process"], single_process), (["single-process-models"], single
         # Frozen oracles of other labels, each set's block by the same figures.
         (["oracle-held-out-xeon"], lambda: oracle_judged("held-out", label="xeon")),
         (["oracle-development-xeon"], lambda: oracle_judged("development", label="xeon")),
-        (["oracle-held-out-xeon2"], lambda: oracle_judged("held-out", label="xeon2"))]
+        (["oracle-held-out-xeon2"], lambda: oracle_judged("held-out", label="xeon2")),
+        (["oracle-development-xeon3"], lambda: oracle_judged("development", label="xeon3"))]
 
 
 # --- labels from the records ------------------------------------------------------------------------
