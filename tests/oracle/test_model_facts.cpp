@@ -124,3 +124,38 @@ TEST_CASE("a Repeat is one unit per copy: ResNet-1001's table has a row per bloc
   CHECK(units.size() > 333);  // 3 x 111 bottleneck blocks and the layers around them
   CHECK(oracle::cut_places_v<M> == detail::layer_positions<M>::units.size);
 }
+
+namespace {
+
+// Every stage [begin, end) of Model's units (the places a partition may cut, in any order of
+// bounds): the run stage_units finds by bisection holds exactly the units in_stage admits.
+template <class Model>
+void check_stage_units() {
+  constexpr auto& units = oracle::model_facts<Model>::units;
+  const std::span<const oracle::UnitFacts> all(units.data(), units.size());
+  std::size_t wrong = 0, stages = 0;
+  for (std::size_t begin = 0; begin <= Model::leaves; ++begin) {
+    for (std::size_t end = begin; end <= Model::leaves; ++end) {
+      for (const bool last : {false, true}) {
+        const std::span<const oracle::UnitFacts> found = oracle::detail::stage_units(all, begin, end, last);
+        std::size_t admitted = 0;
+        for (const oracle::UnitFacts& u : all) admitted += oracle::in_stage(u, begin, end, last) ? 1 : 0;
+        bool same = found.size() == admitted;
+        for (const oracle::UnitFacts& u : found) same = same && oracle::in_stage(u, begin, end, last);
+        wrong += same ? 0 : 1;
+        stages += admitted > 0 ? 1 : 0;
+      }
+    }
+  }
+  CHECK(wrong == 0);
+  CHECK(stages > Model::leaves);  // the ranges tried hold units
+}
+
+}  // namespace
+
+TEST_CASE("a stage's units are the run in_stage admits, leafless layers and Repeat copies among them") {
+  using WithIdentities = Sequential<Input<1, 4, 4>, Identity, Conv2D<2, 3, Pad<1>>, Identity, ReLU, Identity, Flatten,
+                                    Dense<3>, Identity, SoftmaxCrossEntropy>;
+  check_stage_units<WithIdentities>();
+  check_stage_units<zoo::ResNet20>();
+}

@@ -60,13 +60,12 @@ inline std::vector<std::size_t> time_balanced_bounds(const ModelView& model, con
   if (S == 0 || S > n) {
     throw std::invalid_argument("hpf::oracle: " + std::to_string(S) + " stages over " + std::to_string(n) + " places");
   }
-  const std::vector<const UnitTiming*> timings = layer_timings(model, profile);
   const double m = static_cast<double>(plan.batch) / static_cast<double>(plan.replicas * plan.micro_batches);
   const HostLoad load = ranks_per_host(profile, plan.ranks()) > 1 ? HostLoad::busy : HostLoad::alone;
+  const std::vector<LayerTimes> layers = layer_times(model, profile, layer_timings(model, profile), m, load, plan.split, plan.ranks());
   std::vector<double> prefix(n + 1, 0);
   for (std::size_t k = 0; k < n; ++k) {
-    const StageTimes t = stage_times(model, profile, timings, edge[k], edge[k + 1], k + 1 == n, m, load, plan.recompute,
-                                     plan.split, plan.ranks());
+    const StageTimes t = stage_times(model, profile, layers, edge[k], edge[k + 1], k + 1 == n, plan.recompute);
     prefix[k + 1] = prefix[k] + t.forward + t.backward;
   }
   // best[s][k]: the slowest of s stages over segments [0, k); from[s][k] where the last began.

@@ -21,7 +21,8 @@ inline Prediction closed_form(const ModelView& model, const Plan& plan, const Ma
   Prediction out = predict(model, plan, profile, memory_budget_bytes);  // its memory, and the same plan checks
   const std::size_t S = plan.stages, R = plan.replicas, M = plan.micro_batches, P = plan.ranks();
   const double m = static_cast<double>(plan.batch) / static_cast<double>(R * M);
-  const std::vector<const UnitTiming*> timings = detail::layer_timings(model, profile);
+  const std::vector<detail::LayerTimes> layers =
+      detail::layer_times(model, profile, detail::layer_timings(model, profile), m, HostLoad::alone, plan.split, P);
   const double speed = profile.cluster ? profile.cluster->compute_speed : 1.0;
   const ExchangeCost exchange =
       exchange_cost(profile, R, plan.ranks_per_replica(), plan.reduction, plan.hierarchy, plan.exchange_precision);
@@ -29,8 +30,7 @@ inline Prediction closed_form(const ModelView& model, const Plan& plan, const Ma
   for (std::size_t s = 0; s < S; ++s) {
     const bool last = s + 1 == S;
     const StageFacts facts = stage_facts(model.units, plan.bounds[s], plan.bounds[s + 1], last);
-    const detail::StageTimes t = detail::stage_times(model, profile, timings, plan.bounds[s], plan.bounds[s + 1], last, m,
-                                                     HostLoad::alone, plan.recompute, plan.split, P);
+    const detail::StageTimes t = detail::stage_times(model, profile, layers, plan.bounds[s], plan.bounds[s + 1], last, plan.recompute);
     const double load = s == 0 ? profile.load_s_per_element * static_cast<double>(facts.input_elements) * m : 0;
     slot = std::max(slot, (t.forward + t.backward + load) / speed);
     if (!last) {

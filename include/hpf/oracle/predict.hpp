@@ -189,17 +189,50 @@ inline SplitUnit split_unit(const MachineProfile& profile, const LayerCost& c, c
   return out;
 }
 
-/// With `recompute`, a Repeat's block runs its forward again inside its backward; with `split`, the
-/// units' Dense and convolution layers are split (split_unit) in a job of `ranks` ranks.
-inline StageTimes stage_times(const ModelView& model, const MachineProfile& profile,
-                              const std::vector<const UnitTiming*>& timings, std::size_t begin, std::size_t end, bool last,
-                              double m, HostLoad load, bool recompute = false,
-                              const LayerSplit& split = {}, std::size_t ranks = 1) {
-  StageTimes t;
+/// The units of the stage [begin, end) of a model's `units` (in forward order): one run of them,
+/// found by bisection (a query predicts hundreds of stages of models of hundreds of units).
+inline std::span<const UnitFacts> stage_units(std::span<const UnitFacts> units, std::size_t begin, std::size_t end,
+                                              bool last) {
+  const auto first = std::partition_point(units.begin(), units.end(), [&](const UnitFacts& u) { return u.first_leaf < begin; });
+  const auto after = std::partition_point(first, units.end(), [&](const UnitFacts& u) { return in_stage(u, begin, end, last); });
+  return {first, after};
+}
+
+/// One top-level layer's forward and backward on micro-batches of m samples: its calibration at
+/// m, its split's share kept and its group's exchanges added (split_unit). Every copy of a Repeat
+/// and every stage read the same, so a prediction looks them up once per layer.
+struct LayerTimes {
+  double forward = 0, backward = 0;
+  bool calibrated = false;
+};
+/// With `split`, their Dense and convolution layers are split (split_unit) in a job of `ranks` ranks.
+inline std::vector<LayerTimes> layer_times(const ModelView& model, const MachineProfile& profile,
+                                           const std::vector<const UnitTiming*>& timings, double m, HostLoad load,
+                                           const LayerSplit& split = {}, std::size_t ranks = 1) {
+  std::vector<LayerTimes> out(timings.size());
   for (const UnitFacts& u : model.units) {
-    if (!in_stage(u, begin, end, last)) continue;
+    LayerTimes& l = out[u.layer];
     const UnitTiming* timing = timings[u.layer];
-    if (!timing) {
+    if (l.calibrated || !timing) continue;
+    const SplitUnit parts = split_unit(profile, u.cost, split, m, model.scalar_bytes, ranks);
+    l.forward = timing->forward(m, load) * parts.forward_kept + parts.forward_s;
+    l.backward = timing->backward(m, load) * parts.backward_kept + parts.backward_s;
+    l.calibrated = true;
+  }
+  return out;
+}
+
+/// The times of the stage [begin, end) from its layers' (layer_times). With `recompute`, a
+/// Repeat's block runs its forward again inside its backward.
+inline StageTimes stage_times(const ModelView& model, const MachineProfile& profile, const std::vector<LayerTimes>& layers,
+                              std::size_t begin, std::size_t end, bool last, bool recompute = false) {
+  StageTimes t;
+  const std::span<const UnitFacts> units = stage_units(model.units, begin, end, last);
+  t.backward_units.reserve(units.size());
+  t.unit_params.reserve(units.size());
+  for (const UnitFacts& u : units) {
+    const LayerTimes& l = layers[u.layer];
+    if (!l.calibrated) {
       const std::string g = std::to_string(model.spatial_group);
       throw ProfileError("hpf::oracle: the profile '" + profile.path + "' has no calibration of '" +
                          model.layer_keys[u.layer] + "' (model " + model.name + "): run " +
@@ -207,11 +240,8 @@ inline StageTimes stage_times(const ModelView& model, const MachineProfile& prof
                                                         " for this model (or hpf::oracle::calibrate<SpatialSplit<Model, " + g + ", 1>>)"
                                                   : std::string("hpf-oracle calibrate for this model (or hpf::oracle::calibrate<Model>)")));
     }
-    const SplitUnit parts = split_unit(profile, u.cost, split, m, model.scalar_bytes, ranks);
-    const double forward = timing->forward(m, load) * parts.forward_kept + parts.forward_s;
-    t.forward += forward;
-    t.backward_units.push_back(timing->backward(m, load) * parts.backward_kept + parts.backward_s +
-                               (recompute && u.repeated ? forward : 0.0));
+    t.forward += l.forward;
+    t.backward_units.push_back(l.backward + (recompute && u.repeated ? l.forward : 0.0));
     t.unit_params.push_back(u.cost.parameters);
     t.backward += t.backward_units.back();
   }
@@ -519,13 +549,14 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
   const GradientReduction reduction = resolve(plan.reduction, R);
 
   const std::vector<const UnitTiming*> timings = detail::layer_timings(model, profile);
+  const std::vector<detail::LayerTimes> layers = detail::layer_times(model, profile, timings, m, load, plan.split, P);
   std::vector<StageFacts> facts(S);
   std::vector<detail::StageTimes> times(S);
   for (std::size_t s = 0; s < S; ++s) {
     const bool last = s + 1 == S;
-    facts[s] = stage_facts(model.units, plan.bounds[s], plan.bounds[s + 1], last);
-    times[s] = detail::stage_times(model, profile, timings, plan.bounds[s], plan.bounds[s + 1], last, m, load,
-                                   plan.recompute, plan.split, P);
+    facts[s] = stage_facts(detail::stage_units(model.units, plan.bounds[s], plan.bounds[s + 1], last), plan.bounds[s],
+                           plan.bounds[s + 1], last);
+    times[s] = detail::stage_times(model, profile, layers, plan.bounds[s], plan.bounds[s + 1], last, plan.recompute);
     const double load = s == 0 ? profile.load_s_per_element * static_cast<double>(facts[s].input_elements) * m : 0;
     times[s].forward = (times[s].forward + load) / speed;  // sharing the cores: in the playing below
     times[s].backward /= speed;
@@ -557,6 +588,12 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
     programs[s] = stage_program(plan.schedule, S, s, M);
     if (s + 1 < S) to_next[s] = link(facts[s].output_elements, s, s + 1);
     if (s > 0) to_previous[s] = link(facts[s].input_elements, s, s - 1);
+  }
+  // The rate at which each computing stage progresses while `active` stages of every replica and
+  // group member compute: the host's slots over the ranks computing on it, at most 1.
+  std::vector<double> rate_of(S + 1, 1.0);
+  for (std::size_t active = 1; active <= S; ++active) {
+    rate_of[active] = std::min(1.0, slots / std::ceil(static_cast<double>(active * R * G) / hosts_used));
   }
   // The events: a stage's pass ends, or a message reaches a stage waiting for it; only the stages
   // an event touches move. The computing stages share the cores alike, so all progress at one
@@ -626,8 +663,7 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
         advance(s);
       }
       if (done == S) break;
-      const double per_host = std::ceil(static_cast<double>(active * R * G) / hosts_used);
-      const double rate = active ? std::min(1.0, slots / per_host) : 1.0;
+      const double rate = rate_of[active];
       double wake = arrivals.empty() ? std::numeric_limits<double>::infinity() : arrivals.top().first;
       if (!ends_in_work.empty()) wake = std::min(wake, now + (ends_in_work.top().first - work) / rate);
       if (!std::isfinite(wake)) break;  // cannot happen for a checked schedule
@@ -669,7 +705,7 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
                                                                          plan.exchange_precision));
       const std::size_t per_bucket = std::max<std::size_t>(1, bucket_bytes / model.scalar_bytes);
       const double stretch = times[s].backward > 0 ? (backward_end[s] - backward_start[s]) / times[s].backward : 1;
-      double ready_clock = backward_start[s], reduced = 0;
+      double ready_clock = backward_start[s], reduced = 0, priced_bytes = -1, priced_seconds = 0;
       std::size_t covered = params;  // gradients at offsets >= covered are final
       std::size_t u = times[s].unit_params.size();
       std::size_t bucket_begin = params > per_bucket ? (params - 1) / per_bucket * per_bucket : 0;
@@ -681,8 +717,11 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
         }
         const std::size_t bucket_end = std::min(params, bucket_begin + per_bucket);
         const double bytes = static_cast<double>((bucket_end - bucket_begin) * model.scalar_bytes);
-        const double seconds =
-            detail::bucket_seconds(profile, bytes, R, stride, reduction, plan.hierarchy, plan.exchange_precision);
+        if (bytes != priced_bytes) {  // every bucket but the last has the same size
+          priced_bytes = bytes;
+          priced_seconds = detail::bucket_seconds(profile, bytes, R, stride, reduction, plan.hierarchy, plan.exchange_precision);
+        }
+        const double seconds = priced_seconds;
         reduced = std::max(reduced, ready_clock) + seconds;
         if (bucket_begin == 0) break;
         bucket_begin -= per_bucket;
@@ -709,6 +748,19 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
   out.other_s = optimizer + collectives;
   out.time_s = step_end + out.other_s;
 
+  // Per top-level layer, what its calibration says it needs at this capacity (looked up once).
+  struct LayerNeeds {
+    std::size_t workspace = 0, scratch = 0;
+    hpf::detail::Bf16StagingNeed staging;
+  };
+  std::vector<LayerNeeds> needs(timings.size());
+  for (std::size_t l = 0; l < timings.size(); ++l) {
+    if (const UnitTiming* t = timings[l]) {
+      const auto c = static_cast<double>(capacity);
+      needs[l] = {static_cast<std::size_t>(t->workspace(c)), static_cast<std::size_t>(t->scratch(c)), t->bf16_staging(c)};
+    }
+  }
+  std::vector<std::size_t> copies(timings.size(), 0);  // per top-level layer: its units in the stage
   for (std::size_t s = 0; s < S; ++s) {
     MemoryInputs in;
     in.scalar_bytes = model.scalar_bytes;
@@ -723,22 +775,19 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
     in.gathered_copies = detail::gathered_copies(profile, R, stride, reduction, plan.hierarchy, plan.exchange_precision);
     in.runtime_bytes = profile.runtime_bytes;
     in.empty_view_bytes = profile.empty_view_bytes;
-    std::map<std::size_t, std::size_t> copies;  // per top-level layer: its units in this stage
-    for (const UnitFacts& u : model.units) {
-      if (in_stage(u, plan.bounds[s], plan.bounds[s + 1], in.last)) ++copies[u.layer];
-    }
+    const std::span<const UnitFacts> units = detail::stage_units(model.units, plan.bounds[s], plan.bounds[s + 1], in.last);
+    for (const UnitFacts& u : units) ++copies[u.layer];
     hpf::detail::Bf16StagingNeed staging;  // one Bf16Gemm per stage's network: its widest copies
-    for (const UnitFacts& u : model.units) {
-      if (!in_stage(u, plan.bounds[s], plan.bounds[s + 1], in.last)) continue;
-      if (const UnitTiming* t = timings[u.layer]) {
-        const auto c = static_cast<double>(capacity);
-        staging = staging.widest(t->bf16_staging(c));
-        // A Repeat piece of two or more copies keeps two gradient buffers between its copies.
-        const std::size_t between = copies[u.layer] > 1 ? 2 * u.output_elements * capacity : 0;
-        in.workspace_elements = std::max(in.workspace_elements, static_cast<std::size_t>(t->workspace(c)));
-        in.child_scratch_elements = std::max(in.child_scratch_elements, static_cast<std::size_t>(t->scratch(c)) + between);
-      }
+    for (const UnitFacts& u : units) {
+      if (!timings[u.layer]) continue;
+      const LayerNeeds& need = needs[u.layer];
+      staging = staging.widest(need.staging);
+      // A Repeat piece of two or more copies keeps two gradient buffers between its copies.
+      const std::size_t between = copies[u.layer] > 1 ? 2 * u.output_elements * capacity : 0;
+      in.workspace_elements = std::max(in.workspace_elements, need.workspace);
+      in.child_scratch_elements = std::max(in.child_scratch_elements, need.scratch + between);
     }
+    for (const UnitFacts& u : units) copies[u.layer] = 0;
     in.bf16_staging_bytes = staging.bytes();
     if (plan.recompute) in.recompute_saved_elements = detail::recompute_saved_elements(model, plan.bounds[s], plan.bounds[s + 1], in.last);
     out.stage_memory.push_back(stage_memory(facts[s], in));
