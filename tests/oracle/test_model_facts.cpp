@@ -127,8 +127,8 @@ TEST_CASE("a Repeat is one unit per copy: ResNet-1001's table has a row per bloc
 
 namespace {
 
-// Every stage [begin, end) of Model's units (the places a partition may cut, in any order of
-// bounds): the run stage_units finds by bisection holds exactly the units in_stage admits.
+// Every leaf range [begin, end) of Model, as a last stage and as another: the run of units
+// stage_units finds by bisection holds exactly the units in_stage admits.
 template <class Model>
 void check_stage_units() {
   constexpr auto& units = oracle::model_facts<Model>::units;
