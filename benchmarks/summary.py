@@ -350,7 +350,8 @@ ROWS = [(["single-process"], single_process), (["single-process-models"], single
         (["oracle-held-out-xeon"], lambda: oracle_judged("held-out", label="xeon")),
         (["oracle-development-xeon"], lambda: oracle_judged("development", label="xeon")),
         (["oracle-held-out-xeon2"], lambda: oracle_judged("held-out", label="xeon2")),
-        (["oracle-development-xeon3"], lambda: oracle_judged("development", label="xeon3"))]
+        (["oracle-development-xeon3"], lambda: oracle_judged("development", label="xeon3")),
+        (["oracle-held-out-xeon4"], lambda: oracle_judged("held-out", label="xeon4"))]
 
 
 # --- labels from the records ------------------------------------------------------------------------
