@@ -345,13 +345,11 @@ ROWS = [(["single-process"], single_process), (["single-process-models"], single
         (["oracle"], oracle_memory), (["oracle-1gbit", "oracle-10gbit"], oracle_fabrics),
         (["oracle-held-out"], oracle_held_out), (["oracle-development"], oracle_development),
         (["oracle-held-out-fabric-1gbit"], oracle_held_out_1gbit), (["oracle-held-out-fabric-25gbit"], oracle_held_out_25gbit),
-        (["oracle-ablation"], oracle_ablation), (["oracle-held-out-pruned"], oracle_held_out_pruned),
-        # Frozen oracles of other labels, each set's block by the same figures.
-        (["oracle-held-out-xeon"], lambda: oracle_judged("held-out", label="xeon")),
-        (["oracle-development-xeon"], lambda: oracle_judged("development", label="xeon")),
-        (["oracle-held-out-xeon2"], lambda: oracle_judged("held-out", label="xeon2")),
-        (["oracle-development-xeon3"], lambda: oracle_judged("development", label="xeon3")),
-        (["oracle-held-out-xeon4"], lambda: oracle_judged("held-out", label="xeon4"))]
+        (["oracle-ablation"], oracle_ablation), (["oracle-held-out-pruned"], oracle_held_out_pruned)]
+# Frozen oracles of other labels, each set's block by the same figures.
+ROWS += [([f"oracle-{which}-{label}"], lambda which=which, label=label: oracle_judged(which, label=label))
+         for which, label in [("held-out", "xeon"), ("development", "xeon"), ("held-out", "xeon2"),
+                              ("development", "xeon3"), ("held-out", "xeon4")]]
 
 
 # --- labels from the records ------------------------------------------------------------------------

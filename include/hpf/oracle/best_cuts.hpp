@@ -65,7 +65,7 @@ inline std::vector<std::size_t> time_balanced_bounds(const ModelView& model, con
   const std::vector<LayerTimes> layers = layer_times(model, profile, layer_timings(model, profile), m, load, plan.split, plan.ranks());
   std::vector<double> prefix(n + 1, 0);
   for (std::size_t k = 0; k < n; ++k) {
-    const StageTimes t = stage_times(model, profile, layers, edge[k], edge[k + 1], k + 1 == n, plan.recompute);
+    const StageTimes t = stage_times(model, profile, layers, stage_units(model.units, edge[k], edge[k + 1], k + 1 == n), plan.recompute);
     prefix[k + 1] = prefix[k] + t.forward + t.backward;
   }
   // best[s][k]: the slowest of s stages over segments [0, k); from[s][k] where the last began.

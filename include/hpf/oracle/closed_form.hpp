@@ -29,8 +29,9 @@ inline Prediction closed_form(const ModelView& model, const Plan& plan, const Ma
   double slot = 0, message = 0, tail = 0, optimizer = 0;
   for (std::size_t s = 0; s < S; ++s) {
     const bool last = s + 1 == S;
-    const StageFacts facts = stage_facts(model.units, plan.bounds[s], plan.bounds[s + 1], last);
-    const detail::StageTimes t = detail::stage_times(model, profile, layers, plan.bounds[s], plan.bounds[s + 1], last, plan.recompute);
+    const std::span<const UnitFacts> units = detail::stage_units(model.units, plan.bounds[s], plan.bounds[s + 1], last);
+    const StageFacts facts = stage_facts(units, plan.bounds[s], plan.bounds[s + 1], last);
+    const detail::StageTimes t = detail::stage_times(model, profile, layers, units, plan.recompute);
     const double load = s == 0 ? profile.load_s_per_element * static_cast<double>(facts.input_elements) * m : 0;
     slot = std::max(slot, (t.forward + t.backward + load) / speed);
     if (!last) {

@@ -222,12 +222,11 @@ inline std::vector<LayerTimes> layer_times(const ModelView& model, const Machine
   return out;
 }
 
-/// The times of the stage [begin, end) from its layers' (layer_times). With `recompute`, a
-/// Repeat's block runs its forward again inside its backward.
+/// The times of a stage whose units are `units` (stage_units) from its layers' (layer_times).
+/// With `recompute`, a Repeat's block runs its forward again inside its backward.
 inline StageTimes stage_times(const ModelView& model, const MachineProfile& profile, const std::vector<LayerTimes>& layers,
-                              std::size_t begin, std::size_t end, bool last, bool recompute = false) {
+                              std::span<const UnitFacts> units, bool recompute = false) {
   StageTimes t;
-  const std::span<const UnitFacts> units = stage_units(model.units, begin, end, last);
   t.backward_units.reserve(units.size());
   t.unit_params.reserve(units.size());
   for (const UnitFacts& u : units) {
@@ -550,13 +549,14 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
 
   const std::vector<const UnitTiming*> timings = detail::layer_timings(model, profile);
   const std::vector<detail::LayerTimes> layers = detail::layer_times(model, profile, timings, m, load, plan.split, P);
+  std::vector<std::span<const UnitFacts>> stage_runs(S);  // each stage's units
   std::vector<StageFacts> facts(S);
   std::vector<detail::StageTimes> times(S);
   for (std::size_t s = 0; s < S; ++s) {
     const bool last = s + 1 == S;
-    facts[s] = stage_facts(detail::stage_units(model.units, plan.bounds[s], plan.bounds[s + 1], last), plan.bounds[s],
-                           plan.bounds[s + 1], last);
-    times[s] = detail::stage_times(model, profile, layers, plan.bounds[s], plan.bounds[s + 1], last, plan.recompute);
+    stage_runs[s] = detail::stage_units(model.units, plan.bounds[s], plan.bounds[s + 1], last);
+    facts[s] = stage_facts(stage_runs[s], plan.bounds[s], plan.bounds[s + 1], last);
+    times[s] = detail::stage_times(model, profile, layers, stage_runs[s], plan.recompute);
     const double load = s == 0 ? profile.load_s_per_element * static_cast<double>(facts[s].input_elements) * m : 0;
     times[s].forward = (times[s].forward + load) / speed;  // sharing the cores: in the playing below
     times[s].backward /= speed;
@@ -775,10 +775,9 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
     in.gathered_copies = detail::gathered_copies(profile, R, stride, reduction, plan.hierarchy, plan.exchange_precision);
     in.runtime_bytes = profile.runtime_bytes;
     in.empty_view_bytes = profile.empty_view_bytes;
-    const std::span<const UnitFacts> units = detail::stage_units(model.units, plan.bounds[s], plan.bounds[s + 1], in.last);
-    for (const UnitFacts& u : units) ++copies[u.layer];
+    for (const UnitFacts& u : stage_runs[s]) ++copies[u.layer];
     hpf::detail::Bf16StagingNeed staging;  // one Bf16Gemm per stage's network: its widest copies
-    for (const UnitFacts& u : units) {
+    for (const UnitFacts& u : stage_runs[s]) {
       if (!timings[u.layer]) continue;
       const LayerNeeds& need = needs[u.layer];
       staging = staging.widest(need.staging);
@@ -787,7 +786,7 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
       in.workspace_elements = std::max(in.workspace_elements, need.workspace);
       in.child_scratch_elements = std::max(in.child_scratch_elements, need.scratch + between);
     }
-    for (const UnitFacts& u : units) copies[u.layer] = 0;
+    for (const UnitFacts& u : stage_runs[s]) copies[u.layer] = 0;
     in.bf16_staging_bytes = staging.bytes();
     if (plan.recompute) in.recompute_saved_elements = detail::recompute_saved_elements(model, plan.bounds[s], plan.bounds[s + 1], in.last);
     out.stage_memory.push_back(stage_memory(facts[s], in));
