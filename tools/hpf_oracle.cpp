@@ -51,7 +51,8 @@ using namespace hpf::oracle;
 
 const char* const usage_text =
     "usage: hpf-oracle calibrate --model NAME [--profile FILE] [--batches 1,2,4,...]\n"
-    "                            [--data fashion-mnist|synthetic|random] [--precision P] [--split spatial:G]\n"
+    "                            [--data fashion-mnist|synthetic|random] [--precision P]\n"
+    "                            [--split filter:G|channel:G|spatial:G]\n"
     "       hpf-oracle rank      --model NAME --ranks P --batch B [--profile FILE] [--cluster FILE]\n"
     "                            [--memory-budget MIB] [--max-stages S] [--top N] [--recompute] [--precision P]\n"
     "                            [--exchange-precision full|bf16] [--stage-precision full|bf16]\n"
@@ -89,8 +90,10 @@ const char* const usage_text =
     "             with them, the predicted peak resident set of each stage's ranks (predict prints it;\n"
     "             --json: stage_resident_bytes, peak_resident_bytes)\n"
     "  --split: the plan's Dense and convolution layers split over groups of G ranks, or its samples\n"
-    "           into G slabs (P = replicas x stages x G); calibrate --split spatial:G times one\n"
-    "           slab rank's layers, which spatial:G predicts from (resnet20 and cosmoflow, G = 2 or 4)\n"
+    "           into G slabs (P = replicas x stages x G); calibrate --split times one member's part\n"
+    "           of each layer, which plans of that split predict from: spatial:G needs it (a slab\n"
+    "           rank's layers; resnet20 and cosmoflow, G = 2 or 4), filter:G and channel:G use it where\n"
+    "           the profile has it (else the whole layers' time at the split's share of the FLOPs)\n"
     "  models: mlp mlp-pairs cnn resnet20 resnet56 resnet164 resnet1001 (hpf::zoo), gpt (examples/03_language_model's\n"
     "          Gpt<4, 64, 4, 64, 256>), cosmoflow (CosmoFlow<32>)\n"
     "  --profile: a machine profile (benchmarks/comm/run_comm_benchmark.py writes its communication\n"
@@ -213,9 +216,6 @@ Args parse(int argc, char** argv) {
         a.split = hpf::LayerSplit::parse(value);
       } catch (const std::invalid_argument& e) {
         fail(std::string("--split: ") + e.what());
-      }
-      if (a.command == "calibrate" && a.split.kind != hpf::SplitKind::spatial) {
-        fail("calibrate --split takes spatial:G: filter and channel splits predict from the whole model's calibration");
       }
     }
     else if ((flag == "--canary" || flag == "--compute-scale") && a.command != "calibrate" && a.command != "load") {
@@ -446,12 +446,14 @@ class Load {
   std::vector<pid_t> pids_;
 };
 
-/// `hpf-oracle calibrate`: times Model's layers (a slab rank's under --split spatial:G) into the profile.
+/// `hpf-oracle calibrate`: times Model's layers (a slab rank's under --split spatial:G, one
+/// member's part under filter:G or channel:G) into the profile.
 template <class Model>
 void calibrate_model(const Args& a) {
   MachineProfile profile = load_profile(a.profile);
   CalibrationOptions o;
   o.matmul_precision = matmul_precision(a);
+  if (a.split.divides_layers()) o.split = a.split;
   if (!a.batches.empty()) o.batches = a.batches;
   const std::optional<hpf::data::Dataset> data = samples<Model>(a, o.batches.back());
   o.samples = data ? &*data : nullptr;
@@ -476,7 +478,9 @@ void calibrate_model(const Args& a) {
   });
   load.reset();
   save_compute(profile, a.profile);
-  const std::string slabs = a.split.splits() ? " (one rank's slabs of " + a.split.describe() + ")" : "";
+  const std::string slabs = !a.split.splits()         ? ""
+                            : a.split.divides_layers() ? " (one member's part of a " + a.split.describe() + ")"
+                                                       : " (one rank's slabs of " + a.split.describe() + ")";
   std::printf("hpf-oracle: calibrated %s%s on %s samples in %.1f s into %s\n", a.model.c_str(), slabs.c_str(),
               a.data.c_str(), std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
               a.profile.c_str());

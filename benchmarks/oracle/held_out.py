@@ -5,7 +5,8 @@
 Two steps, as a user would take them:
 
   # 1. freeze: calibrate a profile for every model of both sets (a copy of --profile, its
-  #    communication kept) and record the oracle's commit, its source trees, the profile's hash and
+  #    communication kept; the whole layers, and one member's part under each layer split the
+  #    configurations hold) and record the oracle's commit, its source trees, the profile's hash and
   #    each model's process and data memory (hpf_bench_parallel_throughput --describe-memory: the
   #    base of the predicted resident set)
   /usr/bin/python3 benchmarks/oracle/held_out.py freeze --label local
@@ -634,9 +635,13 @@ def freeze(args):
     shutil.copyfile(args.profile, profile)
     models = SETS[args.set] if args.set_given else SETS["development"] + SETS["held-out"]
     for model in models:
-        h.log(f"calibrating {model} into {profile}")
-        subprocess.run([args.oracle, "calibrate", "--model", model, "--profile", profile], check=True, env=run_env()[0],
-                       stdout=subprocess.DEVNULL)
+        # The whole layers, then one member's part of each filter and channel split the model's
+        # configurations hold (what the oracle predicts those splits from).
+        splits = sorted({c["split"] for c in configurations(model, 2) if c["split"]})
+        for split in [""] + splits:
+            h.log(f"calibrating {model}{' (' + split + ' member)' if split else ''} into {profile}")
+            subprocess.run([args.oracle, "calibrate", "--model", model, "--profile", profile]
+                           + (["--split", split] if split else []), check=True, env=run_env()[0], stdout=subprocess.DEVNULL)
     record = {"commit": git("rev-parse", "--short=12", "HEAD"), "trees": source_trees(),
               "frozen_at": datetime.datetime.now().isoformat(timespec="seconds"),
               "profile": os.path.relpath(profile, ROOT), "profile_sha256": sha256(profile),

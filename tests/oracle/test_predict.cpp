@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -432,6 +433,27 @@ TEST_CASE("calibration runs the layers on the samples given (its shard's own, cy
   }
 }
 
+TEST_CASE("calibration with a filter or channel split times one member's part under keys of its own") {
+  for (const auto split : {LayerSplit::filter(2), LayerSplit::channel(2)}) {
+    INFO(split.describe());
+    oracle::MachineProfile profile;
+    oracle::calibrate<Tiny>(profile, {.batches = {1, 2}, .repeats = 1, .split = split});
+    const std::vector<std::string> keys = oracle::layer_keys<Tiny>(MatmulPrecision::full, split);
+    CHECK(profile.units.size() == std::set<std::string>(keys.begin(), keys.end()).size());
+    for (const std::string& key : keys) {
+      INFO(key);
+      CHECK(key.ends_with(std::string(" [") + split.kind_name() + ":2 member]"));
+      REQUIRE(profile.unit(key) != nullptr);
+      CHECK(profile.unit(key)->batch == std::vector<double>{1, 2});
+      CHECK(profile.unit(key)->forward_s[1] + profile.unit(key)->backward_s[1] > 0);
+    }
+  }
+  oracle::MachineProfile profile;
+  CHECK_THROWS_WITH_AS(oracle::calibrate<Tiny>(profile, {.batches = {1}, .split = LayerSplit::spatial(2)}),
+                       doctest::Contains("takes a filter or channel split of a whole model, not a spatial split over 2"),
+                       std::invalid_argument);
+}
+
 TEST_CASE("calibration times every size within its time budget, and the first one even without budget") {
   oracle::MachineProfile profile;
   oracle::calibrate<Tiny>(profile, {.batches = {1, 2, 4}, .repeats = 3});
@@ -553,6 +575,17 @@ TEST_CASE("layer splits: the split products' share of a unit's FLOPs runs on 1/G
     paid.comm["p2p_latency"].by_ranks[2] = {{0, 1e30, 1e-3, 0}};
     CHECK(oracle::predict(view, planned(split), paid).time_s == doctest::Approx(expected + 2 * 2 * 3e-3));
   }
+
+  // With a member's calibration of filter:2 (0.5 ms forward, 1.5 ms backward per sample and unit):
+  // all of it stays, no FLOP share; channel:2, not calibrated so, keeps the share of the whole's.
+  auto members = profile;
+  for (const std::string& key : oracle::layer_keys<Mlp2>(MatmulPrecision::full, LayerSplit::filter(2))) {
+    CHECK(key.ends_with(" [filter:2 member]"));
+    members.units[key] = {{1, 64}, {0.5e-3, 32e-3}, {1.5e-3, 96e-3}, {0, 0}, {0, 0}, {}, {}, {}, {}, {}};
+  }
+  CHECK(oracle::predict(view, planned(LayerSplit::filter(2)), members).time_s == doctest::Approx(8 * 4 * 2e-3));
+  CHECK(oracle::predict(view, planned(LayerSplit::channel(2)), members).time_s == doctest::Approx(expected));
+  CHECK(oracle::predict(view, planned({}), members).time_s == doctest::Approx(8 * 4 * 3e-3));
 
   // Ranked with the others: data parallel 1 x 2 (M = 1, 2, 4), pipelines 2 x 1 (M = 1, 2, 4, 8, two
   // schedules), and filter and channel splits over 2 of one replica (M = 1, 2, 4, 8).

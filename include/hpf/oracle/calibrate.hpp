@@ -50,6 +50,12 @@ struct CalibrationOptions {
   /// The inputs of the layers' products (NetworkOptions::matmul_precision): bf16 times are stored
   /// under keys of their own (precision_key_suffix), beside the float ones.
   MatmulPrecision matmul_precision = MatmulPrecision::full;
+  /// A filter or channel split: times one member's part of each layer as a rank of the split runs
+  /// it (member 0, its peers absent: AbsentPeersLayerGroup), stored under keys of its own
+  /// (split_key_suffix) that predictions of that split read. A member's convolutions do not get
+  /// faster in proportion to its share of the filters or channels (on ResNet-20, half the filters
+  /// took 97 % of the time), so its share of the FLOPs mispredicted it by a factor of 2.
+  LayerSplit split{};
 };
 
 namespace detail {
@@ -149,9 +155,19 @@ std::vector<UnitTiming> time_layers(const CalibrationOptions& o) {
   if (o.samples) check_samples<Model>(*o.samples);
   NetworkOptions options{.matmul_precision = o.matmul_precision};
   using In = typename Model::input_shape;
-  // One rank's slab of a spatial split (SpatialSplit<Model, G, 1>), timed without its peers.
+  if (o.split.splits() && (!o.split.divides_layers() || spatial_peers_v<In>)) {
+    throw std::invalid_argument("hpf::oracle::calibrate: CalibrationOptions::split takes a filter or channel split of a "
+                                "whole model, not a " + o.split.describe() +
+                                " (a spatial split's slab rank: calibrate<SpatialSplit<Model, G, 1>>)");
+  }
+  // One rank's slab of a spatial split (SpatialSplit<Model, G, 1>), or one member's part of a
+  // filter or channel split, timed without its peers.
   if constexpr (spatial_held_v<In> < spatial_group_v<In>) {
     options.split_group = std::make_shared<AbsentPeersLayerGroup<T, Space>>(spatial_group_v<In>);
+  }
+  if (o.split.divides_layers()) {
+    options.split = o.split;
+    options.split_group = std::make_shared<AbsentPeersLayerGroup<T, Space>>(o.split.group);
   }
   Net net(options);
   auto tape = net.make_tape(o.batches.back());
@@ -365,14 +381,15 @@ double load_seconds_per_element(std::size_t size, std::size_t repeats) {
 /// replacing what was there: models sharing layers share their timings (PreActResNet-164's
 /// calibrate PreActResNet-1001's blocks).
 /// With options.set_host_load, the times of a busy host are stored too (UnitTiming::busy_forward_s),
-/// timed in turn with those alone.
+/// timed in turn with those alone. With options.split, one member's part of each layer is timed,
+/// under keys of its own.
 /// It also records what the backend allocates for itself (MachineProfile::runtime_bytes): the
 /// first calibration in a fresh process sees it, later ones keep the largest seen.
 template <class Model, class T = float, class Space = Kokkos::DefaultExecutionSpace>
 void calibrate(MachineProfile& profile, const CalibrationOptions& options = {},
                const std::function<void(const std::string&, const UnitTiming&)>& on_unit = {}) {
   using where = hpf::detail::layer_positions<Model>;
-  const std::vector<std::string> keys = layer_keys<Model>(options.matmul_precision);
+  const std::vector<std::string> keys = layer_keys<Model>(options.matmul_precision, options.split);
   const detail::BackendAllocations backend;
   std::vector<UnitTiming> timings = detail::time_layers<Model, T, Space>(options);
   std::map<std::string, UnitTiming> measured;  // layers with one key (one kind and shape) averaged

@@ -41,11 +41,12 @@ inline std::string precision_key_suffix(MatmulPrecision precision) {
   return precision == MatmulPrecision::bf16 ? " [bf16 products]" : "";
 }
 
-/// The calibration key of each top-level layer of Model, trained with `precision`'s products.
+/// The calibration key of each top-level layer of Model, trained with `precision`'s products; with
+/// a filter or channel `split`, of one member's part of it (split_key_suffix).
 template <class Model>
-std::vector<std::string> layer_keys(MatmulPrecision precision = MatmulPrecision::full) {
+std::vector<std::string> layer_keys(MatmulPrecision precision = MatmulPrecision::full, const LayerSplit& split = {}) {
   std::vector<std::string> keys = detail::layer_keys<typename Model::layers, typename Model::bound_layers>::get();
-  for (std::string& key : keys) key += precision_key_suffix(precision);
+  for (std::string& key : keys) key += precision_key_suffix(precision) + split_key_suffix(split);
   return keys;
 }
 

@@ -100,6 +100,12 @@ struct Prediction {
   std::string reason;
 };
 
+/// What a layer's calibration key adds for one member's part of a filter or channel split
+/// (CalibrationOptions::split): " [filter:2 member]"; nothing otherwise.
+inline std::string split_key_suffix(const LayerSplit& split) {
+  return split.divides_layers() ? std::string(" [") + split.kind_name() + ":" + std::to_string(split.group) + " member]" : "";
+}
+
 namespace detail {
 
 /// Times of one stage's micro-batch of `m` samples, from the calibrated units.
@@ -121,8 +127,10 @@ inline std::vector<const UnitTiming*> layer_timings(const ModelView& model, cons
 /// A unit's layers split over a group (LayerSplit) on micro-batches of m samples: the share of its
 /// calibrated forward and backward that stays, and what its group's exchanges add.
 ///
-/// Filter and channel splits (whole-model calibration): the split products' FLOPs over the
-/// unit's, 1/G of them left; and each layer's collectives, a ring among the group's neighbouring
+/// Filter and channel splits: with a member's own calibration (`member_calibrated`: timed as it
+/// runs, all of it stays), else from the whole model's, the split products' FLOPs over the unit's,
+/// 1/G of them left (a member of ResNet-20's filter split over 2 computed its convolutions in 97 %
+/// of the whole model's time, not half: the FLOP share is a floor); and each layer's collectives, a ring among the group's neighbouring
 /// ranks: filter splits gather the outputs in forward and, in backward, the weight gradients and
 /// all G members' input-gradient parts; channel splits gather all members' partial outputs in
 /// forward and the input and weight gradients in backward.
@@ -155,7 +163,7 @@ inline SplitUnit spatial_unit(const MachineProfile& profile, const GroupTraffic&
   return out;
 }
 inline SplitUnit split_unit(const MachineProfile& profile, const LayerCost& c, const LayerSplit& split, double m,
-                            std::size_t scalar_bytes, std::size_t ranks) {
+                            std::size_t scalar_bytes, std::size_t ranks, bool member_calibrated = false) {
   SplitUnit out;
   if (!split.splits()) return out;
   const double g = static_cast<double>(split.group);
@@ -163,8 +171,12 @@ inline SplitUnit split_unit(const MachineProfile& profile, const LayerCost& c, c
   if (c.split_layers == 0) return out;
   const double layers = static_cast<double>(c.split_layers);
   const double split_forward = 2.0 * static_cast<double>(c.split_macs), split_backward = 4.0 * static_cast<double>(c.split_macs);
-  if (c.forward_flops > 0) out.forward_kept = 1 - split_forward / static_cast<double>(c.forward_flops) * (1 - 1 / g);
-  if (c.backward_flops > 0) out.backward_kept = 1 - split_backward / static_cast<double>(c.backward_flops) * (1 - 1 / g);
+  if (c.forward_flops > 0 && !member_calibrated) {
+    out.forward_kept = 1 - split_forward / static_cast<double>(c.forward_flops) * (1 - 1 / g);
+  }
+  if (c.backward_flops > 0 && !member_calibrated) {
+    out.backward_kept = 1 - split_backward / static_cast<double>(c.backward_flops) * (1 - 1 / g);
+  }
   // One ring of G - 1 steps per layer of `count`, receiving `elements` in all.
   const auto rings = [&](double count, double elements) {
     if (count <= 0) return 0.0;
@@ -205,16 +217,20 @@ struct LayerTimes {
   double forward = 0, backward = 0;
   bool calibrated = false;
 };
-/// With `split`, their Dense and convolution layers are split (split_unit) in a job of `ranks` ranks.
+/// With `split`, their Dense and convolution layers are split (split_unit) in a job of `ranks` ranks:
+/// timed as a member's part where the profile has that calibration (split_key_suffix).
 inline std::vector<LayerTimes> layer_times(const ModelView& model, const MachineProfile& profile,
                                            const std::vector<const UnitTiming*>& timings, double m, HostLoad load,
                                            const LayerSplit& split = {}, std::size_t ranks = 1) {
   std::vector<LayerTimes> out(timings.size());
+  const std::string member_suffix = split_key_suffix(split);
   for (const UnitFacts& u : model.units) {
     LayerTimes& l = out[u.layer];
-    const UnitTiming* timing = timings[u.layer];
-    if (l.calibrated || !timing) continue;
-    const SplitUnit parts = split_unit(profile, u.cost, split, m, model.scalar_bytes, ranks);
+    const UnitTiming* whole = timings[u.layer];
+    if (l.calibrated || !whole) continue;
+    const UnitTiming* member = member_suffix.empty() ? nullptr : profile.unit(model.layer_keys[u.layer] + member_suffix);
+    const UnitTiming* timing = member ? member : whole;
+    const SplitUnit parts = split_unit(profile, u.cost, split, m, model.scalar_bytes, ranks, member != nullptr);
     l.forward = timing->forward(m, load) * parts.forward_kept + parts.forward_s;
     l.backward = timing->backward(m, load) * parts.backward_kept + parts.backward_s;
     l.calibrated = true;
