@@ -244,7 +244,7 @@ TEST_CASE("DensePair split over a group: one sum of activations each way for bot
   CHECK(collectives_of_pass(true, hpf::LayerSplit::channel(2)) == pair);
 }
 
-TEST_CASE("a group whose peers are absent keeps member 0's part and gathers zeros for the others") {
+TEST_CASE("a group whose peers are absent keeps its member's part and gathers zeros for the others") {
   // Stale values in the absent members' parts (denormals) slowed a calibrated member 30-fold.
   const hpf::AbsentPeersLayerGroup<double, Kokkos::DefaultExecutionSpace> absent(3);
   hpf::Buffer<double, Kokkos::DefaultExecutionSpace> data("data", 7);
@@ -253,6 +253,18 @@ TEST_CASE("a group whose peers are absent keeps member 0's part and gathers zero
   absent.gather(data.data(), bounds);
   auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, data);
   CHECK(std::vector<double>(host.data(), host.data() + 7) == std::vector<double>{4.9e-324, 4.9e-324, 0, 0, 0, 0, 0});
+  // Member 1 of 3: its part [2, 4) kept; its parts gathered in place land in their slot.
+  const hpf::AbsentPeersLayerGroup<double, Kokkos::DefaultExecutionSpace> middle(3, 1);
+  CHECK(middle.first_member() == 1);
+  Kokkos::deep_copy(data, 4.9e-324);
+  middle.gather(data.data(), bounds);
+  Kokkos::deep_copy(host, data);
+  CHECK(std::vector<double>(host.data(), host.data() + 7) == std::vector<double>{0, 0, 4.9e-324, 4.9e-324, 0, 0, 0});
+  hpf::Buffer<double, Kokkos::DefaultExecutionSpace> all("all", 6);
+  Kokkos::deep_copy(all, 7.0);
+  middle.gather_parts(all.data(), 2, all.data());
+  auto parts = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, all);
+  CHECK(std::vector<double>(parts.data(), parts.data() + 6) == std::vector<double>{0, 0, 7, 7, 0, 0});
 }
 
 TEST_CASE("Dense split over a group: checked options") {

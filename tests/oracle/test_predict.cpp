@@ -433,7 +433,7 @@ TEST_CASE("calibration runs the layers on the samples given (its shard's own, cy
   }
 }
 
-TEST_CASE("calibration with a filter or channel split times one member's part under keys of its own") {
+TEST_CASE("calibration with a filter or channel split times one member's part and its buffers under keys of its own") {
   for (const auto split : {LayerSplit::filter(2), LayerSplit::channel(2)}) {
     INFO(split.describe());
     oracle::MachineProfile profile;
@@ -446,7 +446,12 @@ TEST_CASE("calibration with a filter or channel split times one member's part un
       REQUIRE(profile.unit(key) != nullptr);
       CHECK(profile.unit(key)->batch == std::vector<double>{1, 2});
       CHECK(profile.unit(key)->forward_s[1] + profile.unit(key)->backward_s[1] > 0);
+      CHECK(profile.unit(key)->split_buffer_elements.size() == 2);
     }
+    // The Dense layer keeps partial sums (channel) or input-gradient parts (filter) of its own.
+    const auto dense = std::find_if(keys.begin(), keys.end(), [](const std::string& k) { return k.starts_with("Dense"); });
+    REQUIRE(dense != keys.end());
+    CHECK(profile.unit(*dense)->split_buffer_elements[1] > 0);
   }
   oracle::MachineProfile profile;
   CHECK_THROWS_WITH_AS(oracle::calibrate<Tiny>(profile, {.batches = {1}, .split = LayerSplit::spatial(2)}),
@@ -524,7 +529,7 @@ TEST_CASE("re-materialization: each Repeat copy's forward again in backward, N b
   profile.label = "test";
   profile.cores = 64;
   for (const std::string& key : oracle::layer_keys<Blocks>()) {
-    profile.units[key] = {{1, 64}, {1e-3, 64e-3}, {2e-3, 128e-3}, {0, 0}, {0, 0}, {}, {}, {}, {}, {}};
+    profile.units[key] = {{1, 64}, {1e-3, 64e-3}, {2e-3, 128e-3}, {0, 0}, {0, 0}, {}, {}, {}, {}, {}, {}};
   }
   const auto view = oracle::view_of<Blocks>("blocks");
   oracle::Plan kept{.stages = 1, .replicas = 1, .batch = 4, .micro_batches = 1, .schedule = Schedule::one_f_one_b,
@@ -547,7 +552,7 @@ TEST_CASE("layer splits: the split products' share of a unit's FLOPs runs on 1/G
   profile.label = "test";
   profile.cores = 64;
   for (const std::string& key : oracle::layer_keys<Mlp2>()) {
-    profile.units[key] = {{1, 64}, {1e-3, 64e-3}, {2e-3, 128e-3}, {0, 0}, {0, 0}, {}, {}, {}, {}, {}};
+    profile.units[key] = {{1, 64}, {1e-3, 64e-3}, {2e-3, 128e-3}, {0, 0}, {0, 0}, {}, {}, {}, {}, {}, {}};
   }
   const auto view = oracle::view_of<Mlp2>("mlp2");
   const auto planned = [&](LayerSplit split) {
@@ -581,10 +586,17 @@ TEST_CASE("layer splits: the split products' share of a unit's FLOPs runs on 1/G
   auto members = profile;
   for (const std::string& key : oracle::layer_keys<Mlp2>(MatmulPrecision::full, LayerSplit::filter(2))) {
     CHECK(key.ends_with(" [filter:2 member]"));
-    members.units[key] = {{1, 64}, {0.5e-3, 32e-3}, {1.5e-3, 96e-3}, {0, 0}, {0, 0}, {}, {}, {}, {}, {}};
+    members.units[key] = {{1, 64}, {0.5e-3, 32e-3}, {1.5e-3, 96e-3}, {0, 0}, {0, 0}, {}, {}, {}, {}, {}, {10, 640}};
   }
-  CHECK(oracle::predict(view, planned(LayerSplit::filter(2)), members).time_s == doctest::Approx(8 * 4 * 2e-3));
-  CHECK(oracle::predict(view, planned(LayerSplit::channel(2)), members).time_s == doctest::Approx(expected));
+  const auto filter = oracle::predict(view, planned(LayerSplit::filter(2)), members);
+  CHECK(filter.time_s == doctest::Approx(8 * 4 * 2e-3));
+  // Each unit's own buffers at the micro-batch of 4: 40 values, 4 units.
+  CHECK(filter.stage_memory[0].split_buffers == 4 * 40 * sizeof(float));
+  CHECK(filter.stage_memory[0].total() == oracle::predict(view, planned(LayerSplit::filter(2)), profile).stage_memory[0].total() +
+                                              4 * 40 * sizeof(float));
+  const auto channel = oracle::predict(view, planned(LayerSplit::channel(2)), members);
+  CHECK(channel.time_s == doctest::Approx(expected));
+  CHECK(channel.stage_memory[0].split_buffers == 0);
   CHECK(oracle::predict(view, planned({}), members).time_s == doctest::Approx(8 * 4 * 3e-3));
 
   // Ranked with the others: data parallel 1 x 2 (M = 1, 2, 4), pipelines 2 x 1 (M = 1, 2, 4, 8, two
@@ -607,7 +619,7 @@ TEST_CASE("layer splits: a DensePair sums over the group once each way, the weig
   profile.label = "test";
   profile.cores = 64;
   for (const std::string& key : oracle::layer_keys<Pair>()) {
-    profile.units[key] = {{1, 64}, {1e-3, 64e-3}, {2e-3, 128e-3}, {0, 0}, {0, 0}, {}, {}, {}, {}, {}};
+    profile.units[key] = {{1, 64}, {1e-3, 64e-3}, {2e-3, 128e-3}, {0, 0}, {0, 0}, {}, {}, {}, {}, {}, {}};
   }
   const auto view = oracle::view_of<Pair>("pair");
   for (const auto split : {LayerSplit::filter(2), LayerSplit::channel(2)}) {
@@ -642,7 +654,7 @@ TEST_CASE("spatial splits: a slab rank's calibrated layers, its halo swaps and i
   profile.label = "test";
   profile.cores = 64;
   for (const auto& keys : {oracle::layer_keys<Cnn>(), oracle::layer_keys<Slabs>()}) {
-    for (const std::string& key : keys) profile.units[key] = {{1, 64}, {1e-3, 64e-3}, {2e-3, 128e-3}, {0, 0}, {0, 0}, {}, {}, {}, {}, {}};
+    for (const std::string& key : keys) profile.units[key] = {{1, 64}, {1e-3, 64e-3}, {2e-3, 128e-3}, {0, 0}, {0, 0}, {}, {}, {}, {}, {}, {}};
   }
   const auto whole = oracle::view_of<Cnn>("cnn");
   const auto slabs = oracle::view_of<Slabs>("cnn");

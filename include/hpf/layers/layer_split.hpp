@@ -162,7 +162,7 @@ class LocalLayerGroup final : public LayerGroup<T, Space> {
   std::size_t members_;
 };
 
-/// \brief Member 0 of a group whose other members are absent: what the performance oracle's
+/// \brief One member of a group whose other members are absent: what the performance oracle's
 /// calibration runs to time and size one rank's part of a split alone (hpf/oracle/calibrate.hpp).
 /// It moves nothing and waits for no one: absent neighbours' halos and gathered parts are zeros,
 /// and a sum adds this member's part to zeros in the group's tree (the arithmetic a rank does).
@@ -172,23 +172,27 @@ class AbsentPeersLayerGroup final : public LayerGroup<T, Space> {
   using Flat = Kokkos::View<T*, memory_space_t<Space>, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 
  public:
-  explicit AbsentPeersLayerGroup(std::size_t members) : members_(members) {}
+  /// This process is member `member` (0 to members - 1) of `members`.
+  explicit AbsentPeersLayerGroup(std::size_t members, std::size_t member = 0) : members_(members), member_(member) {}
   std::size_t size() const override { return members_; }
-  std::size_t first_member() const override { return 0; }
+  std::size_t first_member() const override { return member_; }
   std::size_t local_members() const override { return 1; }
   /// The absent members' parts are zeros: left as they were, a buffer's stale or never-written
   /// values (denormals) made a member of the MLP's filter split 30 times slower than it runs.
   void gather(T* data, std::span<const std::size_t> bounds) const override {
-    Kokkos::deep_copy(Space{}, Flat(data + bounds[1], bounds[members_] - bounds[1]), T(0));
+    Kokkos::deep_copy(Space{}, Flat(data + bounds[0], bounds[member_] - bounds[0]), T(0));
+    Kokkos::deep_copy(Space{}, Flat(data + bounds[member_ + 1], bounds[members_] - bounds[member_ + 1]), T(0));
   }
   void sum(const T* mine, std::size_t n, T* out) const override {
-    ensure_capacity(all_, members_ * n, "hpf::AbsentPeersLayerGroup::parts");
+    ensure_capacity(all_, members_ * n, "hpf::AbsentPeersLayerGroup::split_parts");
     gather_parts(mine, n, all_.data());
     ordered_sum(Space{}, all_.data(), members_, n, out, n);
   }
+  /// `mine` may be `all`'s first part: it is copied to its place before the others are zeroed.
   void gather_parts(const T* mine, std::size_t n, T* all) const override {
-    Kokkos::deep_copy(Space{}, Flat(all, n), Flat(const_cast<T*>(mine), n));
-    Kokkos::deep_copy(Space{}, Flat(all + n, (members_ - 1) * n), T(0));
+    if (mine != all + member_ * n) Kokkos::deep_copy(Space{}, Flat(all + member_ * n, n), Flat(const_cast<T*>(mine), n));
+    Kokkos::deep_copy(Space{}, Flat(all, member_ * n), T(0));
+    Kokkos::deep_copy(Space{}, Flat(all + (member_ + 1) * n, (members_ - member_ - 1) * n), T(0));
   }
   void start_swap_edges(const T*, std::size_t, T* from_previous, std::size_t from_previous_count, const T*, std::size_t,
                         T* from_next, std::size_t from_next_count) const override {
@@ -198,7 +202,7 @@ class AbsentPeersLayerGroup final : public LayerGroup<T, Space> {
   void finish_swap_edges() const override {}
 
  private:
-  std::size_t members_;
+  std::size_t members_, member_;
   mutable Buffer<T, Space> all_;
 };
 

@@ -51,7 +51,9 @@ struct CalibrationOptions {
   /// under keys of their own (precision_key_suffix), beside the float ones.
   MatmulPrecision matmul_precision = MatmulPrecision::full;
   /// A filter or channel split: times one member's part of each layer as a rank of the split runs
-  /// it (member 0, its peers absent: AbsentPeersLayerGroup), stored under keys of its own
+  /// it (the last member, whose share is the largest where G does not divide a layer's filters or
+  /// channels: it sets the group's pace and peak; its peers absent: AbsentPeersLayerGroup), with the buffers its split layers and
+  /// its group keep (UnitTiming::split_buffer_elements), stored under keys of their own
   /// (split_key_suffix) that predictions of that split read. A member's convolutions do not get
   /// faster in proportion to its share of the filters or channels (on ResNet-20, half the filters
   /// took 97 % of the time), so its share of the FLOPs mispredicted it by a factor of 2.
@@ -143,12 +145,107 @@ void load_calibration_input(Net& net, typename Net::Tape& tape, const data::Data
   BatchLoader<typename Net::scalar_type, typename Net::execution_space>().load_inputs(*samples, indices, net.input(tape, n), net.input_positions());
 }
 
+/// \brief While alive, counts the Kokkos allocations not labelled "hpf::" (the backend's own, as
+/// Kokkos::Serial's team scratch, made once per process when a kernel first needs it) through
+/// Kokkos' allocation callbacks; inactive while any callbacks are set (a Kokkos tool's, or the
+/// program's own), which it would replace. One at a time: the callbacks are global.
+class BackendAllocations {
+ public:
+  BackendAllocations() : active_(!Kokkos::Profiling::profileLibraryLoaded()) {
+    if (!active_) return;
+    state() = {};
+    Kokkos::Tools::Experimental::set_allocate_data_callback(allocated);
+    Kokkos::Tools::Experimental::set_deallocate_data_callback(deallocated);
+  }
+  ~BackendAllocations() {
+    if (!active_) return;
+    Kokkos::Tools::Experimental::set_allocate_data_callback(nullptr);
+    Kokkos::Tools::Experimental::set_deallocate_data_callback(nullptr);
+  }
+  BackendAllocations(const BackendAllocations&) = delete;
+  BackendAllocations& operator=(const BackendAllocations&) = delete;
+
+  bool active() const { return active_; }
+  /// Peak bytes of the backend's allocations so far.
+  std::size_t peak() const { return state().peak; }
+  /// A buffer a filter or channel split's layer keeps for itself (its label has "::split_": partial
+  /// sums, packed weights, columns, a vendor's scratch): its bytes and when it was allocated.
+  struct SplitBuffer {
+    std::size_t bytes = 0;
+    std::int64_t allocated_ns = 0;  ///< trace::now_ns()
+  };
+  /// The split buffers alive now, by address.
+  const std::map<const void*, SplitBuffer>& split_buffers() const { return state().split; }
+  /// Bytes the callbacks report for an empty view in Space's memory.
+  template <class T, class Space>
+  std::size_t empty_view_bytes() const {
+    state().empty = 0;
+    { const Buffer<T, Space> empty(std::string(empty_label), 0); }
+    return state().empty;
+  }
+
+ private:
+  static constexpr const char* empty_label = "hpf::oracle::empty";
+  struct State {
+    std::map<const void*, std::size_t> live;
+    std::size_t now = 0, peak = 0, empty = 0;
+    std::map<const void*, SplitBuffer> split;  // live split buffers
+  };
+  static State& state() {
+    static State s;
+    return s;
+  }
+  static void allocated(Kokkos::Tools::SpaceHandle, const char* label, const void* ptr, std::uint64_t size) {
+    State& s = state();
+    if (std::strcmp(label, empty_label) == 0) s.empty = static_cast<std::size_t>(size);
+    if (std::strstr(label, "::split_") != nullptr) s.split[ptr] = {static_cast<std::size_t>(size), trace::now_ns()};
+    if (std::strncmp(label, "hpf::", 5) == 0) return;
+    s.live[ptr] = static_cast<std::size_t>(size);
+    s.now += static_cast<std::size_t>(size);
+    s.peak = std::max(s.peak, s.now);
+  }
+  static void deallocated(Kokkos::Tools::SpaceHandle, const char*, const void* ptr, std::uint64_t) {
+    State& s = state();
+    s.split.erase(ptr);
+    if (const auto it = s.live.find(ptr); it != s.live.end()) {
+      s.now -= it->second;
+      s.live.erase(it);
+    }
+  }
+  bool active_;
+};
+
+/// One top-level layer's span in a pass (for_each_outermost_layer_span).
+struct LayerSpan {
+  std::size_t layer = 0;
+  std::int64_t begin = 0, end = 0;
+};
+
+/// Per top-level layer: the elements of the split buffers alive now, each under the layer whose
+/// span (of any pass so far, `spans`) allocated it.
+inline std::vector<double> split_buffer_elements(const std::map<const void*, BackendAllocations::SplitBuffer>& buffers,
+                                                 const std::vector<LayerSpan>& spans, std::size_t layers,
+                                                 std::size_t scalar_bytes) {
+  std::vector<double> elements(layers, 0.0);
+  for (const auto& [ptr, buffer] : buffers) {
+    for (const LayerSpan& span : spans) {
+      if (span.begin <= buffer.allocated_ns && buffer.allocated_ns < span.end) {
+        elements[span.layer] += static_cast<double>(buffer.bytes) / static_cast<double>(scalar_bytes);
+        break;
+      }
+    }
+  }
+  return elements;
+}
+
 /// Per top-level layer of Model: seconds forward and backward at each size of `o.batches`, timed
 /// inside the whole model (each layer reads what the one before it wrote, and backward finds the
 /// activations forward left, as in training), with the scratch its kernels ask for; with
-/// o.set_host_load, on a busy host too (UnitTiming::busy_forward_s, busy_backward_s).
+/// o.set_host_load, on a busy host too (UnitTiming::busy_forward_s, busy_backward_s). Under
+/// o.split, with `allocations` active, also the buffers its split layers keep (UnitTiming::
+/// split_buffer_elements).
 template <class Model, class T, class Space>
-std::vector<UnitTiming> time_layers(const CalibrationOptions& o) {
+std::vector<UnitTiming> time_layers(const CalibrationOptions& o, const BackendAllocations* allocations = nullptr) {
   using Net = Network<Model, T, Space>;
   using Seconds = std::vector<double>;  // per top-level layer
   static_assert(HPF_ENABLE_TRACE, "hpf::oracle::calibrate times layers by their trace spans: build with HPF_ENABLE_TRACE=1");
@@ -165,9 +262,9 @@ std::vector<UnitTiming> time_layers(const CalibrationOptions& o) {
   if constexpr (spatial_held_v<In> < spatial_group_v<In>) {
     options.split_group = std::make_shared<AbsentPeersLayerGroup<T, Space>>(spatial_group_v<In>);
   }
-  if (o.split.divides_layers()) {
+  if (o.split.divides_layers()) {  // the last member: its share of each layer is the largest (split_begin)
     options.split = o.split;
-    options.split_group = std::make_shared<AbsentPeersLayerGroup<T, Space>>(o.split.group);
+    options.split_group = std::make_shared<AbsentPeersLayerGroup<T, Space>>(o.split.group, o.split.group - 1);
   }
   Net net(options);
   auto tape = net.make_tape(o.batches.back());
@@ -201,15 +298,26 @@ std::vector<UnitTiming> time_layers(const CalibrationOptions& o) {
   // one of its size: a pass right after one of its own size ran 2-2.5 % faster (the CNN's, on the
   // Xeon), so timed alone right after a pass of another size and busy right after that, busy came
   // out 2.5 % faster than alone.
+  // A split's layers grow their own buffers to the largest batch they saw: after each pass of the
+  // first round (sizes ascending) they hold what that size needs, by the layer that allocated them.
+  const bool split_buffers = o.split.divides_layers() && allocations && allocations->active();
+  std::vector<LayerSpan> spans;
+  std::vector<std::vector<double>> split_elements;  // [size][layer]
   std::vector<std::size_t> sizes;
   double round_seconds = 0;
   set_load(HostLoad::alone);
   for (const std::size_t n : o.batches) {
     if (!sizes.empty() && round_seconds * static_cast<double>((loads.size() + 1) * o.repeats + 1) > o.max_seconds) break;
+    std::vector<trace::Event> events;
     const auto start = Clock::now();
-    pass(n);
+    pass(n, split_buffers ? &events : nullptr);
     round_seconds += seconds_since(start);
     sizes.push_back(n);
+    if (!split_buffers) continue;
+    for_each_outermost_layer_span(events, Model::size, [&](std::size_t layer, const trace::Event& e) {
+      spans.push_back({layer, e.begin, e.end});
+    });
+    split_elements.push_back(split_buffer_elements(allocations->split_buffers(), spans, Model::size, sizeof(T)));
   }
   // [load][size][layer]: the passes' seconds.
   std::vector<std::vector<std::vector<Seconds>>> forward(
@@ -267,6 +375,7 @@ std::vector<UnitTiming> time_layers(const CalibrationOptions& o) {
       }
       timings[u].workspace_elements.push_back(workspace[u]);
       timings[u].scratch_elements.push_back(scratch[u]);
+      if (!split_elements.empty()) timings[u].split_buffer_elements.push_back(split_elements[i][u]);
       if (!staging[i].empty()) {
         timings[u].bf16_rounded_a.push_back(static_cast<double>(staging[i][u].rounded_a));
         timings[u].bf16_rounded_b.push_back(static_cast<double>(staging[i][u].rounded_b));
@@ -276,65 +385,6 @@ std::vector<UnitTiming> time_layers(const CalibrationOptions& o) {
   }
   return timings;
 }
-
-/// \brief While alive, counts the Kokkos allocations not labelled "hpf::" (the backend's own, as
-/// Kokkos::Serial's team scratch, made once per process when a kernel first needs it) through
-/// Kokkos' allocation callbacks; inactive while any callbacks are set (a Kokkos tool's, or the
-/// program's own), which it would replace. One at a time: the callbacks are global.
-class BackendAllocations {
- public:
-  BackendAllocations() : active_(!Kokkos::Profiling::profileLibraryLoaded()) {
-    if (!active_) return;
-    state() = {};
-    Kokkos::Tools::Experimental::set_allocate_data_callback(allocated);
-    Kokkos::Tools::Experimental::set_deallocate_data_callback(deallocated);
-  }
-  ~BackendAllocations() {
-    if (!active_) return;
-    Kokkos::Tools::Experimental::set_allocate_data_callback(nullptr);
-    Kokkos::Tools::Experimental::set_deallocate_data_callback(nullptr);
-  }
-  BackendAllocations(const BackendAllocations&) = delete;
-  BackendAllocations& operator=(const BackendAllocations&) = delete;
-
-  bool active() const { return active_; }
-  /// Peak bytes of the backend's allocations so far.
-  std::size_t peak() const { return state().peak; }
-  /// Bytes the callbacks report for an empty view in Space's memory.
-  template <class T, class Space>
-  std::size_t empty_view_bytes() const {
-    state().empty = 0;
-    { const Buffer<T, Space> empty(std::string(empty_label), 0); }
-    return state().empty;
-  }
-
- private:
-  static constexpr const char* empty_label = "hpf::oracle::empty";
-  struct State {
-    std::map<const void*, std::size_t> live;
-    std::size_t now = 0, peak = 0, empty = 0;
-  };
-  static State& state() {
-    static State s;
-    return s;
-  }
-  static void allocated(Kokkos::Tools::SpaceHandle, const char* label, const void* ptr, std::uint64_t size) {
-    State& s = state();
-    if (std::strcmp(label, empty_label) == 0) s.empty = static_cast<std::size_t>(size);
-    if (std::strncmp(label, "hpf::", 5) == 0) return;
-    s.live[ptr] = static_cast<std::size_t>(size);
-    s.now += static_cast<std::size_t>(size);
-    s.peak = std::max(s.peak, s.now);
-  }
-  static void deallocated(Kokkos::Tools::SpaceHandle, const char*, const void* ptr, std::uint64_t) {
-    State& s = state();
-    if (const auto it = s.live.find(ptr); it != s.live.end()) {
-      s.now -= it->second;
-      s.live.erase(it);
-    }
-  }
-  bool active_;
-};
 
 /// Seconds per parameter of what a step does once over the parameters: the optimizer's step,
 /// the check that the gradients are finite and zeroing them, on `size` values.
@@ -382,7 +432,8 @@ double load_seconds_per_element(std::size_t size, std::size_t repeats) {
 /// calibrate PreActResNet-1001's blocks).
 /// With options.set_host_load, the times of a busy host are stored too (UnitTiming::busy_forward_s),
 /// timed in turn with those alone. With options.split, one member's part of each layer is timed,
-/// under keys of its own.
+/// under keys of its own, with the buffers its split layers keep (measured through Kokkos'
+/// allocation callbacks, as runtime_bytes: not while a Kokkos tool is loaded).
 /// It also records what the backend allocates for itself (MachineProfile::runtime_bytes): the
 /// first calibration in a fresh process sees it, later ones keep the largest seen.
 template <class Model, class T = float, class Space = Kokkos::DefaultExecutionSpace>
@@ -391,21 +442,21 @@ void calibrate(MachineProfile& profile, const CalibrationOptions& options = {},
   using where = hpf::detail::layer_positions<Model>;
   const std::vector<std::string> keys = layer_keys<Model>(options.matmul_precision, options.split);
   const detail::BackendAllocations backend;
-  std::vector<UnitTiming> timings = detail::time_layers<Model, T, Space>(options);
+  std::vector<UnitTiming> timings = detail::time_layers<Model, T, Space>(options, &backend);
   std::map<std::string, UnitTiming> measured;  // layers with one key (one kind and shape) averaged
   std::map<std::string, double> copies;
-  constexpr std::array seconds{&UnitTiming::forward_s, &UnitTiming::backward_s, &UnitTiming::busy_forward_s,
-                               &UnitTiming::busy_backward_s};
+  constexpr std::array per_copy{&UnitTiming::forward_s, &UnitTiming::backward_s, &UnitTiming::busy_forward_s,
+                                &UnitTiming::busy_backward_s, &UnitTiming::split_buffer_elements};
   for (std::size_t u = 0; u < Model::size; ++u) {
     UnitTiming& t = timings[u];
     const double n = static_cast<double>(where::copies[u]);  // a Repeat's span covers its copies
-    for (const auto member : seconds) {
+    for (const auto member : per_copy) {
       for (double& s : t.*member) s /= n;
     }
     auto [it, added] = measured.try_emplace(keys[u], t);
     if (!added) {
       const double before = copies[keys[u]];
-      for (const auto member : seconds) {
+      for (const auto member : per_copy) {
         std::vector<double>& mean = it->second.*member;
         for (std::size_t i = 0; i < mean.size(); ++i) mean[i] = (mean[i] * before + (t.*member)[i] * n) / (before + n);
       }

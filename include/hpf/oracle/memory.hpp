@@ -26,10 +26,14 @@ struct MemoryBreakdown {
   std::size_t workspace = 0;           ///< the layers' shared scratch (im2col columns, vendor kernels, bf16 copies)
   std::size_t scratch = 0;             ///< gradient buffers of composites during backward
   std::size_t runtime = 0;             ///< the Kokkos backend's own (Kokkos::Serial's team scratch)
+  /// Under a filter or channel split: what each split layer keeps for itself (partial sums,
+  /// packed weights, columns, a vendor's scratch) summed over the stage's layers, and the
+  /// group's gathered parts.
+  std::size_t split_buffers = 0;
 
   constexpr std::size_t total() const noexcept {
     return parameters + gradients + buffers + optimizer_state + activations + boundary_gradients + gradient_buckets +
-           workspace + scratch + runtime;
+           workspace + scratch + runtime + split_buffers;
   }
 };
 
@@ -62,6 +66,9 @@ struct MemoryInputs {
   std::size_t empty_view_bytes = 0;
   /// Activation elements per sample that re-materialization does not keep (recompute_saved_elements).
   std::size_t recompute_saved_elements = 0;
+  /// Under a filter or channel split: the elements the stage's split layers keep, each its own
+  /// (calibrated for one member, UnitTiming::split_buffer_elements, summed over the stage's units).
+  std::size_t split_buffer_elements = 0;
 };
 
 /// Peak bytes of one rank of stage `stage` (the allocation hpf makes for it, exactly as the engine
@@ -87,6 +94,7 @@ constexpr MemoryBreakdown stage_memory(const StageFacts& stage, const MemoryInpu
   m.workspace = in.workspace_elements * d + in.bf16_staging_bytes;
   m.scratch = (2 * stage.largest_inner_output * c + in.child_scratch_elements) * d;
   m.runtime = in.runtime_bytes;
+  m.split_buffers = in.split_buffer_elements * d;
   return m;
 }
 

@@ -93,7 +93,8 @@ struct Prediction {
   std::size_t peak_memory_bytes = 0;
   /// Per stage, a rank's peak resident set: Plan::process_bytes, its share of Plan::data_bytes
   /// on the first stage, and the engine's memory (stage_memory); the largest in
-  /// peak_resident_bytes. Filter and channel splits' own buffers are not in stage_memory.
+  /// peak_resident_bytes. Filter and channel splits' own buffers are in stage_memory where the
+  /// profile has the member's calibration (MemoryBreakdown::split_buffers).
   std::vector<std::size_t> stage_resident_bytes;
   std::size_t peak_resident_bytes = 0;
   bool fits = true;  ///< peak memory within the budget asked for
@@ -130,8 +131,8 @@ inline std::vector<const UnitTiming*> layer_timings(const ModelView& model, cons
 /// Filter and channel splits: with a member's own calibration (`member_calibrated`: timed as it
 /// runs, all of it stays), else from the whole model's, the split products' FLOPs over the unit's,
 /// 1/G of them left (a member of ResNet-20's filter split over 2 computed its convolutions in 97 %
-/// of the whole model's time, not half: the FLOP share is a floor); and each layer's collectives, a ring among the group's neighbouring
-/// ranks: filter splits gather the outputs in forward and, in backward, the weight gradients and
+/// of the whole model's time, not half: the FLOP share is a floor); and each layer's collectives,
+/// a ring among the group's neighbouring ranks: filter splits gather the outputs in forward and, in backward, the weight gradients and
 /// all G members' input-gradient parts; channel splits gather all members' partial outputs in
 /// forward and the input and weight gradients in backward.
 ///
@@ -764,16 +765,21 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
   out.other_s = optimizer + collectives;
   out.time_s = step_end + out.other_s;
 
-  // Per top-level layer, what its calibration says it needs at this capacity (looked up once).
+  // Per top-level layer, what its calibration says it needs at this capacity (looked up once):
+  // under a filter or channel split, its member's calibration where the profile has it (a split
+  // layer's workspace differs from the whole layer's, and it keeps buffers of its own).
   struct LayerNeeds {
-    std::size_t workspace = 0, scratch = 0;
+    std::size_t workspace = 0, scratch = 0, split_buffers = 0;
     hpf::detail::Bf16StagingNeed staging;
   };
+  const std::string member_suffix = split_key_suffix(plan.split);
   std::vector<LayerNeeds> needs(timings.size());
   for (std::size_t l = 0; l < timings.size(); ++l) {
-    if (const UnitTiming* t = timings[l]) {
+    const UnitTiming* member = member_suffix.empty() ? nullptr : profile.unit(model.layer_keys[l] + member_suffix);
+    if (const UnitTiming* t = timings[l] ? (member ? member : timings[l]) : nullptr) {
       const auto c = static_cast<double>(capacity);
-      needs[l] = {static_cast<std::size_t>(t->workspace(c)), static_cast<std::size_t>(t->scratch(c)), t->bf16_staging(c)};
+      needs[l] = {static_cast<std::size_t>(t->workspace(c)), static_cast<std::size_t>(t->scratch(c)),
+                  static_cast<std::size_t>(t->split_buffers(c)), t->bf16_staging(c)};
     }
   }
   std::vector<std::size_t> copies(timings.size(), 0);  // per top-level layer: its units in the stage
@@ -801,6 +807,7 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
       const std::size_t between = copies[u.layer] > 1 ? 2 * u.output_elements * capacity : 0;
       in.workspace_elements = std::max(in.workspace_elements, need.workspace);
       in.child_scratch_elements = std::max(in.child_scratch_elements, need.scratch + between);
+      in.split_buffer_elements += need.split_buffers;  // each layer's own, every copy of a Repeat too
     }
     for (const UnitFacts& u : stage_runs[s]) copies[u.layer] = 0;
     in.bf16_staging_bytes = staging.bytes();

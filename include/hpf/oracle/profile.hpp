@@ -80,6 +80,11 @@ struct UnitTiming {
   /// Under bf16 products (units calibrated with MatmulPrecision::bf16): the widest copies its
   /// products staged, in elements (hpf::detail::Bf16StagingNeed). Empty: none.
   std::vector<double> bf16_rounded_a, bf16_rounded_b, bf16_bits;
+  /// One member's part of a filter or channel split (calibrated with CalibrationOptions::split):
+  /// the elements its split layers keep for themselves, per copy (partial sums, packed weights,
+  /// columns, a vendor's scratch; each layer its own), and the group's gathered parts under the
+  /// layer that last grew them. Empty: none measured.
+  std::vector<double> split_buffer_elements;
 
   /// Piecewise-linear in the micro-batch size, extended along the last segment at either end
   /// (time per call is nearly affine in the samples: a fixed cost plus a per-sample cost).
@@ -101,6 +106,9 @@ struct UnitTiming {
   double backward(double m, HostLoad load = HostLoad::alone) const { return interpolate(batch, backward_at(load), m); }
   double workspace(double m) const { return std::ceil(interpolate(batch, workspace_elements, m)); }
   double scratch(double m) const { return std::ceil(interpolate(batch, scratch_elements, m)); }
+  double split_buffers(double m) const {
+    return split_buffer_elements.empty() ? 0 : std::ceil(interpolate(batch, split_buffer_elements, m));
+  }
   hpf::detail::Bf16StagingNeed bf16_staging(double m) const {
     const auto at = [&](const std::vector<double>& v) {
       return v.empty() ? std::size_t{0} : static_cast<std::size_t>(std::ceil(interpolate(batch, v, m)));
@@ -264,7 +272,7 @@ inline MachineProfile load_profile(const std::string& path) {
       for (const auto& [key, u] : units->members) {
         const std::string at = where + ".units[" + key + "]";
         UnitTiming t{detail::numbers(u, "batch", at), detail::numbers(u, "forward_s", at), detail::numbers(u, "backward_s", at),
-                     detail::numbers(u, "workspace_elements", at), detail::numbers(u, "scratch_elements", at), {}, {}, {}, {}, {}};
+                     detail::numbers(u, "workspace_elements", at), detail::numbers(u, "scratch_elements", at), {}, {}, {}, {}, {}, {}};
         if (member(u, "busy_forward_s")) {
           t.busy_forward_s = detail::numbers(u, "busy_forward_s", at);
           t.busy_backward_s = detail::numbers(u, "busy_backward_s", at);
@@ -274,10 +282,11 @@ inline MachineProfile load_profile(const std::string& path) {
           t.bf16_rounded_b = detail::numbers(u, "bf16_rounded_b", at);
           t.bf16_bits = detail::numbers(u, "bf16_bits", at);
         }
+        if (member(u, "split_buffer_elements")) t.split_buffer_elements = detail::numbers(u, "split_buffer_elements", at);
         const std::size_t n = t.batch.size();
         auto sized = [n](const std::vector<double>& v) { return v.empty() || v.size() == n; };
         if (!sized(t.busy_forward_s) || !sized(t.busy_backward_s) || !sized(t.bf16_rounded_a) ||
-            !sized(t.bf16_rounded_b) || !sized(t.bf16_bits) ||
+            !sized(t.bf16_rounded_b) || !sized(t.bf16_bits) || !sized(t.split_buffer_elements) ||
             n == 0 || t.forward_s.size() != n || t.backward_s.size() != n || t.workspace_elements.size() != n ||
             t.scratch_elements.size() != n || !std::is_sorted(t.batch.begin(), t.batch.end())) {
           throw ProfileError("hpf::oracle: " + at + " needs arrays of one length over increasing batch sizes");
@@ -396,6 +405,9 @@ inline void save_compute(const MachineProfile& profile, const std::string& path)
       detail::set_member(u, "bf16_rounded_a", detail::json_numbers(t.bf16_rounded_a));
       detail::set_member(u, "bf16_rounded_b", detail::json_numbers(t.bf16_rounded_b));
       detail::set_member(u, "bf16_bits", detail::json_numbers(t.bf16_bits));
+    }
+    if (!t.split_buffer_elements.empty()) {
+      detail::set_member(u, "split_buffer_elements", detail::json_numbers(t.split_buffer_elements));
     }
     detail::set_member(units, key, std::move(u));
   }

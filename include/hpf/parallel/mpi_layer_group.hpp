@@ -49,7 +49,7 @@ class MpiLayerGroup final : public LayerGroup<T, Space> {
   }
 
   void sum(const T* mine, std::size_t n, T* out) const override {
-    ensure_capacity(all_, size() * n, "hpf::MpiLayerGroup::parts");
+    ensure_capacity(all_, size() * n, "hpf::MpiLayerGroup::split_parts");
     allgather(mine, n, all_.data(), "sum in group");
     ordered_sum(Space{}, all_.data(), size(), n, out, n);
   }
