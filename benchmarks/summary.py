@@ -349,7 +349,8 @@ ROWS = [(["single-process"], single_process), (["single-process-models"], single
 # Frozen oracles of other labels, each set's block by the same figures.
 ROWS += [([f"oracle-{which}-{label}"], lambda which=which, label=label: oracle_judged(which, label=label))
          for which, label in [("held-out", "xeon"), ("development", "xeon"), ("held-out", "xeon2"),
-                              ("development", "xeon3"), ("held-out", "xeon4"), ("held-out", "xeon5")]]
+                              ("development", "xeon3"), ("held-out", "xeon4"), ("held-out", "xeon5"),
+                              ("held-out", "xeon6")]]
 
 
 # --- labels from the records ------------------------------------------------------------------------
