@@ -52,11 +52,12 @@ struct CalibrationOptions {
   MatmulPrecision matmul_precision = MatmulPrecision::full;
   /// A filter or channel split: times one member's part of each layer as a rank of the split runs
   /// it (the last member, whose share is the largest where G does not divide a layer's filters or
-  /// channels: it sets the group's pace and peak; its peers absent: AbsentPeersLayerGroup), with the buffers its split layers and
-  /// its group keep (UnitTiming::split_buffer_elements), stored under keys of their own
-  /// (split_key_suffix) that predictions of that split read. A member's convolutions do not get
-  /// faster in proportion to its share of the filters or channels (on ResNet-20, half the filters
-  /// took 97 % of the time), so its share of the FLOPs mispredicted it by a factor of 2.
+  /// channels: it sets the group's pace and peak; its peers absent: AbsentPeersLayerGroup), with
+  /// the buffers its split layers and its group keep (UnitTiming::split_buffer_elements), stored
+  /// under keys of their own (split_key_suffix) that predictions of that split read. A member's
+  /// convolutions do not get faster in proportion to its share of the filters or channels (on
+  /// ResNet-20, half the filters took 97 % of the time), so its share of the FLOPs mispredicted
+  /// it by a factor of 2.
   LayerSplit split{};
 };
 

@@ -132,9 +132,9 @@ inline std::vector<const UnitTiming*> layer_timings(const ModelView& model, cons
 /// runs, all of it stays), else from the whole model's, the split products' FLOPs over the unit's,
 /// 1/G of them left (a member of ResNet-20's filter split over 2 computed its convolutions in 97 %
 /// of the whole model's time, not half: the FLOP share is a floor); and each layer's collectives,
-/// a ring among the group's neighbouring ranks: filter splits gather the outputs in forward and, in backward, the weight gradients and
-/// all G members' input-gradient parts; channel splits gather all members' partial outputs in
-/// forward and the input and weight gradients in backward.
+/// a ring among the group's neighbouring ranks: filter splits gather the outputs in forward and,
+/// in backward, the weight gradients and all G members' input-gradient parts; channel splits
+/// gather all members' partial outputs in forward and the input and weight gradients in backward.
 ///
 /// Spatial splits (a slab rank's view, calibrated as one: all of it stays): its halo swaps in
 /// forward and backward, each one message each way at the larger direction's bytes, and its
