@@ -62,7 +62,7 @@ inline std::vector<std::size_t> time_balanced_bounds(const ModelView& model, con
   }
   const double m = static_cast<double>(plan.batch) / static_cast<double>(plan.replicas * plan.micro_batches);
   const HostLoad load = ranks_per_host(profile, plan.ranks()) > 1 ? HostLoad::busy : HostLoad::alone;
-  const std::vector<LayerTimes> layers = layer_times(model, profile, layer_timings(model, profile), m, load, plan.split, plan.ranks());
+  const std::vector<LayerTimes> layers = layer_times(model, profile, layer_timings(model, profile, plan.split), m, load, plan.split, plan.ranks());
   std::vector<double> prefix(n + 1, 0);
   for (std::size_t k = 0; k < n; ++k) {
     const StageTimes t = stage_times(model, profile, layers, stage_units(model.units, edge[k], edge[k + 1], k + 1 == n), plan.recompute);

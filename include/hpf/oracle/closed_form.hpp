@@ -22,7 +22,7 @@ inline Prediction closed_form(const ModelView& model, const Plan& plan, const Ma
   const std::size_t S = plan.stages, R = plan.replicas, M = plan.micro_batches, P = plan.ranks();
   const double m = static_cast<double>(plan.batch) / static_cast<double>(R * M);
   const std::vector<detail::LayerTimes> layers =
-      detail::layer_times(model, profile, detail::layer_timings(model, profile), m, HostLoad::alone, plan.split, P);
+      detail::layer_times(model, profile, detail::layer_timings(model, profile, plan.split), m, HostLoad::alone, plan.split, P);
   const double speed = profile.cluster ? profile.cluster->compute_speed : 1.0;
   const ExchangeCost exchange =
       exchange_cost(profile, R, plan.ranks_per_replica(), plan.reduction, plan.hierarchy, plan.exchange_precision);

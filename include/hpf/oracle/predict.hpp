@@ -116,12 +116,23 @@ struct StageTimes {
   std::vector<std::size_t> unit_params;  ///< parameters per unit, in forward order
 };
 
-/// Each top-level layer's calibration in the profile (null where it has none), looked up once per
-/// prediction.
-inline std::vector<const UnitTiming*> layer_timings(const ModelView& model, const MachineProfile& profile) {
-  std::vector<const UnitTiming*> timings;
+/// Each top-level layer's calibration in the profile and, under a filter or channel `split`, its
+/// member's (split_key_suffix); null where the profile has none. Looked up once per prediction:
+/// its times and its memory read them.
+struct LayerTiming {
+  const UnitTiming* whole = nullptr;
+  const UnitTiming* member = nullptr;
+  /// The member's calibration where the profile has it, else the whole layer's.
+  const UnitTiming* as_run() const { return member ? member : whole; }
+};
+inline std::vector<LayerTiming> layer_timings(const ModelView& model, const MachineProfile& profile,
+                                              const LayerSplit& split = {}) {
+  const std::string member_suffix = split_key_suffix(split);
+  std::vector<LayerTiming> timings;
   timings.reserve(model.layer_keys.size());
-  for (const std::string& key : model.layer_keys) timings.push_back(profile.unit(key));
+  for (const std::string& key : model.layer_keys) {
+    timings.push_back({profile.unit(key), member_suffix.empty() ? nullptr : profile.unit(key + member_suffix)});
+  }
   return timings;
 }
 
@@ -219,19 +230,18 @@ struct LayerTimes {
   bool calibrated = false;
 };
 /// With `split`, their Dense and convolution layers are split (split_unit) in a job of `ranks` ranks:
-/// timed as a member's part where the profile has that calibration (split_key_suffix).
+/// timed as a member's part where the profile has that calibration (`timings`: layer_timings of
+/// the same split).
 inline std::vector<LayerTimes> layer_times(const ModelView& model, const MachineProfile& profile,
-                                           const std::vector<const UnitTiming*>& timings, double m, HostLoad load,
+                                           const std::vector<LayerTiming>& timings, double m, HostLoad load,
                                            const LayerSplit& split = {}, std::size_t ranks = 1) {
   std::vector<LayerTimes> out(timings.size());
-  const std::string member_suffix = split_key_suffix(split);
   for (const UnitFacts& u : model.units) {
     LayerTimes& l = out[u.layer];
-    const UnitTiming* whole = timings[u.layer];
-    if (l.calibrated || !whole) continue;
-    const UnitTiming* member = member_suffix.empty() ? nullptr : profile.unit(model.layer_keys[u.layer] + member_suffix);
-    const UnitTiming* timing = member ? member : whole;
-    const SplitUnit parts = split_unit(profile, u.cost, split, m, model.scalar_bytes, ranks, member != nullptr);
+    if (l.calibrated || !timings[u.layer].whole) continue;
+    const UnitTiming* timing = timings[u.layer].as_run();
+    const SplitUnit parts =
+        split_unit(profile, u.cost, split, m, model.scalar_bytes, ranks, timings[u.layer].member != nullptr);
     l.forward = timing->forward(m, load) * parts.forward_kept + parts.forward_s;
     l.backward = timing->backward(m, load) * parts.backward_kept + parts.backward_s;
     l.calibrated = true;
@@ -564,7 +574,7 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
   const double speed = profile.cluster ? profile.cluster->compute_speed : 1.0;
   const GradientReduction reduction = resolve(plan.reduction, R);
 
-  const std::vector<const UnitTiming*> timings = detail::layer_timings(model, profile);
+  const std::vector<detail::LayerTiming> timings = detail::layer_timings(model, profile, plan.split);
   const std::vector<detail::LayerTimes> layers = detail::layer_times(model, profile, timings, m, load, plan.split, P);
   std::vector<std::span<const UnitFacts>> stage_runs(S);  // each stage's units
   std::vector<StageFacts> facts(S);
@@ -772,11 +782,9 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
     std::size_t workspace = 0, scratch = 0, split_buffers = 0;
     hpf::detail::Bf16StagingNeed staging;
   };
-  const std::string member_suffix = split_key_suffix(plan.split);
   std::vector<LayerNeeds> needs(timings.size());
   for (std::size_t l = 0; l < timings.size(); ++l) {
-    const UnitTiming* member = member_suffix.empty() ? nullptr : profile.unit(model.layer_keys[l] + member_suffix);
-    if (const UnitTiming* t = timings[l] ? (member ? member : timings[l]) : nullptr) {
+    if (const UnitTiming* t = timings[l].whole ? timings[l].as_run() : nullptr) {
       const auto c = static_cast<double>(capacity);
       needs[l] = {static_cast<std::size_t>(t->workspace(c)), static_cast<std::size_t>(t->scratch(c)),
                   static_cast<std::size_t>(t->split_buffers(c)), t->bf16_staging(c)};
@@ -800,7 +808,7 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
     for (const UnitFacts& u : stage_runs[s]) ++copies[u.layer];
     hpf::detail::Bf16StagingNeed staging;  // one Bf16Gemm per stage's network: its widest copies
     for (const UnitFacts& u : stage_runs[s]) {
-      if (!timings[u.layer]) continue;
+      if (!timings[u.layer].whole) continue;
       const LayerNeeds& need = needs[u.layer];
       staging = staging.widest(need.staging);
       // A Repeat piece of two or more copies keeps two gradient buffers between its copies.
