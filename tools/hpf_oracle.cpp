@@ -42,6 +42,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -599,6 +600,7 @@ int run(const Args& a) {
   o.layer_splits = a.layer_splits;
   o.spatial_views = spatial_views<Model, SpatialGroups...>(a, profile);
   o.search_cuts = a.search_cuts;
+  o.threads = std::max(1u, std::thread::hardware_concurrency());
   o.process_bytes = mib_bytes(a.process_mib);
   o.data_bytes = mib_bytes(a.data_mib);
   const auto start = std::chrono::steady_clock::now();

@@ -290,10 +290,33 @@ TEST_CASE("ranking: every feasible strategy, fastest first, each with its reason
   CHECK(oracle::recommend<Tiny>(linear_profile(), 2, 8).plan.stages == ranked.front().plan.stages);
 }
 
+TEST_CASE("ranking on several threads: the same strategies, predictions and order as on one") {
+  const auto view = oracle::view_of<Tiny>("tiny");
+  auto profile = linear_profile();
+  profile.cores = 1;  // 4 ranks share one core: the played programs take turns on it
+  oracle::SearchOptions one, four;
+  four.threads = 4;
+  const auto serial = oracle::rank_strategies(view, 4, 32, profile, one);
+  const auto threaded = oracle::rank_strategies(view, 4, 32, profile, four);
+  REQUIRE(serial.size() == threaded.size());
+  for (std::size_t i = 0; i < serial.size(); ++i) {
+    CAPTURE(i);
+    CHECK(threaded[i].plan.describe() == serial[i].plan.describe());
+    CHECK(threaded[i].time_s == serial[i].time_s);
+    CHECK(threaded[i].bubble_s == serial[i].bubble_s);
+    CHECK(threaded[i].peak_memory_bytes == serial[i].peak_memory_bytes);
+    CHECK(threaded[i].reason == serial[i].reason);
+  }
+}
+
 TEST_CASE("a missing calibration is an error naming the layer and what to run") {
   oracle::MachineProfile empty;
   empty.path = "empty.json";
   CHECK_THROWS_WITH_AS(oracle::predict(oracle::view_of<Tiny>("tiny"), plan(1, 1, 8, 1, Schedule::gpipe), empty),
+                       doctest::Contains("has no calibration of 'Conv2D(1 -> 2, 3x3, pad 1) @ 1x4x4'"), oracle::ProfileError);
+  oracle::SearchOptions threads;
+  threads.threads = 3;  // thrown on a helper thread, it reaches the caller
+  CHECK_THROWS_WITH_AS(oracle::rank_strategies(oracle::view_of<Tiny>("tiny"), 4, 32, empty, threads),
                        doctest::Contains("has no calibration of 'Conv2D(1 -> 2, 3x3, pad 1) @ 1x4x4'"), oracle::ProfileError);
 }
 

@@ -13,10 +13,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
-#include <functional>
 #include <limits>
 #include <map>
-#include <queue>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -350,6 +348,31 @@ struct LinkQueue {
   }
 };
 
+/// The play's pending events, each a time and a stage, kept sorted latest first so that the
+/// earliest is the last: taking it costs nothing, and a new one's place is a count of the later
+/// ones (a loop without branches) and a shift. At the few dozen events a play holds at once this
+/// beats a binary heap, whose every level is a branch the processor cannot predict.
+class EventQueue {
+ public:
+  bool empty() const { return times_.empty(); }
+  double earliest_time() const { return times_.back(); }
+  std::size_t earliest_stage() const { return stages_.back(); }
+  void pop() {
+    times_.pop_back();
+    stages_.pop_back();
+  }
+  void push(double at, std::size_t stage) {
+    std::size_t later = 0;
+    for (const double t : times_) later += t > at;
+    times_.insert(times_.begin() + static_cast<std::ptrdiff_t>(later), at);
+    stages_.insert(stages_.begin() + static_cast<std::ptrdiff_t>(later), stage);
+  }
+
+ private:
+  std::vector<double> times_;
+  std::vector<std::size_t> stages_;
+};
+
 /// Over links (a cluster's, or the hosts' of a multi-host profile): every rank receives the other
 /// bucket (the ordered reduction of 2) or 2 (R - 1) / R of one (the ordered reduction of 3 or
 /// more, scattered and collected, and a ring allreduce), each message at the link's rate while
@@ -636,8 +659,7 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
     // Messages between two stages queue on their link, one direction at a time (LinkQueue).
     std::vector<detail::LinkQueue> forward_link(S), backward_link(S);  // s -> s + 1, s -> s - 1
     Played out{std::vector<double>(S, 0), std::vector<double>(S, 0), std::vector<double>(S, 0), std::vector<double>(S, 0)};
-    using Event = std::pair<double, std::size_t>;  // (work seconds or time, stage)
-    std::priority_queue<Event, std::vector<Event>, std::greater<>> ends_in_work, arrivals;
+    detail::EventQueue ends_in_work, arrivals;  // in work seconds, in time
     std::vector<std::size_t> ready(S);  // stages that may move now
     for (std::size_t s = 0; s < S; ++s) ready[s] = s;
     double now = 0, work = 0;
@@ -651,7 +673,7 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
       if (at <= now) {
         ready.push_back(to);
       } else {
-        arrivals.push({at, to});
+        arrivals.push(at, to);
       }
     };
     const auto advance = [&](std::size_t s) {  // runs stage s's program until it waits or computes
@@ -665,13 +687,13 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
             return;
           }
           if (arrival > now) {
-            arrivals.push({arrival, s});
+            arrivals.push(arrival, s);
             return;
           }
         } else if (in.op == Op::forward || in.op == Op::backward) {
           ++active;
           started[s] = now;
-          ends_in_work.push({work + (in.op == Op::forward ? times[s].forward : times[s].backward), s});
+          ends_in_work.push(work + (in.op == Op::forward ? times[s].forward : times[s].backward), s);
           if (in.op == Op::backward) out.last_backward_start[s] = now;
           return;
         } else if (in.op == Op::send_activation) {
@@ -691,13 +713,14 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
       }
       if (done == S) break;
       const double rate = rate_of[active];
-      double wake = arrivals.empty() ? std::numeric_limits<double>::infinity() : arrivals.top().first;
-      if (!ends_in_work.empty()) wake = std::min(wake, now + (ends_in_work.top().first - work) / rate);
+      double wake = arrivals.empty() ? std::numeric_limits<double>::infinity() : arrivals.earliest_time();
+      if (!ends_in_work.empty()) wake = std::min(wake, now + (ends_in_work.earliest_time() - work) / rate);
       if (!std::isfinite(wake)) break;  // cannot happen for a checked schedule
       work += (wake - now) * rate;
       now = wake;
-      while (!ends_in_work.empty() && ends_in_work.top().first - work <= 1e-12 * std::max(1.0, wake)) {
-        const std::size_t s = ends_in_work.top().second;
+      const double tolerance = 1e-12 * std::max(1.0, wake);
+      while (!ends_in_work.empty() && ends_in_work.earliest_time() - work <= tolerance) {
+        const std::size_t s = ends_in_work.earliest_stage();
         ends_in_work.pop();
         --active;
         out.computing[s] += now - started[s];
@@ -705,8 +728,8 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
         ++next[s];
         ready.push_back(s);
       }
-      while (!arrivals.empty() && arrivals.top().first <= now) {
-        ready.push_back(arrivals.top().second);
+      while (!arrivals.empty() && arrivals.earliest_time() <= now) {
+        ready.push_back(arrivals.earliest_stage());
         arrivals.pop();
       }
     }

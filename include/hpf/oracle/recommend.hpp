@@ -6,6 +6,7 @@
 #include <hpf/oracle/model_view.hpp>
 #include <hpf/oracle/predict.hpp>
 #include <hpf/oracle/profile.hpp>
+#include <hpf/system/for_each_index.hpp>
 
 #include <algorithm>
 #include <cstddef>
@@ -41,6 +42,9 @@ struct SearchOptions {
   /// The partitions to try, as bounds {0, cuts..., leaves} (hpf::AutoAmong's compiled ones); empty:
   /// Balanced<S> for every stage count S.
   std::vector<std::vector<std::size_t>> partitions;
+  /// Threads that predict the strategies (each prediction is independent; the ranking is the same
+  /// for any count). hpf-oracle uses the host's cores; hpf::Auto asks on every rank at once, so 1.
+  std::size_t threads = 1;
 };
 
 /// Every feasible strategy of `ranks` processes for a global `batch`: S stages dividing the
@@ -54,7 +58,8 @@ inline std::vector<Prediction> rank_strategies(const ModelView& model, std::size
   const double budget = o.memory_budget_bytes > 0 ? o.memory_budget_bytes
                         : profile.cluster        ? profile.cluster->memory_bytes_per_rank
                                                  : 0;
-  std::vector<Prediction> all;
+  // Each candidate with the view that predicts it.
+  std::vector<std::pair<Plan, const ModelView*>> candidates;
   const std::size_t most_stages = o.max_stages ? std::min(o.max_stages, model.cut_places) : model.cut_places;
   // Each split with the view that predicts it: the model's, or one slab rank's.
   std::vector<std::pair<LayerSplit, const ModelView*>> splits{{LayerSplit{}, &model}};
@@ -88,12 +93,23 @@ inline std::vector<Prediction> rank_strategies(const ModelView& model, std::size
                     .exchange_precision = o.exchange_precision, .stage_precision = o.stage_precision,
                     .recompute = o.recompute, .split = split, .process_bytes = o.process_bytes,
                     .data_bytes = o.data_bytes};
-          all.push_back(o.search_cuts && S > 1 ? search_cuts(*view, plan, profile, budget).best
-                                               : predict(*view, plan, profile, budget));
+          candidates.emplace_back(std::move(plan), view);
         }
       }
     }
   }
+  // The longest to play first (its events grow with stages x micro-batches), so that no thread is
+  // left with one of them at the end.
+  std::vector<std::size_t> order(candidates.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  const auto events = [&](std::size_t i) { return candidates[i].first.stages * candidates[i].first.micro_batches; };
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return events(a) > events(b); });
+  std::vector<Prediction> all(candidates.size());
+  hpf::detail::for_each_index(order.size(), o.threads, [&](std::size_t k) {
+    const auto& [plan, view] = candidates[order[k]];
+    all[order[k]] = o.search_cuts && plan.stages > 1 ? search_cuts(*view, plan, profile, budget).best
+                                                     : predict(*view, plan, profile, budget);
+  });
   std::stable_sort(all.begin(), all.end(), [](const Prediction& a, const Prediction& b) {
     if (a.fits != b.fits) return a.fits;
     return a.time_s < b.time_s;

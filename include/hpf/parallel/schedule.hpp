@@ -71,8 +71,12 @@ constexpr void for_each_instruction(Schedule kind, std::size_t stages, std::size
 
 /// The program of one stage as a sequence.
 constexpr std::vector<Instruction> stage_program(Schedule kind, std::size_t stages, std::size_t stage, std::size_t micro) {
-  std::vector<Instruction> program;
-  for_each_instruction(kind, stages, stage, micro, [&](Instruction i) { program.push_back(i); });
+  // At most a receive, a pass and a send per micro-batch and direction: written in place (an
+  // oracle query builds thousands of programs).
+  std::vector<Instruction> program(6 * micro);
+  std::size_t size = 0;
+  for_each_instruction(kind, stages, stage, micro, [&](Instruction i) { program[size++] = i; });
+  program.resize(size);
   return program;
 }
 
