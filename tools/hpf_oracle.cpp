@@ -572,19 +572,19 @@ int run(const Args& a) {
       std::printf("%s\n", json_of(p, a.model).c_str());
     } else {
       print_table({p}, a, profile, 0);
-      std::printf("per-rank memory of each stage, MiB: %12s %10s %8s %10s %12s %9s %8s %10s %8s %8s %8s %8s\n",
+      std::printf("per-rank memory of each stage, MiB: %12s %10s %8s %10s %12s %9s %8s %10s %8s %8s %8s %8s %10s\n",
                   "parameters", "gradients", "buffers", "optimizer", "activations", "boundary", "buckets", "workspace",
-                  "scratch", "runtime", "split", "total");
+                  "scratch", "runtime", "split", "total", "unwritten");
       constexpr double mib = 1 << 20;
       for (std::size_t s = 0; s < p.stage_memory.size(); ++s) {
         const MemoryBreakdown& m = p.stage_memory[s];
-        std::printf("  stage %-28zu %12.2f %10.2f %8.2f %10.2f %12.2f %9.2f %8.2f %10.2f %8.2f %8.2f %8.2f %8.2f\n", s,
+        std::printf("  stage %-28zu %12.2f %10.2f %8.2f %10.2f %12.2f %9.2f %8.2f %10.2f %8.2f %8.2f %8.2f %8.2f %10.2f\n", s,
                     m.parameters / mib, m.gradients / mib, m.buffers / mib, m.optimizer_state / mib, m.activations / mib,
                     m.boundary_gradients / mib, m.gradient_buckets / mib, m.workspace / mib, m.scratch / mib,
-                    m.runtime / mib, m.split_buffers / mib, m.total() / mib);
+                    m.runtime / mib, m.split_buffers / mib, m.total() / mib, m.unwritten / mib);
       }
       if (a.process_mib > 0 || a.data_mib > 0) {
-        std::printf("peak resident set of each stage's ranks (the process, its data, the above), MiB:");
+        std::printf("peak resident set of each stage's ranks (the process, its data, the above less unwritten), MiB:");
         for (const std::size_t bytes : p.stage_resident_bytes) std::printf(" %.2f", static_cast<double>(bytes) / mib);
         std::printf("\n");
       }

@@ -332,7 +332,9 @@ TEST_CASE("machine profile: compute written into a profile and read back; bad fi
   CHECK(!profile.hosts_share_cores);
   CHECK(profile.fit("p2p_latency").seconds(32, 2) == doctest::Approx(1e-6 + 32e-9));
   CHECK(profile.units.empty());
-  const auto written = linear_profile();
+  auto written = linear_profile();
+  written.units.begin()->second.split_buffer_elements = {40, 80};
+  written.units.begin()->second.split_buffer_resident_elements = {10, 20};
   profile.units = written.units;
   profile.optimizer_s_per_parameter = 3e-9;
   profile.runtime_bytes = 11264;
@@ -346,6 +348,9 @@ TEST_CASE("machine profile: compute written into a profile and read back; bad fi
   CHECK(read.fit("p2p_latency").seconds(32, 2) == doctest::Approx(1e-6 + 32e-9));  // the rest is kept
   const auto& unit = read.units.begin()->second;
   CHECK(unit.forward(32) == doctest::Approx(32e-3));
+  CHECK(unit.split_buffers(64) == 80);
+  CHECK(unit.split_buffers_resident(64) == 20);
+  CHECK(std::next(read.units.begin())->second.split_buffers_resident(64) == 0);  // none measured
 
   // What a profile measured once but the oracle no longer prices (a link's burst, a noise probe) is ignored.
   std::ofstream(path) << R"({"format": "hpf-machine-profile", "link": {"burst_bytes": 112000, "rested_alpha_s": 6e-5,
@@ -470,6 +475,12 @@ TEST_CASE("calibration with a filter or channel split times one member's part an
       CHECK(profile.unit(key)->batch == std::vector<double>{1, 2});
       CHECK(profile.unit(key)->forward_s[1] + profile.unit(key)->backward_s[1] > 0);
       CHECK(profile.unit(key)->split_buffer_elements.size() == 2);
+      REQUIRE(profile.unit(key)->split_buffer_resident_elements.size() == 2);
+      REQUIRE(profile.unit(key)->workspace_resident_elements.size() == 2);
+      for (std::size_t i = 0; i < 2; ++i) {
+        CHECK(profile.unit(key)->split_buffer_resident_elements[i] <= profile.unit(key)->split_buffer_elements[i]);
+        CHECK(profile.unit(key)->workspace_resident_elements[i] <= profile.unit(key)->workspace_elements[i]);
+      }
     }
     // The Dense layer keeps partial sums (channel) or input-gradient parts (filter) of its own.
     const auto dense = std::find_if(keys.begin(), keys.end(), [](const std::string& k) { return k.starts_with("Dense"); });
@@ -552,7 +563,7 @@ TEST_CASE("re-materialization: each Repeat copy's forward again in backward, N b
   profile.label = "test";
   profile.cores = 64;
   for (const std::string& key : oracle::layer_keys<Blocks>()) {
-    profile.units[key] = {{1, 64}, {1e-3, 64e-3}, {2e-3, 128e-3}, {0, 0}, {0, 0}, {}, {}, {}, {}, {}, {}};
+    profile.units[key] = {{1, 64}, {1e-3, 64e-3}, {2e-3, 128e-3}, {0, 0}, {0, 0}, {}, {}, {}, {}, {}, {}, {}, {}};
   }
   const auto view = oracle::view_of<Blocks>("blocks");
   oracle::Plan kept{.stages = 1, .replicas = 1, .batch = 4, .micro_batches = 1, .schedule = Schedule::one_f_one_b,
@@ -575,7 +586,7 @@ TEST_CASE("layer splits: the split products' share of a unit's FLOPs runs on 1/G
   profile.label = "test";
   profile.cores = 64;
   for (const std::string& key : oracle::layer_keys<Mlp2>()) {
-    profile.units[key] = {{1, 64}, {1e-3, 64e-3}, {2e-3, 128e-3}, {0, 0}, {0, 0}, {}, {}, {}, {}, {}, {}};
+    profile.units[key] = {{1, 64}, {1e-3, 64e-3}, {2e-3, 128e-3}, {0, 0}, {0, 0}, {}, {}, {}, {}, {}, {}, {}, {}};
   }
   const auto view = oracle::view_of<Mlp2>("mlp2");
   const auto planned = [&](LayerSplit split) {
@@ -609,7 +620,7 @@ TEST_CASE("layer splits: the split products' share of a unit's FLOPs runs on 1/G
   auto members = profile;
   for (const std::string& key : oracle::layer_keys<Mlp2>(MatmulPrecision::full, LayerSplit::filter(2))) {
     CHECK(key.ends_with(" [filter:2 member]"));
-    members.units[key] = {{1, 64}, {0.5e-3, 32e-3}, {1.5e-3, 96e-3}, {0, 0}, {0, 0}, {}, {}, {}, {}, {}, {10, 640}};
+    members.units[key] = {{1, 64}, {0.5e-3, 32e-3}, {1.5e-3, 96e-3}, {0, 0}, {0, 0}, {}, {}, {}, {}, {}, {10, 640}, {}, {}};
   }
   const auto filter = oracle::predict(view, planned(LayerSplit::filter(2)), members);
   CHECK(filter.time_s == doctest::Approx(8 * 4 * 2e-3));
@@ -617,6 +628,27 @@ TEST_CASE("layer splits: the split products' share of a unit's FLOPs runs on 1/G
   CHECK(filter.stage_memory[0].split_buffers == 4 * 40 * sizeof(float));
   CHECK(filter.stage_memory[0].total() == oracle::predict(view, planned(LayerSplit::filter(2)), profile).stage_memory[0].total() +
                                               4 * 40 * sizeof(float));
+  // None measured as written: all resident. A quarter written: three quarters out of the resident
+  // set, still in the views' peak.
+  CHECK(filter.stage_memory[0].unwritten == 0);
+  CHECK(filter.stage_memory[0].resident() == filter.stage_memory[0].total());
+  auto written = members;
+  for (auto& [key, t] : written.units) t.split_buffer_resident_elements = {2.5, 160};
+  const auto quarter = oracle::predict(view, planned(LayerSplit::filter(2)), written);
+  CHECK(quarter.stage_memory[0].split_buffers == 4 * 40 * sizeof(float));
+  CHECK(quarter.stage_memory[0].unwritten == 4 * 30 * sizeof(float));
+  CHECK(quarter.peak_memory_bytes == filter.peak_memory_bytes);
+  CHECK(quarter.peak_resident_bytes == filter.peak_resident_bytes - 4 * 30 * sizeof(float));
+  // A workspace of 40 values at 4 samples of which the layers write at most 20: 20 unwritten.
+  auto roomy = profile;
+  for (auto& [key, t] : roomy.units) {
+    t.workspace_elements = {10, 640};
+    t.workspace_resident_elements = {5, 320};
+  }
+  const auto whole_roomy = oracle::predict(view, planned({}), roomy);
+  CHECK(whole_roomy.stage_memory[0].workspace == 40 * sizeof(float));
+  CHECK(whole_roomy.stage_memory[0].unwritten == 20 * sizeof(float));
+  CHECK(whole_roomy.stage_memory[0].resident() == whole_roomy.stage_memory[0].total() - 20 * sizeof(float));
   const auto channel = oracle::predict(view, planned(LayerSplit::channel(2)), members);
   CHECK(channel.time_s == doctest::Approx(expected));
   CHECK(channel.stage_memory[0].split_buffers == 0);
@@ -642,7 +674,7 @@ TEST_CASE("layer splits: a DensePair sums over the group once each way, the weig
   profile.label = "test";
   profile.cores = 64;
   for (const std::string& key : oracle::layer_keys<Pair>()) {
-    profile.units[key] = {{1, 64}, {1e-3, 64e-3}, {2e-3, 128e-3}, {0, 0}, {0, 0}, {}, {}, {}, {}, {}, {}};
+    profile.units[key] = {{1, 64}, {1e-3, 64e-3}, {2e-3, 128e-3}, {0, 0}, {0, 0}, {}, {}, {}, {}, {}, {}, {}, {}};
   }
   const auto view = oracle::view_of<Pair>("pair");
   for (const auto split : {LayerSplit::filter(2), LayerSplit::channel(2)}) {
@@ -677,7 +709,7 @@ TEST_CASE("spatial splits: a slab rank's calibrated layers, its halo swaps and i
   profile.label = "test";
   profile.cores = 64;
   for (const auto& keys : {oracle::layer_keys<Cnn>(), oracle::layer_keys<Slabs>()}) {
-    for (const std::string& key : keys) profile.units[key] = {{1, 64}, {1e-3, 64e-3}, {2e-3, 128e-3}, {0, 0}, {0, 0}, {}, {}, {}, {}, {}, {}};
+    for (const std::string& key : keys) profile.units[key] = {{1, 64}, {1e-3, 64e-3}, {2e-3, 128e-3}, {0, 0}, {0, 0}, {}, {}, {}, {}, {}, {}, {}, {}};
   }
   const auto whole = oracle::view_of<Cnn>("cnn");
   const auto slabs = oracle::view_of<Slabs>("cnn");

@@ -20,7 +20,7 @@ inline hpf::oracle::MachineProfile linear_profile() {
   p.label = "test";
   p.cores = 64;
   for (const std::string& key : hpf::oracle::layer_keys<Tiny>()) {
-    p.units[key] = {{1, 64}, {1e-3, 64e-3}, {2e-3, 128e-3}, {0, 0}, {0, 0}, {}, {}, {}, {}, {}, {}};
+    p.units[key] = {{1, 64}, {1e-3, 64e-3}, {2e-3, 128e-3}, {0, 0}, {0, 0}, {}, {}, {}, {}, {}, {}, {}, {}};
   }
   return p;
 }

@@ -10,6 +10,7 @@
 #include <hpf/oracle/profile.hpp>
 #include <hpf/parallel/batch_loader.hpp>
 #include <hpf/parallel/partition.hpp>
+#include <hpf/system/resident_memory.hpp>
 #include <hpf/tensor/finite.hpp>
 #include <hpf/trace/recorder.hpp>
 
@@ -177,6 +178,11 @@ class BackendAllocations {
   };
   /// The split buffers alive now, by address.
   const std::map<const void*, SplitBuffer>& split_buffers() const { return state().split; }
+  /// The bytes of the network's shared workspace (hpf::Network::workspace, the latest allocated)
+  /// in pages written so far: its layers' kernels may write less than their largest need.
+  std::size_t workspace_resident_bytes() const {
+    return state().workspace ? hpf::system::resident_bytes(state().workspace, state().workspace_bytes) : 0;
+  }
   /// Bytes the callbacks report for an empty view in Space's memory.
   template <class T, class Space>
   std::size_t empty_view_bytes() const {
@@ -187,10 +193,13 @@ class BackendAllocations {
 
  private:
   static constexpr const char* empty_label = "hpf::oracle::empty";
+  static constexpr const char* workspace_label = "hpf::Network::workspace";
   struct State {
     std::map<const void*, std::size_t> live;
     std::size_t now = 0, peak = 0, empty = 0;
     std::map<const void*, SplitBuffer> split;  // live split buffers
+    const void* workspace = nullptr;           // the live hpf::Network::workspace
+    std::size_t workspace_bytes = 0;
   };
   static State& state() {
     static State s;
@@ -200,6 +209,10 @@ class BackendAllocations {
     State& s = state();
     if (std::strcmp(label, empty_label) == 0) s.empty = static_cast<std::size_t>(size);
     if (std::strstr(label, "::split_") != nullptr) s.split[ptr] = {static_cast<std::size_t>(size), trace::now_ns()};
+    if (std::strcmp(label, workspace_label) == 0) {
+      s.workspace = ptr;
+      s.workspace_bytes = static_cast<std::size_t>(size);
+    }
     if (std::strncmp(label, "hpf::", 5) == 0) return;
     s.live[ptr] = static_cast<std::size_t>(size);
     s.now += static_cast<std::size_t>(size);
@@ -208,6 +221,7 @@ class BackendAllocations {
   static void deallocated(Kokkos::Tools::SpaceHandle, const char*, const void* ptr, std::uint64_t) {
     State& s = state();
     s.split.erase(ptr);
+    if (ptr == s.workspace) s.workspace = nullptr;
     if (const auto it = s.live.find(ptr); it != s.live.end()) {
       s.now -= it->second;
       s.live.erase(it);
@@ -223,15 +237,21 @@ struct LayerSpan {
 };
 
 /// Per top-level layer: the elements of the split buffers alive now, each under the layer whose
-/// span (of any pass so far, `spans`) allocated it.
-inline std::vector<double> split_buffer_elements(const std::map<const void*, BackendAllocations::SplitBuffer>& buffers,
+/// span (of any pass so far, `spans`) allocated it, and of those the elements in resident pages
+/// (the pages the passes so far wrote: hpf::system::resident_bytes).
+struct SplitBufferElements {
+  std::vector<double> allocated, resident;
+};
+inline SplitBufferElements split_buffer_elements(const std::map<const void*, BackendAllocations::SplitBuffer>& buffers,
                                                  const std::vector<LayerSpan>& spans, std::size_t layers,
                                                  std::size_t scalar_bytes) {
-  std::vector<double> elements(layers, 0.0);
+  SplitBufferElements elements{std::vector<double>(layers, 0.0), std::vector<double>(layers, 0.0)};
+  const auto scalar = static_cast<double>(scalar_bytes);
   for (const auto& [ptr, buffer] : buffers) {
     for (const LayerSpan& span : spans) {
       if (span.begin <= buffer.allocated_ns && buffer.allocated_ns < span.end) {
-        elements[span.layer] += static_cast<double>(buffer.bytes) / static_cast<double>(scalar_bytes);
+        elements.allocated[span.layer] += static_cast<double>(buffer.bytes) / scalar;
+        elements.resident[span.layer] += static_cast<double>(hpf::system::resident_bytes(ptr, buffer.bytes)) / scalar;
         break;
       }
     }
@@ -303,7 +323,11 @@ std::vector<UnitTiming> time_layers(const CalibrationOptions& o, const BackendAl
   // first round (sizes ascending) they hold what that size needs, by the layer that allocated them.
   const bool split_buffers = o.split.divides_layers() && allocations && allocations->active();
   std::vector<LayerSpan> spans;
-  std::vector<std::vector<double>> split_elements;  // [size][layer]
+  std::vector<SplitBufferElements> split_elements;  // [size]: per layer
+  // [size]: elements of the shared workspace the passes so far wrote (the largest any layer wrote,
+  // every layer writing from its start), where the allocations are watched.
+  const bool watched = allocations && allocations->active();
+  std::vector<double> workspace_written;
   std::vector<std::size_t> sizes;
   double round_seconds = 0;
   set_load(HostLoad::alone);
@@ -314,6 +338,7 @@ std::vector<UnitTiming> time_layers(const CalibrationOptions& o, const BackendAl
     pass(n, split_buffers ? &events : nullptr);
     round_seconds += seconds_since(start);
     sizes.push_back(n);
+    if (watched) workspace_written.push_back(static_cast<double>(allocations->workspace_resident_bytes() / sizeof(T)));
     if (!split_buffers) continue;
     for_each_outermost_layer_span(events, Model::size, [&](std::size_t layer, const trace::Event& e) {
       spans.push_back({layer, e.begin, e.end});
@@ -375,8 +400,14 @@ std::vector<UnitTiming> time_layers(const CalibrationOptions& o, const BackendAl
         timings[u].busy_backward_s.push_back(median(backward[1][i][u]));
       }
       timings[u].workspace_elements.push_back(workspace[u]);
+      if (!workspace_written.empty()) {
+        timings[u].workspace_resident_elements.push_back(std::min(workspace[u], workspace_written[i]));
+      }
       timings[u].scratch_elements.push_back(scratch[u]);
-      if (!split_elements.empty()) timings[u].split_buffer_elements.push_back(split_elements[i][u]);
+      if (!split_elements.empty()) {
+        timings[u].split_buffer_elements.push_back(split_elements[i].allocated[u]);
+        timings[u].split_buffer_resident_elements.push_back(split_elements[i].resident[u]);
+      }
       if (!staging[i].empty()) {
         timings[u].bf16_rounded_a.push_back(static_cast<double>(staging[i][u].rounded_a));
         timings[u].bf16_rounded_b.push_back(static_cast<double>(staging[i][u].rounded_b));
@@ -447,7 +478,8 @@ void calibrate(MachineProfile& profile, const CalibrationOptions& options = {},
   std::map<std::string, UnitTiming> measured;  // layers with one key (one kind and shape) averaged
   std::map<std::string, double> copies;
   constexpr std::array per_copy{&UnitTiming::forward_s, &UnitTiming::backward_s, &UnitTiming::busy_forward_s,
-                                &UnitTiming::busy_backward_s, &UnitTiming::split_buffer_elements};
+                                &UnitTiming::busy_backward_s, &UnitTiming::split_buffer_elements,
+                                &UnitTiming::split_buffer_resident_elements};
   for (std::size_t u = 0; u < Model::size; ++u) {
     UnitTiming& t = timings[u];
     const double n = static_cast<double>(where::copies[u]);  // a Repeat's span covers its copies

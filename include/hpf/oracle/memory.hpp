@@ -4,6 +4,7 @@
 
 #include <hpf/oracle/model_facts.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -30,11 +31,17 @@ struct MemoryBreakdown {
   /// packed weights, columns, a vendor's scratch) summed over the stage's layers, and the
   /// group's gathered parts.
   std::size_t split_buffers = 0;
+  /// Of the workspace and split_buffers, the bytes in pages never written (sized for the largest
+  /// need, of which the kernels that run write less: a vendor's scratch, columns of a path not
+  /// taken): allocated, so in total(), but not resident.
+  std::size_t unwritten = 0;
 
   constexpr std::size_t total() const noexcept {
     return parameters + gradients + buffers + optimizer_state + activations + boundary_gradients + gradient_buckets +
            workspace + scratch + runtime + split_buffers;
   }
+  /// What of total() the resident set holds: the pages written.
+  constexpr std::size_t resident() const noexcept { return total() - unwritten; }
 };
 
 /// \brief What besides the stage's facts decides its memory.
@@ -69,6 +76,11 @@ struct MemoryInputs {
   /// Under a filter or channel split: the elements the stage's split layers keep, each its own
   /// (calibrated for one member, UnitTiming::split_buffer_elements, summed over the stage's units).
   std::size_t split_buffer_elements = 0;
+  /// Of those, the elements in pages the member's passes never wrote (UnitTiming::
+  /// split_buffer_resident_elements), and of the workspace, those its layers never wrote
+  /// (UnitTiming::workspace_resident_elements: the largest need less the most written).
+  std::size_t split_buffer_unwritten_elements = 0;
+  std::size_t workspace_unwritten_elements = 0;
 };
 
 /// Peak bytes of one rank of stage `stage` (the allocation hpf makes for it, exactly as the engine
@@ -95,6 +107,8 @@ constexpr MemoryBreakdown stage_memory(const StageFacts& stage, const MemoryInpu
   m.scratch = (2 * stage.largest_inner_output * c + in.child_scratch_elements) * d;
   m.runtime = in.runtime_bytes;
   m.split_buffers = in.split_buffer_elements * d;
+  m.unwritten = (std::min(in.split_buffer_unwritten_elements, in.split_buffer_elements) +
+                 std::min(in.workspace_unwritten_elements, in.workspace_elements)) * d;
   return m;
 }
 

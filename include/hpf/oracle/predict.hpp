@@ -90,9 +90,10 @@ struct Prediction {
   std::vector<MemoryBreakdown> stage_memory;
   std::size_t peak_memory_bytes = 0;
   /// Per stage, a rank's peak resident set: Plan::process_bytes, its share of Plan::data_bytes
-  /// on the first stage, and the engine's memory (stage_memory); the largest in
-  /// peak_resident_bytes. Filter and channel splits' own buffers are in stage_memory where the
-  /// profile has the member's calibration (MemoryBreakdown::split_buffers).
+  /// on the first stage, and the engine's memory (stage_memory) less the pages it never writes
+  /// (MemoryBreakdown::resident); the largest in peak_resident_bytes. Filter and channel splits'
+  /// own buffers are in stage_memory where the profile has the member's calibration
+  /// (MemoryBreakdown::split_buffers).
   std::vector<std::size_t> stage_resident_bytes;
   std::size_t peak_resident_bytes = 0;
   bool fits = true;  ///< peak memory within the budget asked for
@@ -802,15 +803,17 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
   // under a filter or channel split, its member's calibration where the profile has it (a split
   // layer's workspace differs from the whole layer's, and it keeps buffers of its own).
   struct LayerNeeds {
-    std::size_t workspace = 0, scratch = 0, split_buffers = 0;
+    std::size_t workspace = 0, workspace_written = 0, scratch = 0, split_buffers = 0, split_buffers_unwritten = 0;
     hpf::detail::Bf16StagingNeed staging;
   };
   std::vector<LayerNeeds> needs(timings.size());
   for (std::size_t l = 0; l < timings.size(); ++l) {
     if (const UnitTiming* t = timings[l].whole ? timings[l].as_run() : nullptr) {
       const auto c = static_cast<double>(capacity);
-      needs[l] = {static_cast<std::size_t>(t->workspace(c)), static_cast<std::size_t>(t->scratch(c)),
-                  static_cast<std::size_t>(t->split_buffers(c)), t->bf16_staging(c)};
+      needs[l] = {static_cast<std::size_t>(t->workspace(c)), static_cast<std::size_t>(t->workspace_resident(c)),
+                  static_cast<std::size_t>(t->scratch(c)),
+                  static_cast<std::size_t>(t->split_buffers(c)),
+                  static_cast<std::size_t>(t->split_buffers(c) - t->split_buffers_resident(c)), t->bf16_staging(c)};
     }
   }
   std::vector<std::size_t> copies(timings.size(), 0);  // per top-level layer: its units in the stage
@@ -830,6 +833,7 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
     in.empty_view_bytes = profile.empty_view_bytes;
     for (const UnitFacts& u : stage_runs[s]) ++copies[u.layer];
     hpf::detail::Bf16StagingNeed staging;  // one Bf16Gemm per stage's network: its widest copies
+    std::size_t workspace_written = 0;      // the most any of the stage's layers writes of it
     for (const UnitFacts& u : stage_runs[s]) {
       if (!timings[u.layer].whole) continue;
       const LayerNeeds& need = needs[u.layer];
@@ -837,16 +841,19 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
       // A Repeat piece of two or more copies keeps two gradient buffers between its copies.
       const std::size_t between = copies[u.layer] > 1 ? 2 * u.output_elements * capacity : 0;
       in.workspace_elements = std::max(in.workspace_elements, need.workspace);
+      workspace_written = std::max(workspace_written, need.workspace_written);
       in.child_scratch_elements = std::max(in.child_scratch_elements, need.scratch + between);
       in.split_buffer_elements += need.split_buffers;  // each layer's own, every copy of a Repeat too
+      in.split_buffer_unwritten_elements += need.split_buffers_unwritten;
     }
     for (const UnitFacts& u : stage_runs[s]) copies[u.layer] = 0;
+    in.workspace_unwritten_elements = in.workspace_elements - std::min(in.workspace_elements, workspace_written);
     in.bf16_staging_bytes = staging.bytes();
     if (plan.recompute) in.recompute_saved_elements = detail::recompute_saved_elements(model, plan.bounds[s], plan.bounds[s + 1], in.last);
     out.stage_memory.push_back(stage_memory(facts[s], in));
     out.peak_memory_bytes = std::max(out.peak_memory_bytes, out.stage_memory.back().total());
     const std::size_t data_share = s == 0 ? plan.data_bytes / R : 0;
-    out.stage_resident_bytes.push_back(plan.process_bytes + data_share + out.stage_memory.back().total());
+    out.stage_resident_bytes.push_back(plan.process_bytes + data_share + out.stage_memory.back().resident());
     out.peak_resident_bytes = std::max(out.peak_resident_bytes, out.stage_resident_bytes.back());
   }
   out.fits = memory_budget_bytes <= 0 || static_cast<double>(out.peak_memory_bytes) <= memory_budget_bytes;

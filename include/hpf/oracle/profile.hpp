@@ -85,6 +85,13 @@ struct UnitTiming {
   /// columns, a vendor's scratch; each layer its own), and the group's gathered parts under the
   /// layer that last grew them. Empty: none measured.
   std::vector<double> split_buffer_elements;
+  /// Of those, the elements in pages the member's passes wrote (a vendor's scratch is sized for
+  /// its largest need and written less): what the resident set holds of them. Empty: all of them.
+  std::vector<double> split_buffer_resident_elements;
+  /// Of workspace_elements, those in pages the passes wrote: the layer's need, at most what the
+  /// whole model's layers wrote of the shared workspace (calibration sees the shared buffer, not
+  /// which layer wrote it). Empty: all of them.
+  std::vector<double> workspace_resident_elements;
 
   /// Piecewise-linear in the micro-batch size, extended along the last segment at either end
   /// (time per call is nearly affine in the samples: a fixed cost plus a per-sample cost).
@@ -108,6 +115,14 @@ struct UnitTiming {
   double scratch(double m) const { return std::ceil(interpolate(batch, scratch_elements, m)); }
   double split_buffers(double m) const {
     return split_buffer_elements.empty() ? 0 : std::ceil(interpolate(batch, split_buffer_elements, m));
+  }
+  double workspace_resident(double m) const {
+    if (workspace_resident_elements.empty()) return workspace(m);
+    return std::min(workspace(m), std::ceil(interpolate(batch, workspace_resident_elements, m)));
+  }
+  double split_buffers_resident(double m) const {
+    if (split_buffer_resident_elements.empty()) return split_buffers(m);
+    return std::min(split_buffers(m), std::ceil(interpolate(batch, split_buffer_resident_elements, m)));
   }
   hpf::detail::Bf16StagingNeed bf16_staging(double m) const {
     const auto at = [&](const std::vector<double>& v) {
@@ -272,7 +287,7 @@ inline MachineProfile load_profile(const std::string& path) {
       for (const auto& [key, u] : units->members) {
         const std::string at = where + ".units[" + key + "]";
         UnitTiming t{detail::numbers(u, "batch", at), detail::numbers(u, "forward_s", at), detail::numbers(u, "backward_s", at),
-                     detail::numbers(u, "workspace_elements", at), detail::numbers(u, "scratch_elements", at), {}, {}, {}, {}, {}, {}};
+                     detail::numbers(u, "workspace_elements", at), detail::numbers(u, "scratch_elements", at), {}, {}, {}, {}, {}, {}, {}, {}};
         if (member(u, "busy_forward_s")) {
           t.busy_forward_s = detail::numbers(u, "busy_forward_s", at);
           t.busy_backward_s = detail::numbers(u, "busy_backward_s", at);
@@ -283,10 +298,17 @@ inline MachineProfile load_profile(const std::string& path) {
           t.bf16_bits = detail::numbers(u, "bf16_bits", at);
         }
         if (member(u, "split_buffer_elements")) t.split_buffer_elements = detail::numbers(u, "split_buffer_elements", at);
+        if (member(u, "workspace_resident_elements")) {
+          t.workspace_resident_elements = detail::numbers(u, "workspace_resident_elements", at);
+        }
+        if (member(u, "split_buffer_resident_elements")) {
+          t.split_buffer_resident_elements = detail::numbers(u, "split_buffer_resident_elements", at);
+        }
         const std::size_t n = t.batch.size();
         auto sized = [n](const std::vector<double>& v) { return v.empty() || v.size() == n; };
         if (!sized(t.busy_forward_s) || !sized(t.busy_backward_s) || !sized(t.bf16_rounded_a) ||
             !sized(t.bf16_rounded_b) || !sized(t.bf16_bits) || !sized(t.split_buffer_elements) ||
+            !sized(t.split_buffer_resident_elements) || !sized(t.workspace_resident_elements) ||
             n == 0 || t.forward_s.size() != n || t.backward_s.size() != n || t.workspace_elements.size() != n ||
             t.scratch_elements.size() != n || !std::is_sorted(t.batch.begin(), t.batch.end())) {
           throw ProfileError("hpf::oracle: " + at + " needs arrays of one length over increasing batch sizes");
@@ -408,6 +430,12 @@ inline void save_compute(const MachineProfile& profile, const std::string& path)
     }
     if (!t.split_buffer_elements.empty()) {
       detail::set_member(u, "split_buffer_elements", detail::json_numbers(t.split_buffer_elements));
+    }
+    if (!t.workspace_resident_elements.empty()) {
+      detail::set_member(u, "workspace_resident_elements", detail::json_numbers(t.workspace_resident_elements));
+    }
+    if (!t.split_buffer_resident_elements.empty()) {
+      detail::set_member(u, "split_buffer_resident_elements", detail::json_numbers(t.split_buffer_resident_elements));
     }
     detail::set_member(units, key, std::move(u));
   }
