@@ -42,8 +42,9 @@ struct SearchOptions {
   /// The partitions to try, as bounds {0, cuts..., leaves} (hpf::AutoAmong's compiled ones); empty:
   /// Balanced<S> for every stage count S.
   std::vector<std::vector<std::size_t>> partitions;
-  /// Threads that predict the strategies (each prediction is independent; the ranking is the same
-  /// for any count). hpf-oracle uses the host's cores; hpf::Auto asks on every rank at once, so 1.
+  /// Threads that predict the strategies, at most one per 8 plans (each prediction is independent;
+  /// the ranking is the same for any count). hpf-oracle uses the host's cores; hpf::Auto asks on
+  /// every rank at once, so 1.
   std::size_t threads = 1;
 };
 
@@ -105,7 +106,9 @@ inline std::vector<Prediction> rank_strategies(const ModelView& model, std::size
   const auto events = [&](std::size_t i) { return candidates[i].first.stages * candidates[i].first.micro_batches; };
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return events(a) > events(b); });
   std::vector<Prediction> all(candidates.size());
-  hpf::detail::for_each_index(order.size(), o.threads, [&](std::size_t k) {
+  // A thread's start costs about what a few predictions do: at least 8 plans to each.
+  const std::size_t threads = std::min(o.threads, std::max<std::size_t>(1, order.size() / 8));
+  hpf::detail::for_each_index(order.size(), threads, [&](std::size_t k) {
     const auto& [plan, view] = candidates[order[k]];
     all[order[k]] = o.search_cuts && plan.stages > 1 ? search_cuts(*view, plan, profile, budget).best
                                                      : predict(*view, plan, profile, budget);
