@@ -22,8 +22,9 @@ declare -A allowed=(
   [parallel]="meta tensor trace layers model optim comm data/dataset.hpp data/sampler.hpp data/shard.hpp"
   [train]="meta tensor trace layers model optim comm data parallel io oracle config.hpp"
   # the oracle reads the partition and the schedule, never MPI (architecture.md); its calibration
-  # loads training samples the way a step does
-  [oracle]="meta tensor trace layers model optim io/detail/json.hpp parallel/partition.hpp parallel/schedule.hpp parallel/gradient_reduction.hpp parallel/bucket_size.hpp data/dataset.hpp parallel/batch_loader.hpp"
+  # loads training samples the way a step does and reads which pages it wrote; a ranking predicts
+  # on the host's threads
+  [oracle]="meta tensor trace layers model optim io/detail/json.hpp parallel/partition.hpp parallel/schedule.hpp parallel/gradient_reduction.hpp parallel/bucket_size.hpp data/dataset.hpp parallel/batch_loader.hpp system/resident_memory.hpp system/for_each_index.hpp"
 )
 
 # check FOLDER FILE...: prints each include of FILE that FOLDER may not use; fails if any.
