@@ -31,9 +31,9 @@ struct MemoryBreakdown {
   /// packed weights, columns, a vendor's scratch) summed over the stage's layers, and the
   /// group's gathered parts.
   std::size_t split_buffers = 0;
-  /// Of the workspace and split_buffers, the bytes in pages never written (sized for the largest
-  /// need, of which the kernels that run write less: a vendor's scratch, columns of a path not
-  /// taken): allocated, so in total(), but not resident.
+  /// Of the workspace and split_buffers, the bytes in pages never written (a vendor's scratchpad
+  /// is sized for the largest of its primitives' needs, and the kernels that run write less):
+  /// allocated, so in total(), but not resident.
   std::size_t unwritten = 0;
 
   constexpr std::size_t total() const noexcept {

@@ -116,13 +116,13 @@ struct UnitTiming {
   double split_buffers(double m) const {
     return split_buffer_elements.empty() ? 0 : std::ceil(interpolate(batch, split_buffer_elements, m));
   }
-  double workspace_resident(double m) const {
-    if (workspace_resident_elements.empty()) return workspace(m);
-    return std::min(workspace(m), std::ceil(interpolate(batch, workspace_resident_elements, m)));
-  }
+  double workspace_resident(double m) const { return resident_part(workspace(m), workspace_resident_elements, m); }
   double split_buffers_resident(double m) const {
-    if (split_buffer_resident_elements.empty()) return split_buffers(m);
-    return std::min(split_buffers(m), std::ceil(interpolate(batch, split_buffer_resident_elements, m)));
+    return resident_part(split_buffers(m), split_buffer_resident_elements, m);
+  }
+  /// Of `allocated` elements at m, those `resident` (measured per batch size; none measured: all).
+  double resident_part(double allocated, const std::vector<double>& resident, double m) const {
+    return resident.empty() ? allocated : std::min(allocated, std::ceil(interpolate(batch, resident, m)));
   }
   hpf::detail::Bf16StagingNeed bf16_staging(double m) const {
     const auto at = [&](const std::vector<double>& v) {
