@@ -267,6 +267,28 @@ TEST_CASE("hosts emulated on one machine communicate as hosts but share its core
   CHECK(shared.compute_s == doctest::Approx(0.144));
 }
 
+TEST_CASE("ranks that share a host's cores evenly: a pipeline's programs end when the cores have done all its work") {
+  const auto view = oracle::view_of<Tiny>("tiny");
+  // Tiny's 6 units take 3 ms per sample forward and backward: 8 samples are 0.144 s of work.
+  struct Case {
+    std::size_t cores, stages, replicas;
+  };
+  for (const Case c : {Case{1, 2, 1}, Case{1, 3, 1}, Case{2, 2, 2}, Case{2, 3, 2}}) {
+    INFO("cores ", c.cores, ", stages ", c.stages, ", replicas ", c.replicas);
+    auto profile = linear_profile();
+    profile.cores = c.cores;
+    for (const Schedule schedule : {Schedule::gpipe, Schedule::one_f_one_b}) {
+      const auto p = oracle::predict(view, plan(c.stages, c.replicas, 8 * c.replicas, 4, schedule), profile);
+      // The played programs (transfers are free here) against the work done at the cores' pace:
+      // whichever stages compute, the replicas' ranks share the cores and never leave one idle.
+      const double work = 0.144 * static_cast<double>(c.replicas) / static_cast<double>(c.cores);
+      CHECK(p.time_s - p.reduction_s - p.other_s == doctest::Approx(work).epsilon(1e-9));
+      CHECK(p.compute_s + p.bubble_s == doctest::Approx(work).epsilon(1e-9));  // transfers taken as free
+      CHECK(p.transfer_s == doctest::Approx(0).epsilon(1e-12));
+    }
+  }
+}
+
 TEST_CASE("ranking: every feasible strategy, fastest first, each with its reason; a budget moves the big ones last") {
   const auto view = oracle::view_of<Tiny>("tiny");
   const auto ranked = oracle::rank_strategies(view, 2, 8, linear_profile());

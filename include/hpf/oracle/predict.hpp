@@ -736,11 +736,84 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
     }
     return out;
   };
-  const Played played = play(true);
+  // Where every rank keeps its core however many compute (rate 1), a stage's times follow from its
+  // own program and its messages' arrivals alone: the programs run one after another, each until it
+  // waits for a message not yet sent, with no events to order (the play's step in a few operations
+  // per instruction).
+  const bool alone = rate_of[S] == 1.0;  // the rate falls as more compute
+  auto sweep = [&](bool with_transfers) {
+    const double unknown = -1;
+    std::vector<double> activation(S * M, unknown), gradient(S * M, unknown);
+    std::vector<std::size_t> next(S, 0);
+    std::vector<char> waiting(S, false);
+    std::vector<double> clock(S, 0);
+    std::vector<detail::LinkQueue> forward_link(S), backward_link(S);
+    Played out{std::vector<double>(S, 0), std::vector<double>(S, 0), std::vector<double>(S, 0), std::vector<double>(S, 0)};
+    std::vector<std::size_t> ready(S);
+    for (std::size_t s = 0; s < S; ++s) ready[s] = S - 1 - s;
+    const auto deliver = [&](std::vector<double>& arrivals, std::size_t to, std::size_t mb, double at) {
+      arrivals[to * M + mb] = at;
+      if (waiting[to]) {  // it looks again at what it waits for
+        waiting[to] = false;
+        ready.push_back(to);
+      }
+    };
+    while (!ready.empty()) {
+      const std::size_t s = ready.back();
+      ready.pop_back();
+      double& now = clock[s];
+      for (; next[s] < programs[s].size(); ++next[s]) {
+        const Instruction in = programs[s][next[s]];
+        const std::size_t mb = in.micro_batch;
+        if (in.op == Op::recv_activation || in.op == Op::recv_gradient) {
+          const double arrival = in.op == Op::recv_activation ? activation[s * M + mb] : gradient[s * M + mb];
+          if (arrival < 0) break;
+          now = std::max(now, arrival);
+        } else if (in.op == Op::forward) {
+          now += times[s].forward;
+          out.computing[s] += times[s].forward;
+        } else if (in.op == Op::backward) {
+          out.last_backward_start[s] = now;
+          now += times[s].backward;
+          out.computing[s] += times[s].backward;
+          out.last_backward_end[s] = now;
+        } else if (in.op == Op::send_activation) {
+          deliver(activation, s + 1, mb, with_transfers ? forward_link[s].send(now, to_next[s]) : now);
+        } else {
+          deliver(gradient, s - 1, mb, with_transfers ? backward_link[s].send(now, to_previous[s]) : now);
+        }
+      }
+      if (next[s] < programs[s].size()) {
+        waiting[s] = true;
+      } else {
+        out.end[s] = now;
+      }
+    }
+    return out;
+  };
+  const Played played = alone ? sweep(true) : play(true);
   const std::vector<double>& ends = played.end;
   const std::vector<double>& backward_start = played.last_backward_start;
   const std::vector<double>& backward_end = played.last_backward_end;
-  const std::vector<double> ends_free = S > 1 ? play(false).end : ends;  // one stage sends nothing
+  // Transfers taken as free, no stage waits while another could compute (a message arrives as it is
+  // sent). Where the host's cores are shared evenly by however many compute (`active` of them at
+  // `rate_of[active]` each do the work of one at rate_of[1]), the programs then end when all the
+  // work is done at that pace.
+  const auto free_end = [&] {
+    if (S == 1) return *std::max_element(ends.begin(), ends.end());  // one stage sends nothing
+    bool even = true;
+    for (std::size_t active = 2; active <= S; ++active) {
+      even = even && std::abs(rate_of[active] * static_cast<double>(active) - rate_of[1]) <= 1e-12 * rate_of[1];
+    }
+    if (even && !alone) {
+      double work = 0;
+      for (const detail::StageTimes& t : times) work += static_cast<double>(M) * (t.forward + t.backward);
+      return work / rate_of[1];
+    }
+    const std::vector<double> end = alone ? sweep(false).end : play(false).end;
+    return *std::max_element(end.begin(), end.end());
+  };
+  const double program_free_end = free_end();
 
   // Per stage: buckets become ready as the last backward passes them (from the end of the
   // gradient), each reduction starts when it is ready and the previous one is done. The units'
@@ -786,7 +859,6 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
     optimizer = std::max(optimizer, optimizer_alone * share / speed);
   }
   const double program_end = *std::max_element(ends.begin(), ends.end());
-  const double program_free_end = *std::max_element(ends_free.begin(), ends_free.end());
   std::size_t buffers = 0;
   for (const StageFacts& f : facts) buffers = std::max(buffers, f.cost.buffers);
   const double collectives = detail::collective_seconds(profile, 8, P) +
