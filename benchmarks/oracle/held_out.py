@@ -7,8 +7,8 @@ Two steps, as a user would take them:
   # 1. freeze: calibrate a profile for every model of both sets (a copy of --profile, its
   #    communication kept; the whole layers, and one member's part under each layer split the
   #    configurations hold) and record the oracle's commit, its source trees, the profile's hash and
-  #    each model's process and data memory (hpf_bench_parallel_throughput --describe-memory: the
-  #    base of the predicted resident set)
+  #    each model's process and data memory (hpf_bench_parallel_throughput --describe-memory, after
+  #    2 training steps on one rank: the base of the predicted resident set)
   /usr/bin/python3 benchmarks/oracle/held_out.py freeze --label local
   git add benchmarks/oracle/frozen && git commit -m "oracle: frozen for the held-out run"
   # 2. measure one set afresh with the frozen oracle (refused if include/ or tools/ differ from the
@@ -274,11 +274,13 @@ def recommended(args, model, ranks):
 
 def query_times(args, model):
     """`rank`'s own query time at 64 and 1024 ranks (the profile's host extrapolated: a cluster is not
-    needed for the time of the search)."""
+    needed for the time of the search): {ranks: (the first query in a fresh process, the median of 9
+    more in it)}."""
     out = {}
     for ranks in (64, 1024):
-        words = ["--model", model, "--ranks", str(ranks), "--batch", str(16 * ranks)]
-        out[ranks] = oracle(args, "rank", words, args.frozen_profile)[0]["query_us"] / 1e3
+        words = ["--model", model, "--ranks", str(ranks), "--batch", str(16 * ranks), "--repeat", "10"]
+        ranked = oracle(args, "rank", words, args.frozen_profile)[0]
+        out[ranks] = (ranked["query_us"] / 1e3, ranked["warm_query_us"] / 1e3)
     return out
 
 
@@ -360,6 +362,14 @@ def memory_error(row, above_base=False):
         measured = rss - row["base_rss_mib"][r] if above_base else rss
         worst = max(worst, abs(predicted[stage] - measured) / measured)
     return worst
+
+
+def query_text(data, column, digits):
+    """Each model's `rank` query time: the first in a fresh process, and where the run has it, the
+    median of the warm ones after it."""
+    warm = data.get("warm_query_ms", {})
+    return " / ".join(f"{m} {t[column]:.{digits}f} ms" + (f" (warm {warm[m][column]:.{digits}f})" if m in warm else "")
+                      for m, t in data["query_ms"].items())
 
 
 def scores(rows, name):
@@ -475,8 +485,8 @@ def report(data):
          f"{within} of {len(mem)} (median error {pct(statistics.median(mem), 0)})"],
         ["peak RSS above the process's RSS before training, within 10 %", "(the engine's own memory)",
          f"{sum(e <= 0.10 for e in grown)} of {len(grown)} (median error {pct(statistics.median(grown), 0)})"],
-        ["`rank` query, 64 ranks", "≤ 1 ms", " / ".join(f"{m} {t[0]:.2f} ms" for m, t in data["query_ms"].items())],
-        ["`rank` query, 1024 ranks", "≤ 50 ms", " / ".join(f"{m} {t[1]:.1f} ms" for m, t in data["query_ms"].items())],
+        ["`rank` query, 64 ranks", "≤ 1 ms", query_text(data, 0, 2)],
+        ["`rank` query, 1024 ranks", "≤ 50 ms", query_text(data, 1, 1)],
     ], "lll"))
     out.append("")
     out += aging_report(data, rows) if aging else []
@@ -647,8 +657,9 @@ def freeze(args):
               "profile": os.path.relpath(profile, ROOT), "profile_sha256": sha256(profile),
               "profile_from": h.repo_relative(args.profile, ROOT), "machine": h.machine_description(),
               "calibrated_with": run_env()[1]}
-    # What a training process holds before its data and model, and its data set: the base of the
-    # predicted resident set (hpf-oracle --process-mib, --data-mib), measured once per model here.
+    # What a training process holds beside its data and the engine's views, and its data set: the
+    # base of the predicted resident set (hpf-oracle --process-mib, --data-mib), measured once per
+    # model here.
     record["memory"] = {model: describe_memory(args, model) for model in models}
     if args.fabric:  # measured only on that fabric (its communication is in the profile)
         record["fabric"] = args.fabric
@@ -660,14 +671,18 @@ def freeze(args):
 
 
 def describe_memory(args, model):
-    """{process_mib, data_mib} of `hpf_bench_parallel_throughput --describe-memory` on one rank."""
+    """{process_mib, data_mib[, process_before_training_mib]} of `hpf_bench_parallel_throughput
+    --describe-memory` on one rank, run as the measured runs are."""
     cmd = [args.mpiexec] + shlex.split(args.mpiexec_flags) + ["-n", "1", args.hpf, "--model", model, "--batch",
                                                                str(MODELS[model][1]), "--describe-memory"]
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
-    m = re.search(r"MEMORY model=\S+ process_mib=([0-9.]+) data_mib=([0-9.]+)", out)
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True, env=run_env()[0]).stdout
+    m = re.search(r"MEMORY model=\S+ process_mib=([0-9.]+) data_mib=([0-9.]+)(?: process_before_training_mib=([0-9.]+))?", out)
     if not m:
         raise RuntimeError(f"{h.command_text(cmd)} printed no MEMORY line: {out}")
-    return {"process_mib": float(m.group(1)), "data_mib": float(m.group(2))}
+    memory = {"process_mib": float(m.group(1)), "data_mib": float(m.group(2))}
+    if m.group(3):
+        memory["process_before_training_mib"] = float(m.group(3))
+    return memory
 
 
 def old_profile_facts(path):
@@ -708,7 +723,8 @@ def measure_set(args):
     runs, _ = measure(args, predicted["oracle"])
     data = {"label": args.label, "set": args.set, "frozen": frozen, "canaries": canaries,
             "old_profile": old_profile_facts(args.old_profile) if args.old_profile else None,
-            "query_ms": {m: [q[64], q[1024]] for m, q in query.items()},
+            "query_ms": {m: [q[64][0], q[1024][0]] for m, q in query.items()},
+            "warm_query_ms": {m: [q[64][1], q[1024][1]] for m, q in query.items()},
             "run": {"started_at": started, "finished_at": datetime.datetime.now().isoformat(timespec="seconds"),
                     "commit": git("rev-parse", "--short=12", "HEAD"), "trees": source_trees(),
                     "measured_afresh": True, "rounds": args.rounds, "blocks_per_run": args.blocks,

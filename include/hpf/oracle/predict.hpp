@@ -55,9 +55,10 @@ struct Plan {
   ExchangePrecision stage_precision = ExchangePrecision::full;     ///< hpf::StepOptions::stage_precision
   bool recompute = false;  ///< re-materialization of Repeat blocks (NetworkOptions::recompute)
   LayerSplit split{};      ///< layers split over groups (Pipeline<..., Filter<G>>): R x S x G ranks
-  /// What a rank's process holds before its data and its model: code, libraries, MPI and Kokkos
-  /// (hpf::system::resident_set_bytes() once they are up). With data_bytes, the base of the
-  /// predicted resident set (Prediction::stage_resident_bytes).
+  /// What a rank's process holds beside its data and the engine's memory once it has trained: the
+  /// code that ran, the libraries' buffers and objects, MPI and Kokkos (docs/oracle.md, "The
+  /// resident set"). With data_bytes, the base of the predicted resident set
+  /// (Prediction::stage_resident_bytes).
   std::size_t process_bytes = 0;
   /// The whole data set in memory (hpf::data::Dataset::memory_bytes(), training and test sets):
   /// a first stage's ranks keep their replica's share, 1/R of it.

@@ -17,9 +17,9 @@
 namespace hpf::system {
 
 /// \brief This process's resident set now (Linux: VmRSS of /proc/self/status), in bytes; 0 where
-/// the system does not say. What the oracle adds to the engine's memory to predict a rank's peak
-/// resident set (hpf::oracle::Plan::process_bytes): taken once MPI and Kokkos are up, before the
-/// data set is loaded.
+/// the system does not say. Less the data and the engine's written pages after a training step, it
+/// is what the oracle adds to the engine's memory to predict a rank's peak resident set
+/// (hpf::oracle::Plan::process_bytes).
 inline std::size_t resident_set_bytes() {
   std::ifstream status("/proc/self/status");
   std::string line;
