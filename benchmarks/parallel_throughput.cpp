@@ -441,6 +441,9 @@ void run_stage(const hpf::comm::Communicator& world, const hpf::ProcessGrid& gri
   if (s.describe_memory && world.size() != 1) {
     throw hpf::comm::UsageError("--describe-memory runs on one rank, not " + std::to_string(world.size()));
   }
+  if (s.describe_memory && o.shards_side_by_side) {  // their views are not counted
+    throw hpf::comm::UsageError("--describe-memory reads the engine's views, which --side-by-side does not count");
+  }
   world.barrier();
   const MemoryMarks memory;
   const bool count_views = !o.shards_side_by_side;
