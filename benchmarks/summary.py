@@ -350,7 +350,8 @@ ROWS = [(["single-process"], single_process), (["single-process-models"], single
 ROWS += [([f"oracle-{which}-{label}"], lambda which=which, label=label: oracle_judged(which, label=label))
          for which, label in [("held-out", "xeon"), ("development", "xeon"), ("held-out", "xeon2"),
                               ("development", "xeon3"), ("held-out", "xeon4"), ("held-out", "xeon5"),
-                              ("held-out", "xeon6"), ("held-out", "xeon7"), ("held-out", "xeon8")]]
+                              ("held-out", "xeon6"), ("held-out", "xeon7"), ("held-out", "xeon8"),
+                              ("held-out", "xeon9")]]
 
 
 # --- labels from the records ------------------------------------------------------------------------
