@@ -625,6 +625,7 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
       profile.cluster ? std::ceil(static_cast<double>(P) / static_cast<double>(profile.cluster->ranks_per_node))
                       : static_cast<double>(profile.compute_hosts());
   struct Played {
+    explicit Played(std::size_t stages) : end(stages), last_backward_start(stages), last_backward_end(stages), computing(stages) {}
     std::vector<double> end, last_backward_start, last_backward_end, computing;  // per stage
   };
   // What the playing reads per message, looked up once: every micro-batch of a stage sends the
@@ -660,7 +661,7 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
     std::vector<double> started(S, 0);    // when the running pass began
     // Messages between two stages queue on their link, one direction at a time (LinkQueue).
     std::vector<detail::LinkQueue> forward_link(S), backward_link(S);  // s -> s + 1, s -> s - 1
-    Played out{std::vector<double>(S, 0), std::vector<double>(S, 0), std::vector<double>(S, 0), std::vector<double>(S, 0)};
+    Played out(S);
     detail::EventQueue ends_in_work, arrivals;  // in work seconds, in time
     std::vector<std::size_t> ready(S);  // stages that may move now
     for (std::size_t s = 0; s < S; ++s) ready[s] = s;
@@ -749,7 +750,7 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
     std::vector<char> waiting(S, false);
     std::vector<double> clock(S, 0);
     std::vector<detail::LinkQueue> forward_link(S), backward_link(S);
-    Played out{std::vector<double>(S, 0), std::vector<double>(S, 0), std::vector<double>(S, 0), std::vector<double>(S, 0)};
+    Played out(S);
     std::vector<std::size_t> ready(S);
     for (std::size_t s = 0; s < S; ++s) ready[s] = S - 1 - s;
     const auto deliver = [&](std::vector<double>& arrivals, std::size_t to, std::size_t mb, double at) {
