@@ -253,6 +253,41 @@ TEST_CASE("messages on one link queue one after another: each arrives its latenc
   CHECK(link.send(20, message) == doctest::Approx(25));  // the link is free again
 }
 
+TEST_CASE("the play's events are taken earliest first, equal times in the order they came, past its room too") {
+  oracle::detail::EventQueue events(2);
+  std::vector<std::pair<double, std::size_t>> taken;
+  const auto take = [&] {
+    taken.emplace_back(events.earliest_time(), events.earliest_stage());
+    events.pop();
+  };
+  events.push(3, 0);
+  events.push(1, 1);
+  take();             // 1 (stage 1)
+  events.push(3, 2);  // after the 3 that came first
+  events.push(2, 3);  // the queue is full with one taken: it makes room
+  events.push(0.5, 4);
+  while (!events.empty()) take();
+  events.push(7, 5);  // empty again: starts at the front
+  take();
+  const std::vector<std::pair<double, std::size_t>> expected{{1, 1}, {0.5, 4}, {2, 3}, {3, 0}, {3, 2}, {7, 5}};
+  CHECK(taken == expected);
+}
+
+TEST_CASE("the play reads every stage's program as stage_program writes it") {
+  for (const Schedule schedule : {Schedule::gpipe, Schedule::one_f_one_b}) {
+    for (std::size_t stages = 1; stages <= 4; ++stages) {
+      for (const std::size_t micro : {1, 3, 8}) {
+        const oracle::detail::StagePrograms programs(schedule, stages, micro);
+        for (std::size_t s = 0; s < stages; ++s) {
+          const std::vector<Instruction> expected = stage_program(schedule, stages, s, micro);
+          CHECK(std::vector<Instruction>(programs[s].begin(), programs[s].end()) == expected);
+        }
+        CHECK(programs.code.size() == programs.begin.back());  // every instruction written
+      }
+    }
+  }
+}
+
 TEST_CASE("hosts emulated on one machine communicate as hosts but share its cores") {
   const auto view = oracle::view_of<Tiny>("tiny");
   auto profile = linear_profile();

@@ -109,11 +109,10 @@ inline std::string split_key_suffix(const LayerSplit& split) {
 
 namespace detail {
 
-/// Times of one stage's micro-batch of `m` samples, from the calibrated units.
+/// Times of one stage's micro-batch of `m` samples, from the calibrated units (each unit's
+/// backward: unit_backward).
 struct StageTimes {
   double forward = 0, backward = 0;
-  std::vector<double> backward_units;    ///< per unit, in forward order
-  std::vector<std::size_t> unit_params;  ///< parameters per unit, in forward order
 };
 
 /// Each top-level layer's calibration in the profile and, under a filter or channel `split`, its
@@ -249,13 +248,18 @@ inline std::vector<LayerTimes> layer_times(const ModelView& model, const Machine
   return out;
 }
 
+/// One unit's backward on a micro-batch: its layer's, and with `recompute` a Repeat's block runs its
+/// forward again inside it.
+inline double unit_backward(const std::vector<LayerTimes>& layers, const UnitFacts& u, bool recompute) {
+  const LayerTimes& l = layers[u.layer];
+  return l.backward + (recompute && u.repeated ? l.forward : 0.0);
+}
+
 /// The times of a stage whose units are `units` (stage_units) from its layers' (layer_times).
 /// With `recompute`, a Repeat's block runs its forward again inside its backward.
 inline StageTimes stage_times(const ModelView& model, const MachineProfile& profile, const std::vector<LayerTimes>& layers,
                               std::span<const UnitFacts> units, bool recompute = false) {
   StageTimes t;
-  t.backward_units.reserve(units.size());
-  t.unit_params.reserve(units.size());
   for (const UnitFacts& u : units) {
     const LayerTimes& l = layers[u.layer];
     if (!l.calibrated) {
@@ -267,9 +271,7 @@ inline StageTimes stage_times(const ModelView& model, const MachineProfile& prof
                                                   : std::string("hpf-oracle calibrate for this model (or hpf::oracle::calibrate<Model>)")));
     }
     t.forward += l.forward;
-    t.backward_units.push_back(l.backward + (recompute && u.repeated ? l.forward : 0.0));
-    t.unit_params.push_back(u.cost.parameters);
-    t.backward += t.backward_units.back();
+    t.backward += unit_backward(layers, u, recompute);
   }
   return t;
 }
@@ -350,29 +352,60 @@ struct LinkQueue {
   }
 };
 
-/// The play's pending events, each a time and a stage, kept sorted latest first so that the
-/// earliest is the last: taking it costs nothing, and a new one's place is a count of the later
-/// ones (a loop without branches) and a shift. At the few dozen events a play holds at once this
-/// beats a binary heap, whose every level is a branch the processor cannot predict.
+/// Every stage's program (stage_program) in one array, stage s's at [begin[s], begin[s + 1]): a
+/// query plays thousands of programs, built without one allocation each.
+struct StagePrograms {
+  std::vector<Instruction> code;
+  std::vector<std::size_t> begin;
+  StagePrograms(Schedule kind, std::size_t stages, std::size_t micro) : begin(stages + 1, 0) {
+    // Per micro-batch each stage runs a forward and a backward, and all but an end receive and send
+    // once in each direction: written in place.
+    code.resize(2 * micro * stages + 4 * micro * (stages - 1));
+    std::size_t size = 0;
+    for (std::size_t s = 0; s < stages; ++s) {
+      for_each_instruction(kind, stages, s, micro, [&](Instruction i) { code[size++] = i; });
+      begin[s + 1] = size;
+    }
+  }
+  std::span<const Instruction> operator[](std::size_t s) const { return {code.data() + begin[s], code.data() + begin[s + 1]}; }
+};
+
+/// The play's pending events, each a time and a stage, kept sorted earliest first from a moving
+/// head: taking the earliest moves the head, and a new one, almost always the latest (a pass ends
+/// after those begun before it), is placed by a short scan from the back. Events of equal times
+/// are taken in the order they came. At the few dozen events a play holds at once this beats a
+/// binary heap, whose every level is a branch the processor cannot predict.
 class EventQueue {
  public:
-  bool empty() const { return times_.empty(); }
-  double earliest_time() const { return times_.back(); }
-  std::size_t earliest_stage() const { return stages_.back(); }
+  /// Room for `capacity` events at once (a play holds at most one per stage in each queue).
+  explicit EventQueue(std::size_t capacity) { events_.reserve(capacity); }
+  bool empty() const { return head_ == events_.size(); }
+  double earliest_time() const { return events_[head_].at; }
+  std::size_t earliest_stage() const { return events_[head_].stage; }
   void pop() {
-    times_.pop_back();
-    stages_.pop_back();
+    if (++head_ == events_.size()) {  // empty: start again at the front
+      events_.clear();
+      head_ = 0;
+    }
   }
   void push(double at, std::size_t stage) {
-    std::size_t later = 0;
-    for (const double t : times_) later += t > at;
-    times_.insert(times_.begin() + static_cast<std::ptrdiff_t>(later), at);
-    stages_.insert(stages_.begin() + static_cast<std::ptrdiff_t>(later), stage);
+    if (head_ > 0 && events_.size() == events_.capacity()) {  // full: drop the taken ones first
+      events_.erase(events_.begin(), events_.begin() + static_cast<std::ptrdiff_t>(head_));
+      head_ = 0;
+    }
+    events_.emplace_back();  // a place at the back, then the later ones move up past the new one
+    std::size_t place = events_.size() - 1;
+    for (; place > head_ && events_[place - 1].at > at; --place) events_[place] = events_[place - 1];
+    events_[place] = Event{at, stage};
   }
 
  private:
-  std::vector<double> times_;
-  std::vector<std::size_t> stages_;
+  struct Event {
+    double at;
+    std::size_t stage;
+  };
+  std::vector<Event> events_;
+  std::size_t head_ = 0;  ///< the earliest; those before it are taken
 };
 
 /// Over links (a cluster's, or the hosts' of a multi-host profile): every rank receives the other
@@ -612,7 +645,6 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
     const double load = s == 0 ? profile.load_s_per_element * static_cast<double>(facts[s].input_elements) * m : 0;
     times[s].forward = (times[s].forward + load) / speed;  // sharing the cores: in the playing below
     times[s].backward /= speed;
-    for (double& b : times[s].backward_units) b /= speed;
   }
 
   // Play the programs: each stage runs its instructions in order, a receive waits for its message,
@@ -631,14 +663,13 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
   // What the playing reads per message, looked up once: every micro-batch of a stage sends the
   // same bytes (a query plays thousands of messages: looking the fits up for each took a third of
   // its time).
-  std::vector<std::vector<Instruction>> programs(S);
+  const detail::StagePrograms programs(plan.schedule, S, M);
   auto link = [&](std::size_t elements, std::size_t from, std::size_t to) {  // one micro-batch's message
     return detail::message_cost(profile, detail::stage_message_bytes(elements, model.scalar_bytes, plan.stage_precision, m), P,
                                 from, to);
   };
   std::vector<detail::MessageCost> to_next(S), to_previous(S);  // s -> s + 1, s -> s - 1
   for (std::size_t s = 0; s < S; ++s) {
-    programs[s] = stage_program(plan.schedule, S, s, M);
     if (s + 1 < S) to_next[s] = link(facts[s].output_elements, s, s + 1);
     if (s > 0) to_previous[s] = link(facts[s].input_elements, s, s - 1);
   }
@@ -653,26 +684,35 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
   // rate: each pass's end is kept in work seconds (what every computing stage has computed since
   // the start), which the rate turns into time.
   auto play = [&](bool with_transfers) {
-    const double unknown = -1;
-    // When each stage's micro-batch message arrives (stage s, micro-batch mb at s * M + mb).
-    std::vector<double> activation(S * M, unknown), gradient(S * M, unknown);
-    std::vector<std::size_t> next(S, 0);
-    std::vector<char> waiting(S, false);  // at a receive whose message is not sent yet
-    std::vector<double> started(S, 0);    // when the running pass began
-    // Messages between two stages queue on their link, one direction at a time (LinkQueue).
-    std::vector<detail::LinkQueue> forward_link(S), backward_link(S);  // s -> s + 1, s -> s - 1
+    // When each stage's micro-batch message arrives (stage s, micro-batch mb at s * M + mb): the
+    // activations', then the gradients'.
+    std::vector<double> arrival(2 * S * M, -1);
+    double* const activation = arrival.data();
+    double* const gradient = activation + S * M;
+    struct Stage {
+      const Instruction* next = nullptr;  // its program's instruction to run
+      const Instruction* end = nullptr;
+      double started = 0;    // when the running pass began
+      bool waiting = false;  // at a receive whose message is not sent yet
+      // Messages to the next and the previous stage queue on their link (LinkQueue).
+      detail::LinkQueue forward_link, backward_link;
+    };
+    std::vector<Stage> stage(S);
+    for (std::size_t s = 0; s < S; ++s) {
+      stage[s].next = programs[s].data();
+      stage[s].end = programs[s].data() + programs[s].size();
+    }
     Played out(S);
-    detail::EventQueue ends_in_work, arrivals;  // in work seconds, in time
+    detail::EventQueue ends_in_work(S), arrivals(S);  // in work seconds, in time
     std::vector<std::size_t> ready(S);  // stages that may move now
     for (std::size_t s = 0; s < S; ++s) ready[s] = s;
     double now = 0, work = 0;
     std::size_t active = 0, done = 0;
     const auto deliver = [&](std::size_t to, Op receive, std::size_t mb, double at) {
       (receive == Op::recv_activation ? activation : gradient)[to * M + mb] = at;
-      if (!waiting[to]) return;
-      const Instruction& waits_for = programs[to][next[to]];
-      if (waits_for.op != receive || waits_for.micro_batch != mb) return;
-      waiting[to] = false;
+      Stage& peer = stage[to];
+      if (!peer.waiting || peer.next->op != receive || peer.next->micro_batch != mb) return;
+      peer.waiting = false;
       if (at <= now) {
         ready.push_back(to);
       } else {
@@ -680,29 +720,37 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
       }
     };
     const auto advance = [&](std::size_t s) {  // runs stage s's program until it waits or computes
-      for (; next[s] < programs[s].size(); ++next[s]) {
-        const Instruction in = programs[s][next[s]];
+      Stage& st = stage[s];
+      for (; st.next != st.end; ++st.next) {
+        const Instruction in = *st.next;
         const std::size_t mb = in.micro_batch;
-        if (in.op == Op::recv_activation || in.op == Op::recv_gradient) {
-          const double arrival = in.op == Op::recv_activation ? activation[s * M + mb] : gradient[s * M + mb];
-          if (arrival < 0) {
-            waiting[s] = true;
-            return;
+        switch (in.op) {
+          case Op::recv_activation:
+          case Op::recv_gradient: {
+            const double at = (in.op == Op::recv_activation ? activation : gradient)[s * M + mb];
+            if (at < 0) {
+              st.waiting = true;
+              return;
+            }
+            if (at > now) {
+              arrivals.push(at, s);
+              return;
+            }
+            break;
           }
-          if (arrival > now) {
-            arrivals.push(arrival, s);
+          case Op::forward:
+          case Op::backward:
+            ++active;
+            st.started = now;
+            ends_in_work.push(work + (in.op == Op::forward ? times[s].forward : times[s].backward), s);
+            if (in.op == Op::backward) out.last_backward_start[s] = now;
             return;
-          }
-        } else if (in.op == Op::forward || in.op == Op::backward) {
-          ++active;
-          started[s] = now;
-          ends_in_work.push(work + (in.op == Op::forward ? times[s].forward : times[s].backward), s);
-          if (in.op == Op::backward) out.last_backward_start[s] = now;
-          return;
-        } else if (in.op == Op::send_activation) {
-          deliver(s + 1, Op::recv_activation, mb, with_transfers ? forward_link[s].send(now, to_next[s]) : now);
-        } else {
-          deliver(s - 1, Op::recv_gradient, mb, with_transfers ? backward_link[s].send(now, to_previous[s]) : now);
+          case Op::send_activation:
+            deliver(s + 1, Op::recv_activation, mb, with_transfers ? st.forward_link.send(now, to_next[s]) : now);
+            break;
+          case Op::send_gradient:
+            deliver(s - 1, Op::recv_gradient, mb, with_transfers ? st.backward_link.send(now, to_previous[s]) : now);
+            break;
         }
       }
       out.end[s] = now;
@@ -726,9 +774,10 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
         const std::size_t s = ends_in_work.earliest_stage();
         ends_in_work.pop();
         --active;
-        out.computing[s] += now - started[s];
-        if (programs[s][next[s]].op == Op::backward) out.last_backward_end[s] = now;
-        ++next[s];
+        Stage& st = stage[s];
+        out.computing[s] += now - st.started;
+        if (st.next->op == Op::backward) out.last_backward_end[s] = now;
+        ++st.next;
         ready.push_back(s);
       }
       while (!arrivals.empty() && arrivals.earliest_time() <= now) {
@@ -822,24 +871,26 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
   // times are a rank's alone; the played backward may have taken longer (ranks sharing cores), so
   // a unit ends at its share of the played backward.
   double step_end = 0, busiest = 0, all_stages = 0, optimizer = 0;
+  // Every stage's replicas exchange alike: the line the automatic bucket size weighs, priced once.
+  const ExchangeCost exchange = R > 1 ? exchange_cost(profile, R, stride, reduction, plan.hierarchy, plan.exchange_precision)
+                                      : ExchangeCost{};
   for (std::size_t s = 0; s < S; ++s) {
     double end = ends[s];
     if (R > 1 && facts[s].cost.parameters > 0) {
       const std::size_t params = facts[s].cost.parameters;
-      const std::size_t bucket_bytes = choose_bucket_bytes(plan.bucket_bytes, params * model.scalar_bytes,
-                                                           exchange_cost(profile, R, stride, reduction, plan.hierarchy,
-                                                                         plan.exchange_precision));
+      const std::size_t bucket_bytes = choose_bucket_bytes(plan.bucket_bytes, params * model.scalar_bytes, exchange);
       const std::size_t per_bucket = std::max<std::size_t>(1, bucket_bytes / model.scalar_bytes);
       const double stretch = times[s].backward > 0 ? (backward_end[s] - backward_start[s]) / times[s].backward : 1;
       double ready_clock = backward_start[s], reduced = 0, priced_bytes = -1, priced_seconds = 0;
       std::size_t covered = params;  // gradients at offsets >= covered are final
-      std::size_t u = times[s].unit_params.size();
+      const std::span<const UnitFacts> units = stage_runs[s];
+      std::size_t u = units.size();
       std::size_t bucket_begin = params > per_bucket ? (params - 1) / per_bucket * per_bucket : 0;
       while (true) {
         while (covered > bucket_begin && u > 0) {
           --u;
-          ready_clock += times[s].backward_units[u] * stretch;
-          covered -= times[s].unit_params[u];
+          ready_clock += detail::unit_backward(layers, units[u], plan.recompute) / speed * stretch;
+          covered -= units[u].cost.parameters;
         }
         const std::size_t bucket_end = std::min(params, bucket_begin + per_bucket);
         const double bytes = static_cast<double>((bucket_end - bucket_begin) * model.scalar_bytes);
@@ -891,6 +942,7 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
     }
   }
   std::vector<std::size_t> copies(timings.size(), 0);  // per top-level layer: its units in the stage
+  const double gathered = detail::gathered_copies(profile, R, stride, reduction, plan.hierarchy, plan.exchange_precision);
   for (std::size_t s = 0; s < S; ++s) {
     MemoryInputs in;
     in.scalar_bytes = model.scalar_bytes;
@@ -902,7 +954,7 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
     in.label_size = model.label_size;
     in.optimizer_values = model.optimizer_values;
     in.replicas = R;
-    in.gathered_copies = detail::gathered_copies(profile, R, stride, reduction, plan.hierarchy, plan.exchange_precision);
+    in.gathered_copies = gathered;
     in.runtime_bytes = profile.runtime_bytes;
     in.empty_view_bytes = profile.empty_view_bytes;
     for (const UnitFacts& u : stage_runs[s]) ++copies[u.layer];

@@ -10,12 +10,14 @@
 #include <cstddef>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace hpf::oracle {
@@ -153,9 +155,11 @@ struct MachineProfile {
   /// communicate as separate hosts but all share its `cores`.
   bool hosts_share_cores = false;
   std::size_t threads_per_rank = 1;  ///< threads a rank ran with when calibrated
-  std::map<std::string, CommFit> comm;
+  // Looked up by std::string_view (std::less<>): a query asks for fits by literal names and for
+  // layers by their long keys thousands of times, without building a string for each.
+  std::map<std::string, CommFit, std::less<>> comm;
   LinkFacts link;
-  std::map<std::string, UnitTiming> units;
+  std::map<std::string, UnitTiming, std::less<>> units;
   double optimizer_s_per_parameter = 0;  ///< optimizer step and zeroing gradients
   double load_s_per_element = 0;         ///< batch loading, per input element
   /// Bytes the Kokkos backend allocates for itself in a fresh process once a step has run
@@ -167,12 +171,12 @@ struct MachineProfile {
   /// Hosts whose cores compute separately: one when the hosts share a machine.
   std::size_t compute_hosts() const { return hosts_share_cores ? 1 : std::max<std::size_t>(1, hosts); }
 
-  const CommFit& fit(const std::string& primitive) const {
+  const CommFit& fit(std::string_view primitive) const {
     static const CommFit none;
     const auto it = comm.find(primitive);
     return it == comm.end() ? none : it->second;
   }
-  const UnitTiming* unit(const std::string& key) const {
+  const UnitTiming* unit(std::string_view key) const {
     const auto it = units.find(key);
     return it == units.end() ? nullptr : &it->second;
   }
