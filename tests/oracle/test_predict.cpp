@@ -263,8 +263,8 @@ TEST_CASE("the play's events are taken earliest first, equal times in the order 
   events.push(3, 0);
   events.push(1, 1);
   take();             // 1 (stage 1)
-  events.push(3, 2);  // after the 3 that came first
-  events.push(2, 3);  // the queue is full with one taken: it makes room
+  events.push(3, 2);  // full with one taken: it drops that one, and goes after the 3 that came first
+  events.push(2, 3);  // past its room: it grows
   events.push(0.5, 4);
   while (!events.empty()) take();
   events.push(7, 5);  // empty again: starts at the front
