@@ -679,6 +679,22 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
   for (std::size_t active = 1; active <= S; ++active) {
     rate_of[active] = std::min(1.0, slots / std::ceil(static_cast<double>(active * R * G) / hosts_used));
   }
+  // Where each stage is in its program, as the play and the sweep below both run it.
+  struct Cursor {
+    const Instruction* next = nullptr;  // the instruction to run
+    const Instruction* end = nullptr;
+    bool waiting = false;  // at a receive whose message is not sent yet
+    // Messages to the next and the previous stage queue on their link (LinkQueue).
+    detail::LinkQueue forward_link, backward_link;
+  };
+  const auto at_start = [&] {
+    std::vector<Cursor> stage(S);
+    for (std::size_t s = 0; s < S; ++s) {
+      stage[s].next = programs[s].data();
+      stage[s].end = programs[s].data() + programs[s].size();
+    }
+    return stage;
+  };
   // The events: a stage's pass ends, or a message reaches a stage waiting for it; only the stages
   // an event touches move. The computing stages share the cores alike, so all progress at one
   // rate: each pass's end is kept in work seconds (what every computing stage has computed since
@@ -689,19 +705,8 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
     std::vector<double> arrival(2 * S * M, -1);
     double* const activation = arrival.data();
     double* const gradient = activation + S * M;
-    struct Stage {
-      const Instruction* next = nullptr;  // its program's instruction to run
-      const Instruction* end = nullptr;
-      double started = 0;    // when the running pass began
-      bool waiting = false;  // at a receive whose message is not sent yet
-      // Messages to the next and the previous stage queue on their link (LinkQueue).
-      detail::LinkQueue forward_link, backward_link;
-    };
-    std::vector<Stage> stage(S);
-    for (std::size_t s = 0; s < S; ++s) {
-      stage[s].next = programs[s].data();
-      stage[s].end = programs[s].data() + programs[s].size();
-    }
+    std::vector<Cursor> stage = at_start();
+    std::vector<double> started(S, 0);  // when each stage's running pass began
     Played out(S);
     detail::EventQueue ends_in_work(S), arrivals(S);  // in work seconds, in time
     std::vector<std::size_t> ready(S);  // stages that may move now
@@ -710,7 +715,7 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
     std::size_t active = 0, done = 0;
     const auto deliver = [&](std::size_t to, Op receive, std::size_t mb, double at) {
       (receive == Op::recv_activation ? activation : gradient)[to * M + mb] = at;
-      Stage& peer = stage[to];
+      Cursor& peer = stage[to];
       if (!peer.waiting || peer.next->op != receive || peer.next->micro_batch != mb) return;
       peer.waiting = false;
       if (at <= now) {
@@ -720,7 +725,7 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
       }
     };
     const auto advance = [&](std::size_t s) {  // runs stage s's program until it waits or computes
-      Stage& st = stage[s];
+      Cursor& st = stage[s];
       for (; st.next != st.end; ++st.next) {
         const Instruction in = *st.next;
         const std::size_t mb = in.micro_batch;
@@ -741,7 +746,7 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
           case Op::forward:
           case Op::backward:
             ++active;
-            st.started = now;
+            started[s] = now;
             ends_in_work.push(work + (in.op == Op::forward ? times[s].forward : times[s].backward), s);
             if (in.op == Op::backward) out.last_backward_start[s] = now;
             return;
@@ -774,8 +779,8 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
         const std::size_t s = ends_in_work.earliest_stage();
         ends_in_work.pop();
         --active;
-        Stage& st = stage[s];
-        out.computing[s] += now - st.started;
+        Cursor& st = stage[s];
+        out.computing[s] += now - started[s];
         if (st.next->op == Op::backward) out.last_backward_end[s] = now;
         ++st.next;
         ready.push_back(s);
@@ -793,33 +798,33 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
   // per instruction).
   const bool alone = rate_of[S] == 1.0;  // the rate falls as more compute
   auto sweep = [&](bool with_transfers) {
-    const double unknown = -1;
-    std::vector<double> activation(S * M, unknown), gradient(S * M, unknown);
-    std::vector<std::size_t> next(S, 0);
-    std::vector<char> waiting(S, false);
-    std::vector<double> clock(S, 0);
-    std::vector<detail::LinkQueue> forward_link(S), backward_link(S);
+    std::vector<double> arrival(2 * S * M, -1);  // as in the play
+    double* const activation = arrival.data();
+    double* const gradient = activation + S * M;
+    std::vector<Cursor> stage = at_start();
+    std::vector<double> clock(S, 0);  // each stage's own time
     Played out(S);
     std::vector<std::size_t> ready(S);
     for (std::size_t s = 0; s < S; ++s) ready[s] = S - 1 - s;
-    const auto deliver = [&](std::vector<double>& arrivals, std::size_t to, std::size_t mb, double at) {
+    const auto deliver = [&](double* arrivals, std::size_t to, std::size_t mb, double at) {
       arrivals[to * M + mb] = at;
-      if (waiting[to]) {  // it looks again at what it waits for
-        waiting[to] = false;
+      if (stage[to].waiting) {  // it looks again at what it waits for
+        stage[to].waiting = false;
         ready.push_back(to);
       }
     };
     while (!ready.empty()) {
       const std::size_t s = ready.back();
       ready.pop_back();
+      Cursor& st = stage[s];
       double& now = clock[s];
-      for (; next[s] < programs[s].size(); ++next[s]) {
-        const Instruction in = programs[s][next[s]];
+      for (; st.next != st.end; ++st.next) {
+        const Instruction in = *st.next;
         const std::size_t mb = in.micro_batch;
         if (in.op == Op::recv_activation || in.op == Op::recv_gradient) {
-          const double arrival = in.op == Op::recv_activation ? activation[s * M + mb] : gradient[s * M + mb];
-          if (arrival < 0) break;
-          now = std::max(now, arrival);
+          const double at = (in.op == Op::recv_activation ? activation : gradient)[s * M + mb];
+          if (at < 0) break;
+          now = std::max(now, at);
         } else if (in.op == Op::forward) {
           now += times[s].forward;
           out.computing[s] += times[s].forward;
@@ -829,13 +834,13 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
           out.computing[s] += times[s].backward;
           out.last_backward_end[s] = now;
         } else if (in.op == Op::send_activation) {
-          deliver(activation, s + 1, mb, with_transfers ? forward_link[s].send(now, to_next[s]) : now);
+          deliver(activation, s + 1, mb, with_transfers ? st.forward_link.send(now, to_next[s]) : now);
         } else {
-          deliver(gradient, s - 1, mb, with_transfers ? backward_link[s].send(now, to_previous[s]) : now);
+          deliver(gradient, s - 1, mb, with_transfers ? st.backward_link.send(now, to_previous[s]) : now);
         }
       }
-      if (next[s] < programs[s].size()) {
-        waiting[s] = true;
+      if (st.next != st.end) {
+        st.waiting = true;
       } else {
         out.end[s] = now;
       }
