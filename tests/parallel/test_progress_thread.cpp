@@ -96,7 +96,7 @@ TEST_CASE("A progress thread moves a message while both ranks compute without ca
   CHECK(thread->probes() == calls);
 }
 
-TEST_CASE("Every activation gets a probe, even one that ends before the thread first runs") {
+TEST_CASE("Every activation gets a probe, even one that ends before the thread first runs, and settle() waits for it") {
   const hpf::comm::Communicator world;
   std::string why_not;
   auto thread = hpf::comm::ProgressThread::make(world, std::chrono::seconds(1), why_not);
@@ -109,11 +109,8 @@ TEST_CASE("Every activation gets a probe, even one that ends before the thread f
     const auto before = thread->probes();
     thread->activate();
     thread->deactivate();
-    const auto begin = std::chrono::steady_clock::now();
-    while (thread->probes() == before && std::chrono::steady_clock::now() - begin < std::chrono::seconds(20)) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
     CAPTURE(window);
+    CHECK(thread->settle(std::chrono::seconds(20)));  // returns once the owed probe is made
     CHECK(thread->probes() == before + 1);
   }
 }

@@ -96,6 +96,14 @@ class ProgressThread {
     state_->active = false;
   }
 
+  /// Waits (at most `bound`) until the probe owed to every activate() so far has been made, so a
+  /// count read next includes them: on an oversubscribed core the thread may first run well after
+  /// a short window closed. Returns whether they were all made.
+  bool settle(std::chrono::milliseconds bound) const {
+    std::unique_lock lock(state_->mutex);
+    return state_->settled.wait_for(lock, bound, [s = state_.get()] { return s->probed == s->activations || s->stopping; });
+  }
+
   /// Probes made so far, and the time spent inside them.
   std::uint64_t probes() const { return state_->probes.load(std::memory_order_relaxed); }
   double probe_seconds() const { return static_cast<double>(state_->probe_ns.load(std::memory_order_relaxed)) * 1e-9; }
@@ -107,9 +115,11 @@ class ProgressThread {
     std::optional<Communicator> probes_on;
     std::mutex mutex;
     std::condition_variable wake;
+    std::condition_variable settled;  // a probe owed to activations was made
     bool active = false;
     bool stopping = false;
     std::uint64_t activations = 0;  // activate() calls; each owes at least one probe
+    std::uint64_t probed = 0;       // activations whose probe has been made
     std::atomic<std::uint64_t> probes{0};
     std::atomic<std::uint64_t> probe_ns{0};
     std::thread thread;
@@ -131,6 +141,8 @@ class ProgressThread {
         probe_ns.fetch_add(static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(took).count()),
                            std::memory_order_relaxed);
         lock.lock();
+        probed = served;
+        settled.notify_all();
         wake.wait_for(lock, interval, [this] { return stopping; });
         if (stopping) return;
       }

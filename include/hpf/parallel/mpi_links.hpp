@@ -20,6 +20,7 @@
 #include <hpf/trace/span.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -249,9 +250,12 @@ class MpiLinks {
   const std::string& describe_progress() const { return progress_note_; }
   /// Whether a progress thread runs beside this rank's training thread.
   bool has_progress_thread() const { return progress_.has_value(); }
-  /// The progress thread's calls into MPI so far and the seconds spent in them (zeros without one).
+  /// The progress thread's calls into MPI so far, the ones owed to its activations included (it
+  /// waits up to a second for those), and the seconds spent in them (zeros without one).
   std::pair<std::uint64_t, double> progress_work() const {
-    return progress_ ? std::pair{progress_->probes(), progress_->probe_seconds()} : std::pair<std::uint64_t, double>{0, 0.0};
+    if (!progress_) return {0, 0.0};
+    progress_->settle(std::chrono::seconds(1));
+    return {progress_->probes(), progress_->probe_seconds()};
   }
   /// Whether this stage's gradient buckets are summed per host first (StepOptions::hierarchy).
   bool summed_per_host() const { return buckets_.summed_per_host(); }
