@@ -18,6 +18,7 @@
 #include <hpf/oracle/canary.hpp>
 #include <hpf/oracle/closed_form.hpp>
 #include <hpf/oracle/recommend.hpp>
+#include <hpf/system/blas.hpp>
 #include <hpf/system/runtime.hpp>
 #include <hpf/zoo/cosmoflow.hpp>
 #include <hpf/zoo/gpt.hpp>
@@ -658,6 +659,10 @@ int main(int argc, char** argv) {
     hpf::system::configure_before_start(runtime, argv);
     kokkos.emplace(argc, argv);
     hpf::system::configure_after_start(runtime, Kokkos::DefaultHostExecutionSpace().concurrency());
+  } else {
+    // No BLAS call follows: OpenBLAS' idle pool would spin on a core the query's threads need
+    // (ResNet-56's rank at 64 ranks took about half as long again beside it).
+    hpf::system::stop_blas_threads();
   }
   try {
     return model->second(a);

@@ -112,6 +112,21 @@ inline int blas_threads() {
   return f ? f() : -1;
 }
 
+/// \brief Stops the loaded OpenBLAS's pool of threads, where it runs one of its own (its pthreads
+/// build), until a call wants it again (OpenBLAS then starts it anew). Returns false where the
+/// loaded BLAS keeps no pool of its own (not OpenBLAS, or its OpenMP or sequential build).
+///
+/// OpenBLAS starts its pool when it loads, and an idle thread of it spins in sched_yield for
+/// about 2^28 cycles (OpenBLAS' THREAD_TIMEOUT, a tenth of a second) before it sleeps: a short
+/// program that computes without BLAS, as `hpf-oracle rank` does, loses a core to it for its
+/// whole run. OPENBLAS_NUM_THREADS=1 starts no pool; openblas_set_num_threads(1) leaves it spinning.
+inline bool stop_blas_threads() {
+  if (blas_threading() != "pthreads") return false;
+  using shutdown_fn = int (*)();
+  auto f = reinterpret_cast<shutdown_fn>(dlsym(RTLD_DEFAULT, "blas_thread_shutdown_"));
+  return f && f() == 0;
+}
+
 /// The OpenBLAS kernel family in use ("Haswell", "SkylakeX (hpf replaced Prescott)"), or "" when
 /// the BLAS is not OpenBLAS.
 inline std::string blas_kernels() {
