@@ -112,7 +112,7 @@ inline int blas_threads() {
   return f ? f() : -1;
 }
 
-/// \brief Stops the loaded OpenBLAS's pool of threads, where it runs one of its own (its pthreads
+/// \brief Stops the loaded OpenBLAS' pool of threads, where it runs one of its own (its pthreads
 /// build), until a call wants it again (OpenBLAS then starts it anew). Returns false where the
 /// loaded BLAS keeps no pool of its own (not OpenBLAS, or its OpenMP or sequential build).
 ///
