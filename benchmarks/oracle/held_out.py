@@ -637,9 +637,23 @@ def frozen_labels():
 
 
 # --- steps -----------------------------------------------------------------------------------------
+def other_machine(profile_path):
+    """Why the profile at `profile_path` cannot price this host's runs (it was measured on another
+    machine: the description it records, and this host's), or "" when it can or does not say."""
+    measured_on, here = h.profile_host(h.read_profile(profile_path)), h.machine_description()
+    if measured_on and h.machine_of(measured_on) != h.machine_of(here):
+        return f"{h.repo_relative(profile_path, ROOT)} was measured on: {measured_on}; this host is: {here}"
+    return ""
+
+
 def freeze(args):
     if uncommitted_sources():
         sys.exit("held_out.py: include/ or tools/ have uncommitted changes: commit them before freezing")
+    # The frozen profile keeps --profile's communication: a user's profile is made on the host it
+    # prices (xeon11 was frozen with another host's and its communication was mispriced).
+    if other_machine(args.profile):
+        sys.exit(f"held_out.py: {other_machine(args.profile)}. Measure its communication here first "
+                 "(benchmarks/comm/run_comm_benchmark.py --profile FILE) and freeze with that profile")
     os.makedirs(FROZEN_DIR, exist_ok=True)
     profile = os.path.join(FROZEN_DIR, f"{args.label}.profile.json")
     shutil.copyfile(args.profile, profile)
@@ -703,6 +717,9 @@ def measure_set(args):
     args.frozen_memory = frozen.get("memory", {})
     if sha256(args.frozen_profile) != frozen["profile_sha256"]:
         sys.exit(f"held_out.py: {frozen['profile']} changed since it was frozen")
+    if h.machine_of(frozen.get("machine", "")) != h.machine_of(h.machine_description()):
+        sys.exit(f"held_out.py: {args.label} was frozen on: {frozen.get('machine')}; this host is: "
+                 f"{h.machine_description()}. Freeze a new label here")
     subprocess.run(["cmake", "--build", args.build, "--target", "hpf-oracle", "hpf_bench_parallel_throughput"], check=True,
                    stdout=subprocess.DEVNULL)  # the binaries of the frozen sources
     record = provenance.start("benchmarks/oracle/held_out.py")

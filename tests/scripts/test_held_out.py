@@ -10,6 +10,7 @@ import importlib.util
 import json
 import os
 import sys
+import tempfile
 
 root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 script = os.path.join(root, "benchmarks", "oracle", "held_out.py")
@@ -64,6 +65,18 @@ if "held-out" in published:
     if measured not in section:
         failures.append(f"the first configuration's measured time {measured} is not in the section")
     must_fail("an edited figure", lambda d: None, section.replace(measured, measured.replace(" |", "1 |", 1), 1))
+
+# A freeze refuses a profile measured on another machine (its communication would price this
+# host's runs), and takes this host's own.
+with tempfile.TemporaryDirectory() as scratch:
+    for name, description in (("other", "No CPU, family 0 model 0, 1 MHz (as reported), 1 vCPU, 1 GiB, Linux 0, no AVX2"),
+                              ("here", H.h.machine_description())):
+        with open(os.path.join(scratch, name + ".json"), "w") as f:
+            json.dump({"host": {"description": description}}, f)
+    if "was measured on: No CPU" not in H.other_machine(os.path.join(scratch, "other.json")):
+        failures.append("a profile of another machine was not refused")
+    if H.other_machine(os.path.join(scratch, "here.json")):
+        failures.append("this host's own profile was refused")
 
 for f in failures:
     print("FAILED:", f)
