@@ -239,6 +239,17 @@ def profile_host(profile):
     return host.get("description", "") if isinstance(host, dict) else ""
 
 
+def profile_of_other_machine(path, root):
+    """Why the machine profile at `path` cannot price this host's runs: "PATH was measured on: ...;
+    this host is: ...", or "" where it was measured here or does not say. A profile is a fact of
+    one machine: predicting this host's runs from another's misprices them (an EPYC's profile put
+    the MLP 25 % fast on a Xeon)."""
+    measured_on, here = profile_host(read_profile(path)), machine_description()
+    if measured_on and machine_of(measured_on) != machine_of(here):
+        return f"{repo_relative(path, root)} was measured on: {measured_on}; this host is: {here}"
+    return ""
+
+
 def machine_description():
     """One line: CPU model, clock (where the VM shows one), cores, memory, kernel."""
     facts = {}

@@ -637,22 +637,14 @@ def frozen_labels():
 
 
 # --- steps -----------------------------------------------------------------------------------------
-def other_machine(profile_path):
-    """Why the profile at `profile_path` cannot price this host's runs (it was measured on another
-    machine: the description it records, and this host's), or "" when it can or does not say."""
-    measured_on, here = h.profile_host(h.read_profile(profile_path)), h.machine_description()
-    if measured_on and h.machine_of(measured_on) != h.machine_of(here):
-        return f"{h.repo_relative(profile_path, ROOT)} was measured on: {measured_on}; this host is: {here}"
-    return ""
-
-
 def freeze(args):
     if uncommitted_sources():
         sys.exit("held_out.py: include/ or tools/ have uncommitted changes: commit them before freezing")
     # The frozen profile keeps --profile's communication: a user's profile is made on the host it
     # prices (xeon11 was frozen with another host's and its communication was mispriced).
-    if other_machine(args.profile):
-        sys.exit(f"held_out.py: {other_machine(args.profile)}. Measure its communication here first "
+    other = h.profile_of_other_machine(args.profile, ROOT)
+    if other:
+        sys.exit(f"held_out.py: {other}. Measure its communication here first "
                  "(benchmarks/comm/run_comm_benchmark.py --profile FILE) and freeze with that profile")
     os.makedirs(FROZEN_DIR, exist_ok=True)
     profile = os.path.join(FROZEN_DIR, f"{args.label}.profile.json")

@@ -208,12 +208,10 @@ def parse_args():
         if args.calibrate:
             p.error("--calibrate measures this host, --from-csv predicts against earlier measurements: not both")
     else:
-        # A profile is a fact of one machine: predicting this host's runs from another's misprices
-        # them (an EPYC's profile put the MLP 25 % fast on a Xeon).
-        measured_on, here = h.profile_host(h.read_profile(args.profile)), h.machine_description()
-        if measured_on and h.machine_of(measured_on) != h.machine_of(here):
-            p.error(f"--profile {args.profile} was measured on: {measured_on}; this host is: {here}. Measure its "
-                    "communication here (benchmarks/comm/run_comm_benchmark.py) and run this with --calibrate")
+        other = h.profile_of_other_machine(args.profile, ROOT)
+        if other:
+            p.error(f"--profile {other}. Measure its communication here (benchmarks/comm/run_comm_benchmark.py) "
+                    "and run this with --calibrate")
         if not os.access(args.hpf, os.X_OK):
             p.error(f"{args.hpf} is not an executable: build it first (ninja -C build hpf_bench_parallel_throughput)")
         prefix = shlex.split(args.launcher_prefix)

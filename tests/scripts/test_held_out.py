@@ -73,9 +73,9 @@ with tempfile.TemporaryDirectory() as scratch:
                               ("here", H.h.machine_description())):
         with open(os.path.join(scratch, name + ".json"), "w") as f:
             json.dump({"host": {"description": description}}, f)
-    if "was measured on: No CPU" not in H.other_machine(os.path.join(scratch, "other.json")):
+    if "was measured on: No CPU" not in H.h.profile_of_other_machine(os.path.join(scratch, "other.json"), root):
         failures.append("a profile of another machine was not refused")
-    if H.other_machine(os.path.join(scratch, "here.json")):
+    if H.h.profile_of_other_machine(os.path.join(scratch, "here.json"), root):
         failures.append("this host's own profile was refused")
 
 for f in failures:
