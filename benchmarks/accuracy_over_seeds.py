@@ -3,11 +3,13 @@
 """Fashion-MNIST test accuracy after one epoch over several seeds, hpf against PyTorch, with the
 settings of docs/reference.md (x/255, reshuffled every epoch, last partial batch kept, SGD lr 0.05
 momentum 0.9, PyTorch's default init), everything on one process and one thread. Prints the
-tables and writes the `accuracy-seeds` section of benchmarks/RESULTS.md.
+tables and writes the `accuracy-seeds` section of benchmarks/RESULTS.md (ResNet-20's rows:
+`accuracy-seeds-resnet20`).
 
   cmake --build build --target hpf_fashion_mnist
   /usr/bin/python3 benchmarks/accuracy_over_seeds.py                 # cnn and mlp, seeds 0-4 (~25 min)
   /usr/bin/python3 benchmarks/accuracy_over_seeds.py --models mlp --seeds 0 1 --no-write
+  /usr/bin/python3 benchmarks/accuracy_over_seeds.py --models resnet20   # its own section (~25 min)
 
 The examples' accuracy tests (examples/CMakeLists.txt, tests/support/accuracy_over_seeds.cmake)
 read PyTorch's mean from the section this script writes: hpf's mean over the seeds they run must
@@ -32,7 +34,13 @@ SECTION = "accuracy-seeds"
 MODELS = {
     "cnn": "CNN conv32-pool-conv64-pool-fc128-fc10, batch 64",
     "mlp": "MLP 784-512-512-10, batch 128",
+    "resnet20": "ResNet-20's layers (conv3x3-16, 3 x 3 basic blocks at 16/32/64 channels, option A shortcuts) on the "
+                "1x28x28 images (CIFAR-10, its own data, is not packaged in Debian), batch 64; PyTorch's convolutions "
+                "start from He et al.'s initialisation (benchmarks/torch_reference.py's CifarResNet)",
 }
+# The section each model's rows go to (default SECTION): the examples' accuracy tests read the CNN's
+# and the MLP's; ResNet-20's, an hour of both cores with its seeds, is measured on its own.
+SECTIONS = {"resnet20": "accuracy-seeds-resnet20"}
 PRECISIONS = ("float", "bf16")
 # Row labels: the examples' accuracy tests read the `PyTorch` row (float).
 LABELS = {("hpf", "float"): "hpf", ("pytorch", "float"): "PyTorch", ("hpf", "bf16"): "hpf bf16",
@@ -44,7 +52,8 @@ def parse_args():
     p.add_argument("--hpf", default=os.path.join(ROOT, "build", "examples", "hpf_fashion_mnist"),
                    help="hpf_fashion_mnist (default: build/examples/hpf_fashion_mnist)")
     p.add_argument("--python", default="/usr/bin/python3", help="Python with torch (default /usr/bin/python3)")
-    p.add_argument("--models", default=",".join(MODELS), help="comma-separated subset of " + ",".join(MODELS))
+    p.add_argument("--models", default="cnn,mlp",
+                   help="comma-separated subset of " + ",".join(MODELS) + " (default cnn,mlp; resnet20 on its own)")
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     p.add_argument("--precisions", default="float,bf16",
                    help="float and/or bf16 (hpf --precision bf16, PyTorch under autocast); default both")
@@ -55,6 +64,11 @@ def parse_args():
     unknown = [m for m in args.models if m not in MODELS]
     if unknown:
         p.error("unknown model(s): " + ", ".join(unknown))
+    sections = {SECTIONS.get(m, SECTION) for m in args.models}
+    if len(sections) != 1:
+        p.error("--models: " + ", ".join(args.models) + " go to different sections of RESULTS.md (" +
+                ", ".join(sorted(sections)) + "): one run per section")
+    args.section = sections.pop()
     args.precisions = [x for x in args.precisions.split(",") if x]
     if not args.precisions or any(x not in PRECISIONS for x in args.precisions):
         p.error(f"--precisions takes {' and/or '.join(PRECISIONS)}")
@@ -120,7 +134,9 @@ def measure(args):
 
 def report(args, data):
     seeds = args.seeds
-    out = ["## Fashion-MNIST: test accuracy after one epoch, over seeds", ""]
+    resnet = args.section != SECTION
+    title = "ResNet-20's test accuracy" if resnet else "test accuracy"
+    out = [f"## Fashion-MNIST: {title} after one epoch, over seeds", ""]
     out.append("Measured by `benchmarks/accuracy_over_seeds.py` with `build/examples/hpf_fashion_mnist` "
                "(when, at which commit and where: its provenance line).")
     out.append("")
@@ -151,8 +167,10 @@ def report(args, data):
         out.append("- bf16 rows: hpf with `--precision bf16` (the products of Dense and Conv2D read bf16 inputs, "
                    "`hpf::Mixed<hpf::bf16>`), PyTorch with its forward passes under "
                    "`torch.autocast(\"cpu\", dtype=torch.bfloat16)`.")
-    out.append("- The examples' accuracy tests (`ctest -L accuracy`, seeds in `examples/CMakeLists.txt`) read "
-               "PyTorch's (float) mean from this table: hpf's mean over the seeds they run must lie within it +- 1 point.")
+    if not resnet:
+        out.append("- The examples' accuracy tests (`ctest -L accuracy`, seeds in `examples/CMakeLists.txt`) read "
+                   "PyTorch's (float) mean from this table: hpf's mean over the seeds they run must lie within it +- 1 "
+                   "point.")
     out.append("")
     out.append("Commands (run from the repository root; the runner launches exactly these, one thread each):")
     out.append("")
@@ -186,7 +204,7 @@ def main():
     text = report(args, data)
     h.log(f"measured in {time.monotonic() - start:.0f} s")
     failed = [f"{m}/{LABELS[f]}/seed {s}" for m in data for f in data[m] for s in args.seeds if s not in data[m][f]]
-    return provenance.publish(args, SECTION, text, failed, args.provenance)
+    return provenance.publish(args, args.section, text, failed, args.provenance)
 
 
 if __name__ == "__main__":

@@ -53,12 +53,12 @@ class BasicBlock(nn.Module):
 
 
 class CifarResNet(nn.Module):
-    """He et al. 2016 CIFAR ResNet of depth 6n+2, option A shortcuts."""
+    """He et al. 2016 CIFAR ResNet of depth 6n+2, option A shortcuts (on grey images: in_channels=1)."""
 
-    def __init__(self, depth, classes=10):
+    def __init__(self, depth, classes=10, in_channels=3):
         super().__init__()
         n = (depth - 2) // 6
-        self.conv1 = nn.Conv2d(3, 16, 3, padding=1, bias=False)
+        self.conv1 = nn.Conv2d(in_channels, 16, 3, padding=1, bias=False)
         self.bn1 = nn.BatchNorm2d(16)
         layers, in_planes = [], 16
         for planes, stride in ((16, 1), (32, 2), (64, 2)):
