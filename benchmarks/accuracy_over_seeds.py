@@ -35,8 +35,8 @@ MODELS = {
     "cnn": "CNN conv32-pool-conv64-pool-fc128-fc10, batch 64",
     "mlp": "MLP 784-512-512-10, batch 128",
     "resnet20": "ResNet-20's layers (conv3x3-16, 3 x 3 basic blocks at 16/32/64 channels, option A shortcuts) on the "
-                "1x28x28 images (CIFAR-10, its own data, is not packaged in Debian), batch 64; PyTorch's convolutions "
-                "start from He et al.'s initialisation (benchmarks/torch_reference.py's CifarResNet)",
+                "1x28x28 images (CIFAR-10, its own data, is not packaged in Debian), batch 64; the convolutions of "
+                "both start from He et al.'s initialisation (N(0, 2 / fan_out), as CIFAR ResNets)",
 }
 # The section each model's rows go to (default SECTION): the examples' accuracy tests read the CNN's
 # and the MLP's; ResNet-20's, an hour of both cores with its seeds, is measured on its own.

@@ -115,6 +115,8 @@ int main(int argc, char** argv) {
     s.train.optimizer = hpf::SgdOptions{.learning_rate = lr, .momentum = 0.9};
     if (s.train.batch == 0) s.train.batch = s.model == "mlp" ? 128 : 64;
     if (s.stages.empty()) s.stages = s.model == "resnet20" ? "1" : "2";
+    // Convolutions start as CIFAR ResNets' do (He et al.: N(0, 2 / fan_out)); the others, as PyTorch's defaults.
+    if (s.model == "resnet20") s.train.network.init = hpf::InitScheme::kaiming_normal_fan_out;
 
     double accuracy = 0;
     if (s.model == "mlp") {
