@@ -36,6 +36,7 @@ BLOCK_DATA = {
     "language-model-seeds": ["benchmarks/results/language-model-seeds"],
     "fuzzing-npy": ["benchmarks/results/fuzzing-npy"],
     "accuracy-seeds": ["benchmarks/results/accuracy-seeds"],
+    "accuracy-seeds-resnet20": ["benchmarks/results/accuracy-seeds-resnet20"],
     "parallel": ["benchmarks/results/parallel"],
     "two-cores": ["benchmarks/results/two-cores"],  # RESULTS.md's table and README's paragraph alike
     "two-cores-models": ["benchmarks/results/two-cores-models"],

@@ -116,6 +116,14 @@ def accuracy_seeds():
             ", ".join(f"{model(m)} {mean[m, 'hpf']} / {mean[m, 'PyTorch']} %" for m in models))
 
 
+def accuracy_seeds_resnet20():
+    found = rows("accuracy-seeds-resnet20", "mean")
+    seeds = sum(k.startswith("seed ") for k in found[0])
+    mean = {r["framework"]: r["mean"] for r in found}
+    return (f"Fashion-MNIST test accuracy of ResNet-20's layers after one epoch, mean of {seeds} seeds, hpf / PyTorch",
+            f"float {mean['hpf']} / {mean['PyTorch']} %, bf16 {mean['hpf bf16']} / {mean['PyTorch bf16']} %")
+
+
 def parallel():
     found = rows("parallel", "PyTorch DDP efficiency", lambda r: "hpf efficiency" in r)
     return ("data-parallel efficiency on 2 ranks, hpf (PyTorch DDP)",
@@ -334,7 +342,8 @@ def oracle_fabrics():
 
 
 ROWS = [(["single-process"], single_process), (["single-process-models"], single_process_models),
-        (["accuracy-seeds"], accuracy_seeds), (["language-model-seeds"], language_model), (["parallel"], parallel),
+        (["accuracy-seeds"], accuracy_seeds), (["accuracy-seeds-resnet20"], accuracy_seeds_resnet20),
+        (["language-model-seeds"], language_model), (["parallel"], parallel),
         (["two-cores"], two_cores), (["two-cores-models"], two_cores_models), (["threads-breakdown"], threads_breakdown),
         (["compile-flat"], compile_flat),
         (["comm"], comm), (["trace-overhead"], trace_overhead), (["fabrics"], fabrics),
