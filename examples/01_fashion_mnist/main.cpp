@@ -124,8 +124,8 @@ int main(int argc, char** argv) {
     } else if (s.model == "cnn") {
       accuracy = train_with_stages<hpf::zoo::Cnn>(world, s);
     } else if (s.model == "resnet20") {
-      // Data parallel only: every strategy compiled for a 20-layer model would double this
-      // example's compile time (hpf_resnet1001_pipeline shows a ResNet's pipeline).
+      // Data parallel only: each strategy compiled for a 20-layer model adds to this example's
+      // compile time (hpf_resnet1001_pipeline shows a ResNet's pipeline).
       if (s.stages != "1") throw hpf::comm::UsageError("--model resnet20 takes --stages 1 (got '" + s.stages + "')");
       accuracy = train<ResNet20, hpf::DataParallel>(world, s);
     } else {
