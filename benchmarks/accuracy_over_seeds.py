@@ -2,14 +2,14 @@
 # SPDX-License-Identifier: MIT
 """Fashion-MNIST test accuracy after one epoch over several seeds, hpf against PyTorch, with the
 settings of docs/reference.md (x/255, reshuffled every epoch, last partial batch kept, SGD lr 0.05
-momentum 0.9, PyTorch's default init), everything on one process and one thread. Prints the
-tables and writes the `accuracy-seeds` section of benchmarks/RESULTS.md (ResNet-20's rows:
-`accuracy-seeds-resnet20`).
+momentum 0.9, PyTorch's default init; ResNet-20's convolutions He et al.'s), everything on one
+process and one thread. Prints the tables and writes the `accuracy-seeds` section of
+benchmarks/RESULTS.md (ResNet-20's rows: `accuracy-seeds-resnet20`).
 
   cmake --build build --target hpf_fashion_mnist
   /usr/bin/python3 benchmarks/accuracy_over_seeds.py                 # cnn and mlp, seeds 0-4 (~25 min)
   /usr/bin/python3 benchmarks/accuracy_over_seeds.py --models mlp --seeds 0 1 --no-write
-  /usr/bin/python3 benchmarks/accuracy_over_seeds.py --models resnet20   # its own section (~25 min)
+  /usr/bin/python3 benchmarks/accuracy_over_seeds.py --models resnet20   # its own section (~30 min)
 
 The examples' accuracy tests (examples/CMakeLists.txt, tests/support/accuracy_over_seeds.cmake)
 read PyTorch's mean from the section this script writes: hpf's mean over the seeds they run must
@@ -39,7 +39,7 @@ MODELS = {
                 "both start from He et al.'s initialisation (N(0, 2 / fan_out), as CIFAR ResNets)",
 }
 # The section each model's rows go to (default SECTION): the examples' accuracy tests read the CNN's
-# and the MLP's; ResNet-20's, an hour of both cores with its seeds, is measured on its own.
+# and the MLP's; ResNet-20's, half an hour of both cores with its seeds, is measured on its own.
 SECTIONS = {"resnet20": "accuracy-seeds-resnet20"}
 PRECISIONS = ("float", "bf16")
 # Row labels: the examples' accuracy tests read the `PyTorch` row (float).
