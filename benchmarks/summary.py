@@ -360,7 +360,8 @@ ROWS += [([f"oracle-{which}-{label}"], lambda which=which, label=label: oracle_j
          for which, label in [("held-out", "xeon"), ("development", "xeon"), ("held-out", "xeon2"),
                               ("development", "xeon3"), ("held-out", "xeon4"), ("held-out", "xeon5"),
                               ("held-out", "xeon6"), ("held-out", "xeon7"), ("held-out", "xeon8"),
-                              ("held-out", "xeon9"), ("held-out", "xeon10"), ("held-out", "xeon11")]]
+                              ("held-out", "xeon9"), ("held-out", "xeon10"), ("held-out", "xeon11"),
+                              ("held-out", "xeon12")]]
 
 
 # --- labels from the records ------------------------------------------------------------------------
