@@ -2,21 +2,24 @@
 # SPDX-License-Identifier: MIT
 """Mixed precision, in one run: hpf's bf16 products (NetworkOptions::matmul_precision, what
 hpf::Mixed<hpf::bf16> sets) against hpf in float, and against PyTorch 1.13 in float and under
-torch.autocast("cpu", dtype=torch.bfloat16), on one thread and on two: training throughput, the
-ISA oneDNN ran, and peak memory. Prints the tables and writes the `precision` section of
+torch.autocast("cpu", dtype=torch.bfloat16), on one thread and on two cores: training throughput,
+the ISA oneDNN ran, and peak memory. Prints the tables and writes the `precision` section of
 benchmarks/RESULTS.md.
 
-  cmake --build build --target hpf_bench_train_throughput
-  /usr/bin/python3 benchmarks/compare_precision.py                      # everything (~20 min)
+  cmake --build build --target hpf_bench_train_throughput hpf_bench_parallel_throughput
+  /usr/bin/python3 benchmarks/compare_precision.py                      # everything (~25 min)
   /usr/bin/python3 benchmarks/compare_precision.py --models cnn --rounds 2 --no-write
 
-hpf runs its default build (Kokkos Serial): on two threads, oneDNN's and OpenBLAS' kernels use
-both (OMP_NUM_THREADS=2), hpf's own elementwise kernels one. Every configuration runs in its own
+hpf runs its default build (Kokkos Serial) two ways on two cores: one rank on two threads, where
+oneDNN's and OpenBLAS' kernels use both (OMP_NUM_THREADS=2) and hpf's own elementwise kernels one,
+and two ranks of one thread, data parallel with half the batch each (as compare_two_cores.py).
+PyTorch runs 2 intra-op threads. Every configuration runs in its own
 process, alternately with the others, at least --rounds times; each figure is its best run (noise
 only slows a run down). Nothing here asserts a speed: benchmarks are not tests.
 """
 import argparse
 import os
+import shutil
 import sys
 import time
 
@@ -26,15 +29,16 @@ sys.path.insert(0, HERE)
 import bench_harness as h  # noqa: E402
 import provenance  # noqa: E402
 
-# compare_single_process.py's models and settings: name: (description, steps per block, warm-up steps, blocks)
+# compare_single_process.py's models and settings: name: (description, batch, steps per block, warm-up steps,
+# blocks); the batch is hpf_bench_train_throughput's default, given to the 2-rank runs as their global batch.
 MODELS = {
-    "mlp": ("MLP 784-512-512-10, batch 128, Fashion-MNIST", 100, 20, 5),
-    "cnn": ("CNN conv32-pool-conv64-pool-fc128-fc10, batch 64, Fashion-MNIST", 20, 5, 5),
-    "resnet20": ("ResNet-20 (option A), batch 64, synthetic 3x32x32", 5, 2, 3),
-    "gpt": ("GPT of examples/03_language_model (4 blocks, D 64, 4 heads, 64 bytes), batch 32, Adam", 10, 2, 3),
+    "mlp": ("MLP 784-512-512-10, batch 128, Fashion-MNIST", 128, 100, 20, 5),
+    "cnn": ("CNN conv32-pool-conv64-pool-fc128-fc10, batch 64, Fashion-MNIST", 64, 20, 5, 5),
+    "resnet20": ("ResNet-20 (option A), batch 64, synthetic 3x32x32", 64, 5, 2, 3),
+    "gpt": ("GPT of examples/03_language_model (4 blocks, D 64, 4 heads, 64 bytes), batch 32, Adam", 32, 10, 2, 3),
 }
 SECTION = "precision"
-THREADS = (1, 2)
+THREADS = (1, 2)  # hpf_bench_train_throughput and PyTorch; hpf also as 2 ranks x 1 thread
 PRECISIONS = ("float", "bf16")
 
 
@@ -42,6 +46,11 @@ def parse_args():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--hpf", default=os.path.join(ROOT, "build", "benchmarks", "hpf_bench_train_throughput"),
                    help="the hpf_bench_train_throughput executable (default: build/benchmarks/...)")
+    p.add_argument("--hpf-parallel", default=os.path.join(ROOT, "build", "benchmarks", "hpf_bench_parallel_throughput"),
+                   help="the hpf_bench_parallel_throughput executable of the 2-rank runs (default: build/benchmarks/...)")
+    p.add_argument("--mpiexec", default="mpiexec", help="MPI launcher of the hpf build (default: mpiexec on PATH)")
+    p.add_argument("--mpiexec-flags", default="--allow-run-as-root --oversubscribe --bind-to core --map-by core",
+                   help="launcher flags (default: Open MPI, one rank per core)")
     p.add_argument("--python", default="/usr/bin/python3", help="Python with torch (default /usr/bin/python3)")
     p.add_argument("--models", default=",".join(MODELS), help="comma-separated subset of " + ",".join(MODELS))
     p.add_argument("--setting", default="skylakex", choices=sorted(h.BLAS_SETTINGS),
@@ -52,14 +61,18 @@ def parse_args():
     args = p.parse_args()
     args.models = [m for m in args.models.split(",") if m]
     h.check_models(p, args.models, MODELS)
-    if not os.access(args.hpf, os.X_OK):
-        p.error(f"{args.hpf} is not an executable: build it first (see --help)")
+    for binary in (args.hpf, args.hpf_parallel):
+        if not os.access(binary, os.X_OK):
+            p.error(f"{binary} is not an executable: build it first (see --help)")
+    if not shutil.which(args.mpiexec):
+        p.error(f"no MPI launcher '{args.mpiexec}'")
     return args
 
 
 def configurations(args, model):
-    """[(name, command, environment overrides)] for one model: each framework, precision and thread count."""
-    _, steps, warmup, repeats = MODELS[model]
+    """[(name, command, environment overrides)] for one model: each framework, precision and thread count,
+    and hpf's 2 ranks of one thread ("hpf PRECISION 2x1")."""
+    _, batch, steps, warmup, repeats = MODELS[model]
     common = ["--model", model, "--steps", str(steps), "--warmup", str(warmup), "--repeats", str(repeats)]
     found = []
     for threads in THREADS:
@@ -68,6 +81,9 @@ def configurations(args, model):
             found.append((f"hpf {precision} {threads}", [args.hpf] + common + ["--precision", precision], env))
             found.append((f"pytorch {precision} {threads}", [args.python, os.path.join(HERE, "pytorch_train.py")] + common
                           + ["--precision", precision, "--threads", str(threads)], env))
+    for precision in PRECISIONS:
+        found.append((f"hpf {precision} 2x1", [args.mpiexec] + args.mpiexec_flags.split()
+                      + ["-n", "2", args.hpf_parallel, "--batch", str(batch)] + common + ["--precision", precision], {}))
     return found
 
 
@@ -107,6 +123,21 @@ def throughput_rows(args, data, threads):
                      h.fmt(rates["pytorch float"]), h.fmt(rates["pytorch bf16"]),
                      ratio(rates["pytorch bf16"], rates["pytorch float"]),
                      f"**{ratio(rates['hpf bf16'], rates['pytorch bf16'])}**"])
+    return rows
+
+
+def two_core_rows(args, data):
+    """Per model on two cores: hpf one rank x 2 threads and 2 ranks x 1 thread in each precision, and hpf's faster
+    of the two against PyTorch on 2 threads."""
+    rows = []
+    for model in args.models:
+        runs = data[model]
+        hpf = {(p, layout): rate(runs[f"hpf {p} {layout}"]) for p in PRECISIONS for layout in ("2", "2x1")}
+        fastest = {p: max((v for (q, _), v in hpf.items() if q == p and v), default=None) for p in PRECISIONS}
+        torch = {p: rate(runs[f"pytorch {p} 2"]) for p in PRECISIONS}
+        rows.append([model] + [h.fmt(hpf[p, layout]) for layout in ("2", "2x1") for p in PRECISIONS]
+                    + [f"**{ratio(fastest['bf16'], fastest['float'])}**", h.fmt(torch["float"]), h.fmt(torch["bf16"]),
+                       ratio(torch["bf16"], torch["float"]), f"**{ratio(fastest['bf16'], torch['bf16'])}**"])
     return rows
 
 
@@ -167,16 +198,25 @@ def report(args, data):
     out.append(f"Every configuration ran alternately with the others, at least {args.rounds} times per model (up to "
                f"{args.max_rounds} until it had {args.min_quiet} runs with other processes under "
                f"{100 * args.quiet:.0f} % of the machine); each figure is its best run, within a run the best timed "
-               "block after warm-up. Two threads: hpf's default build (Kokkos Serial) with oneDNN and OpenBLAS on "
-               "both threads; PyTorch with 2 intra-op threads.")
+               "block after warm-up. Two cores: hpf's default build (Kokkos Serial) as one rank with oneDNN and "
+               "OpenBLAS on both threads (its elementwise kernels on one), and as 2 ranks of one thread, data "
+               "parallel with half the batch each (`hpf_bench_parallel_throughput`, one rank per core); PyTorch "
+               "with 2 intra-op threads.")
     out.append("")
     headers = ["model", "hpf float", "hpf bf16", "hpf bf16 / float", "PyTorch float", "PyTorch bf16 (autocast)",
                "PyTorch bf16 / float", "hpf bf16 / PyTorch bf16"]
-    for threads in THREADS:
-        out.append(f"images/s, {threads} thread{'s' if threads > 1 else ''}:")
-        out.append("")
-        out.append(h.markdown_table(headers, throughput_rows(args, data, threads), "l" + "r" * (len(headers) - 1)))
-        out.append("")
+    out.append("images/s, 1 thread:")
+    out.append("")
+    out.append(h.markdown_table(headers, throughput_rows(args, data, 1), "l" + "r" * (len(headers) - 1)))
+    out.append("")
+    out.append("images/s, 2 cores (the ratios take hpf's faster layout in each precision):")
+    out.append("")
+    headers = ["model", "hpf float, 1 rank x 2 threads", "hpf bf16, 1 rank x 2 threads", "hpf float, 2 ranks x 1 thread",
+               "hpf bf16, 2 ranks x 1 thread", "hpf bf16 / float (2 cores)", "PyTorch float, 2 threads",
+               "PyTorch bf16 (autocast), 2 threads", "PyTorch bf16 / float (2 threads)",
+               "hpf bf16 / PyTorch bf16 (2 cores)"]
+    out.append(h.markdown_table(headers, two_core_rows(args, data), "l" + "r" * (len(headers) - 1)))
+    out.append("")
     out.append("Memory: the peak resident set from building the model on (MiB, 1 thread, `train_peak_rss_mib`). hpf "
                "keeps activations in float in both precisions and adds bf16 copies of each product's inputs; autocast "
                "keeps the outputs of convolutions and linear layers in bf16.")
@@ -195,7 +235,7 @@ def report(args, data):
     out.append(f"Commands (run from the repository root; the runner launches exactly these; {args.models[-1]} shown):")
     out.append("")
     out.append("```sh")
-    options = h.runner_options(sys.argv[1:], ("--hpf", "--results", "--python"))
+    options = h.runner_options(sys.argv[1:], ("--hpf", "--hpf-parallel", "--results", "--python", "--mpiexec"))
     out.append(" ".join(["/usr/bin/python3 benchmarks/compare_precision.py"] + options))
     coretype = h.BLAS_SETTINGS[args.setting][0]
     for _, cmd, extra in configurations(args, args.models[-1]):

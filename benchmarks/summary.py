@@ -153,6 +153,16 @@ def precision():
             ", ".join(f"{model(r['model'])} {r[columns[0]]} ({r[columns[1]]})" for r in first))
 
 
+def precision_two_cores():
+    """The two-core table of `precision`: hpf's faster layout in bf16 against PyTorch's autocast on 2 threads."""
+    columns = ("hpf bf16 / float (2 cores)", "hpf bf16 / PyTorch bf16 (2 cores)")
+    found = next((t for t in tables(body("precision")) if t and all(c in t[0] for c in columns)), None)
+    if found is None:
+        raise Stale(f"block 'precision': no table with the columns {columns}")
+    return ("mixed precision (bf16 products), two cores: hpf bf16 / hpf float (/ PyTorch autocast bf16, 2 threads)",
+            ", ".join(f"{model(r['model'])} {r[columns[0]].strip('*')} ({r[columns[1]].strip('*')})" for r in found))
+
+
 def layer_splits():
     """Per model and global batch of `layer-splits`: data parallel, filter and channel split on 2 ranks over 1 rank."""
     column, layouts = "speed-up over 1 rank", ("data parallel 2", "filter split 2", "channel split 2")
@@ -349,7 +359,7 @@ ROWS = [(["single-process"], single_process), (["single-process-models"], single
         (["comm"], comm), (["trace-overhead"], trace_overhead), (["fabrics"], fabrics),
         (["across-hosts"], across_hosts), (["layer-splits"], layer_splits),
         (["spatial-splits"], spatial_splits), (["spatial-splits-hosts"], spatial_splits_hosts), (["cuts"], cuts),
-        (["precision"], precision), (["fuzzing"], fuzzing), (["fuzzing-npy"], fuzzing_npy),
+        (["precision"], precision), (["precision"], precision_two_cores), (["fuzzing"], fuzzing), (["fuzzing-npy"], fuzzing_npy),
         (["sanitizers"], sanitizers), (["reliability"], reliability), (["oracle"], oracle),
         (["oracle"], oracle_memory), (["oracle-1gbit", "oracle-10gbit"], oracle_fabrics),
         (["oracle-held-out"], oracle_held_out), (["oracle-development"], oracle_development),
