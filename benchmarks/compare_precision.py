@@ -163,10 +163,10 @@ def kernels_line(data, args):
             r = best(runs)
             if not r:
                 continue
-            if name.startswith("hpf"):
-                hpf_isa.add(str(r.get("onednn_isa")))
-            else:
-                torch_conv.add(str(r.get("onednn_conv")))
+            # (hpf_bench_parallel_throughput does not report oneDNN's ISA: its ranks run the same library)
+            found, key = (hpf_isa, "onednn_isa") if name.startswith("hpf") else (torch_conv, "onednn_conv")
+            if r.get(key) is not None:
+                found.add(str(r[key]))
     return (f"oneDNN's ISA in hpf: {', '.join(sorted(hpf_isa))}; PyTorch's oneDNN float convolution kernel: "
             f"{', '.join(sorted(torch_conv))}.")
 
