@@ -143,24 +143,26 @@ def two_cores_models():
                       for r in rows("two-cores-models", column)))
 
 
-def precision():
-    """The first table of `precision` (one thread): hpf bf16 against hpf float and against PyTorch's autocast."""
-    columns = ("hpf bf16 / float", "hpf bf16 / PyTorch bf16")
-    first = next((t for t in tables(body("precision")) if t and all(c in t[0] for c in columns)), None)
-    if first is None:
-        raise Stale(f"block 'precision': no table with the columns {columns}")
-    return ("mixed precision (bf16 products), one thread: hpf bf16 / hpf float (/ PyTorch autocast bf16)",
-            ", ".join(f"{model(r['model'])} {r[columns[0]]} ({r[columns[1]]})" for r in first))
-
-
-def precision_two_cores():
-    """The two-core table of `precision`: hpf's faster layout in bf16 against PyTorch's autocast on 2 threads."""
-    columns = ("hpf bf16 / float (2 cores)", "hpf bf16 / PyTorch bf16 (2 cores)")
+def precision_ratios(what, columns):
+    """The table of `precision` with `columns` (hpf bf16 against hpf float, and against PyTorch's autocast):
+    a row naming `what`, each model's two ratios."""
     found = next((t for t in tables(body("precision")) if t and all(c in t[0] for c in columns)), None)
     if found is None:
         raise Stale(f"block 'precision': no table with the columns {columns}")
-    return ("mixed precision (bf16 products), two cores: hpf bf16 / hpf float (/ PyTorch autocast bf16, 2 threads)",
+    return (f"mixed precision (bf16 products), {what}",
             ", ".join(f"{model(r['model'])} {r[columns[0]].strip('*')} ({r[columns[1]].strip('*')})" for r in found))
+
+
+def precision():
+    """One thread: hpf bf16 against hpf float and against PyTorch's autocast."""
+    return precision_ratios("one thread: hpf bf16 / hpf float (/ PyTorch autocast bf16)",
+                            ("hpf bf16 / float", "hpf bf16 / PyTorch bf16"))
+
+
+def precision_two_cores():
+    """Two cores: hpf's faster layout in bf16 against its float and against PyTorch's autocast on 2 threads."""
+    return precision_ratios("two cores: hpf bf16 / hpf float (/ PyTorch autocast bf16, 2 threads)",
+                            ("hpf bf16 / float (2 cores)", "hpf bf16 / PyTorch bf16 (2 cores)"))
 
 
 def layer_splits():
