@@ -373,7 +373,7 @@ ROWS += [([f"oracle-{which}-{label}"], lambda which=which, label=label: oracle_j
                               ("development", "xeon3"), ("held-out", "xeon4"), ("held-out", "xeon5"),
                               ("held-out", "xeon6"), ("held-out", "xeon7"), ("held-out", "xeon8"),
                               ("held-out", "xeon9"), ("held-out", "xeon10"), ("held-out", "xeon11"),
-                              ("held-out", "xeon12")]]
+                              ("held-out", "xeon12"), ("held-out", "xeon13")]]
 
 
 # --- labels from the records ------------------------------------------------------------------------

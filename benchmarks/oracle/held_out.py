@@ -15,6 +15,9 @@ Two steps, as a user would take them:
   #    frozen commit's, or the profile's hash does), predict before measuring, write the section
   /usr/bin/python3 benchmarks/oracle/held_out.py measure --set held-out --label local    # ~30 min
   /usr/bin/python3 benchmarks/oracle/held_out.py measure --set development --label local
+  # the aging profile (default: benchmarks/comm/profiles/local.json) may be an earlier freeze of this host
+  /usr/bin/python3 benchmarks/oracle/held_out.py measure --set held-out --label local2 \
+      --old-profile benchmarks/oracle/frozen/local.profile.json
   # on an emulated fabric (as root): its communication measured there first (a profile), frozen
   # with the held-out models' compute, then measured there (2 hosts, one rank each)
   scripts/fabric/emulate.sh with 2 1gbit -- sh -c '/usr/bin/python3 benchmarks/comm/run_comm_benchmark.py \
@@ -78,6 +81,7 @@ MODELS = {
     "cosmoflow": ("CosmoFlow<32>: 3-D CNN on 4 x 32^3 volumes", 8),
 }
 FROZEN_DIR = os.path.join(HERE, "frozen")
+DEFAULT_OLD_PROFILE = "benchmarks/comm/profiles/local.json"  # measure's aging profile unless --old-profile
 # What the oracle's predictions are built from: a held-out run needs them as they were frozen.
 ORACLE_SOURCES = ("include", "tools")
 T_975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
@@ -514,8 +518,11 @@ def report(data):
     out.append("")
     out.append("Commands (from the repository root; one configuration shown):")
     out.append("")
-    out += ["```sh", f"/usr/bin/python3 benchmarks/oracle/held_out.py measure --set {which} --label {data['label']}",
-            run["example_command"], "```"]
+    # --old-profile where the run named another than the default (a fabric's runs named none: '')
+    old = data.get("old_profile")
+    aging_option = f" --old-profile {old['path']}" if old and old["path"] != DEFAULT_OLD_PROFILE else ""
+    out += ["```sh", f"/usr/bin/python3 benchmarks/oracle/held_out.py measure --set {which} --label {data['label']}"
+            + aging_option, run["example_command"], "```"]
     return "\n".join(out) + "\n"
 
 
@@ -765,7 +772,7 @@ def parse_args():
                    "measured on (e.g. 1gbit): the label is measured there only")
     p.add_argument("--models", default="", help="measure: a subset of the set's models (a trial, not a publication)")
     h.add_oracle_binary_options(p, ROOT)
-    p.add_argument("--old-profile", default=os.path.join(ROOT, "benchmarks", "comm", "profiles", "local.json"),
+    p.add_argument("--old-profile", default=os.path.join(ROOT, DEFAULT_OLD_PROFILE),
                    help="the aging profile predicted from with and without the canary (default: the committed local.json; "
                    "'' for none)")
     p.add_argument("--build", default=os.path.join(ROOT, "build"), help="the build folder of --hpf and --oracle")
