@@ -66,6 +66,14 @@ if "held-out" in published:
         failures.append(f"the first configuration's measured time {measured} is not in the section")
     must_fail("an edited figure", lambda d: None, section.replace(measured, measured.replace(" |", "1 |", 1), 1))
 
+    # The section's command names an aging profile other than the default, which a rerun needs.
+    for old_path, shown in ((H.DEFAULT_OLD_PROFILE, False), ("benchmarks/oracle/frozen/other.profile.json", True)):
+        aged = copy.deepcopy(data)
+        aged["old_profile"] = dict(aged.get("old_profile") or {"calibrated_at": "?", "machine": "?"}, path=old_path)
+        aged.setdefault("canaries", {})
+        if (f"--old-profile {old_path}" in H.report(aged)) != shown:
+            failures.append(f"the command {'does not name' if shown else 'names'} the aging profile {old_path}")
+
 # A freeze refuses a profile measured on another machine (its communication would price this
 # host's runs), and takes this host's own.
 with tempfile.TemporaryDirectory() as scratch:
