@@ -13,9 +13,9 @@ benchmarks/RESULTS.md.
 hpf runs its default build (Kokkos Serial) two ways on two cores: one rank on two threads, where
 oneDNN's and OpenBLAS' kernels use both (OMP_NUM_THREADS=2) and hpf's own elementwise kernels one,
 and two ranks of one thread, data parallel with half the batch each (as compare_two_cores.py).
-PyTorch runs 2 intra-op threads. Every configuration runs in its own
-process, alternately with the others, at least --rounds times; each figure is its best run (noise
-only slows a run down). Nothing here asserts a speed: benchmarks are not tests.
+PyTorch runs 2 intra-op threads. Every configuration runs in its own process, alternately with
+the others, at least --rounds times; each figure is its best run (noise only slows a run down).
+Nothing here asserts a speed: benchmarks are not tests.
 """
 import argparse
 import os
