@@ -365,20 +365,28 @@ def check_models(parser, names, known):
             parser.error(f"unknown model '{m}' (known: {', '.join(known)})")
 
 
-def add_mpiexec_options(parser):
-    """--mpiexec and --mpiexec-flags: how the runners that start MPI jobs launch them."""
+# Open MPI's flags for one rank per core, bound to it: runs that compare 2 ranks with 2 threads.
+ONE_RANK_PER_CORE = "--allow-run-as-root --oversubscribe --bind-to core --map-by core"
+
+
+def add_mpiexec_options(parser, flags="--allow-run-as-root --oversubscribe --bind-to none"):
+    """--mpiexec and --mpiexec-flags (default `flags`): how the runners that start MPI jobs launch them."""
     parser.add_argument("--mpiexec", default="mpiexec", help="MPI launcher (default: mpiexec on PATH)")
-    parser.add_argument("--mpiexec-flags", default="--allow-run-as-root --oversubscribe --bind-to none",
-                        help="launcher flags before -n (default: %(default)s)")
+    parser.add_argument("--mpiexec-flags", default=flags, help="launcher flags before -n (default: %(default)s)")
+
+
+def check_executables(parser, paths, mpiexec):
+    """Stops with a parser error unless every one of `paths` is an executable and `mpiexec` is on PATH."""
+    for exe in paths:
+        if not os.access(exe, os.X_OK):
+            parser.error(f"{exe} is not an executable: build it first (see --help)")
+    if not shutil.which(mpiexec):
+        parser.error(f"no MPI launcher '{mpiexec}'")
 
 
 def check_oracle_binaries(parser, args):
     """Stops with a parser error unless --hpf and --oracle are executables and --mpiexec is on PATH."""
-    for exe in (args.hpf, args.oracle):
-        if not os.access(exe, os.X_OK):
-            parser.error(f"{exe} is not an executable: build it first (see --help)")
-    if not shutil.which(args.mpiexec):
-        parser.error(f"no MPI launcher '{args.mpiexec}'")
+    check_executables(parser, (args.hpf, args.oracle), args.mpiexec)
 
 
 def commands_block(script, argv, commands, root):

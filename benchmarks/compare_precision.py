@@ -19,7 +19,6 @@ Nothing here asserts a speed: benchmarks are not tests.
 """
 import argparse
 import os
-import shutil
 import sys
 import time
 
@@ -48,9 +47,7 @@ def parse_args():
                    help="the hpf_bench_train_throughput executable (default: build/benchmarks/...)")
     p.add_argument("--hpf-parallel", default=os.path.join(ROOT, "build", "benchmarks", "hpf_bench_parallel_throughput"),
                    help="the hpf_bench_parallel_throughput executable of the 2-rank runs (default: build/benchmarks/...)")
-    p.add_argument("--mpiexec", default="mpiexec", help="MPI launcher of the hpf build (default: mpiexec on PATH)")
-    p.add_argument("--mpiexec-flags", default="--allow-run-as-root --oversubscribe --bind-to core --map-by core",
-                   help="launcher flags (default: Open MPI, one rank per core)")
+    h.add_mpiexec_options(p, h.ONE_RANK_PER_CORE)
     p.add_argument("--python", default="/usr/bin/python3", help="Python with torch (default /usr/bin/python3)")
     p.add_argument("--models", default=",".join(MODELS), help="comma-separated subset of " + ",".join(MODELS))
     p.add_argument("--setting", default="skylakex", choices=sorted(h.BLAS_SETTINGS),
@@ -61,11 +58,7 @@ def parse_args():
     args = p.parse_args()
     args.models = [m for m in args.models.split(",") if m]
     h.check_models(p, args.models, MODELS)
-    for binary in (args.hpf, args.hpf_parallel):
-        if not os.access(binary, os.X_OK):
-            p.error(f"{binary} is not an executable: build it first (see --help)")
-    if not shutil.which(args.mpiexec):
-        p.error(f"no MPI launcher '{args.mpiexec}'")
+    h.check_executables(p, (args.hpf, args.hpf_parallel), args.mpiexec)
     return args
 
 

@@ -25,7 +25,6 @@ explicitly and identically for everything. Nothing here asserts a speed: benchma
 """
 import argparse
 import os
-import shutil
 import sys
 import time
 
@@ -65,9 +64,7 @@ def parse_args():
     p.add_argument("--hpf-parallel", default=os.path.join(ROOT, "build", "benchmarks", "hpf_bench_parallel_throughput"),
                    help="hpf_bench_parallel_throughput, Kokkos Serial (default: build/benchmarks/...)")
     p.add_argument("--python", default="/usr/bin/python3", help="Python with torch (default /usr/bin/python3)")
-    p.add_argument("--mpiexec", default="mpiexec", help="MPI launcher of the hpf build (default: mpiexec on PATH)")
-    p.add_argument("--mpiexec-flags", default="--allow-run-as-root --oversubscribe --bind-to core --map-by core",
-                   help="launcher flags (default: Open MPI, one rank per core)")
+    h.add_mpiexec_options(p, h.ONE_RANK_PER_CORE)
     p.add_argument("--models", default="",
                    help="comma-separated subset of " + ",".join(MODELS) + " (default: the --section's models)")
     p.add_argument("--section", default=SECTION, choices=sorted(SECTIONS),
@@ -85,12 +82,7 @@ def parse_args():
     if others and not args.no_write:
         p.error(f"--models {','.join(others)} do not belong in section '{args.section}' "
                 f"(choose the --section that lists them, or --no-write)")
-    for option in ("hpf_openmp", "hpf_serial", "hpf_parallel"):
-        path = getattr(args, option)
-        if not os.access(path, os.X_OK):
-            p.error(f"{path} is not an executable: build it first (see --help)")
-    if not shutil.which(args.mpiexec):
-        p.error(f"no MPI launcher '{args.mpiexec}'")
+    h.check_executables(p, (args.hpf_openmp, args.hpf_serial, args.hpf_parallel), args.mpiexec)
     return args
 
 
