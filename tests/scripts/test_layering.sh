@@ -12,7 +12,8 @@ declare -A allowed=(
   [trace]="config.hpp"
   [system]=""
   [tensor]="meta"
-  [layers]="meta tensor trace config.hpp"
+  # layers keep OpenBLAS' own threads out of the way of oneDNN's (system/blas_threads.hpp)
+  [layers]="meta tensor trace config.hpp system/blas_threads.hpp"
   [model]="meta tensor trace layers"
   [optim]="meta tensor trace"
   [data]="meta tensor"

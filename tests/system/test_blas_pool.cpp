@@ -1,18 +1,22 @@
 // SPDX-License-Identifier: MIT
 // hpf::system::stop_blas_threads: OpenBLAS' pool of pthreads, spinning after a call, spends no more
 // CPU time once stopped, and BLAS computes as before. With another BLAS (or OpenBLAS' OpenMP
-// build) there is no pool to stop, and it says so.
+// build) there is no pool to stop, and it says so. yield_blas_pool stops it before OpenMP's threads
+// run, and BlasOnOneThread keeps small products off it.
 #include <hpf/system/blas.hpp>
 
 #include <doctest/doctest.h>
 
 #include <dirent.h>
+#include <dlfcn.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 extern "C" void dgemm_(const char*, const char*, const int*, const int*, const int*, const double*, const double*, const int*,
@@ -69,4 +73,91 @@ TEST_CASE("stop_blas_threads: OpenBLAS' pool stops spinning, and BLAS computes a
   CHECK(other_threads_cpu_seconds() - before <= 0.011);  // at most the tick under way when it stopped
   CHECK(gemm_of_ones_is_right(512));                       // the pool starts again where it is wanted
   CHECK(hpf::system::stop_blas_threads() == pool);        // and stops again
+}
+
+namespace {
+/// Threads of this process now.
+int process_threads() {
+  int count = 0;
+  DIR* tasks = opendir("/proc/self/task");
+  REQUIRE(tasks != nullptr);
+  while (const dirent* task = readdir(tasks)) count += task->d_name[0] != '.';
+  closedir(tasks);
+  return count;
+}
+/// The OpenMP runtime's thread count for the next parallel region, set. In a training process
+/// oneDNN loads the runtime; here it is loaded for the test (hpf finds it with dlsym). False
+/// where there is none.
+bool set_openmp_threads(int threads) {
+  using set_fn = void (*)(int);
+  if (!dlsym(RTLD_DEFAULT, "omp_set_num_threads")) dlopen("libgomp.so.1", RTLD_NOW | RTLD_GLOBAL);
+  auto set = reinterpret_cast<set_fn>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
+  if (set) set(threads);
+  return set != nullptr;
+}
+using openblas_threads_fn = int (*)();
+const auto openblas_threads = reinterpret_cast<openblas_threads_fn>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
+}  // namespace
+
+TEST_CASE("yield_blas_pool: OpenBLAS' pool stops after a BLAS call where OpenMP would run several threads") {
+  INFO(hpf::system::blas_description());
+  if (hpf::system::blas_threading() != "pthreads" || !openblas_threads || openblas_threads() < 2 ||
+      !set_openmp_threads(1)) {
+    MESSAGE("no OpenBLAS pool of pthreads next to an OpenMP runtime here: nothing to yield");
+    hpf::system::note_blas_call();
+    hpf::system::yield_blas_pool();
+    CHECK(gemm_of_ones_is_right(512));
+    return;
+  }
+  const int pool_threads = openblas_threads() - 1;
+  hpf::system::note_blas_call();
+  REQUIRE(gemm_of_ones_is_right(512));  // the pool runs
+  const int with_pool = process_threads();
+  hpf::system::yield_blas_pool();  // OpenMP on one thread: OpenBLAS keeps its pool
+  CHECK(process_threads() == with_pool);
+  set_openmp_threads(2);
+  hpf::system::yield_blas_pool();  // its threads are joined
+  CHECK(process_threads() == with_pool - pool_threads);
+  CHECK(gemm_of_ones_is_right(512));  // and start again at the next threaded call
+  CHECK(process_threads() == with_pool);
+  hpf::system::yield_blas_pool();  // that call was not noted (hpf's GEMMs note theirs): the pool stays
+  CHECK(process_threads() == with_pool);
+  hpf::system::note_blas_call();
+  hpf::system::yield_blas_pool();
+  CHECK(process_threads() == with_pool - pool_threads);
+  set_openmp_threads(1);
+}
+
+TEST_CASE("BlasOnOneThread: OpenBLAS on one thread inside, the count restored once the last guard ends") {
+  if (hpf::system::blas_threading() != "pthreads" || !openblas_threads || openblas_threads() < 2) {
+    MESSAGE("not OpenBLAS' pthreads build with several threads: the guard leaves the BLAS alone");
+    const hpf::system::BlasOnOneThread guard;
+    CHECK(gemm_of_ones_is_right(64));
+    return;
+  }
+  const int threads = openblas_threads();
+  {
+    const hpf::system::BlasOnOneThread outer;
+    CHECK(openblas_threads() == 1);
+    {
+      const hpf::system::BlasOnOneThread inner;
+      CHECK(openblas_threads() == 1);
+      CHECK(gemm_of_ones_is_right(512));
+    }
+    CHECK(openblas_threads() == 1);  // the outer guard still lives
+  }
+  CHECK(openblas_threads() == threads);
+  // Guards on two threads, alive at overlapping times: each sees one thread, the count comes back.
+  std::atomic<int> wrong{0};
+  const auto guarded = [&] {
+    for (int i = 0; i < 2000; ++i) {
+      const hpf::system::BlasOnOneThread guard;
+      wrong += openblas_threads() != 1;
+    }
+  };
+  std::thread other(guarded);
+  guarded();
+  other.join();
+  CHECK(wrong == 0);
+  CHECK(openblas_threads() == threads);
 }

@@ -2,6 +2,7 @@
 #ifndef HPF_SYSTEM_BLAS_HPP
 #define HPF_SYSTEM_BLAS_HPP
 
+#include <hpf/system/blas_threads.hpp>
 #include <hpf/system/reexecute.hpp>
 
 #include <dlfcn.h>
@@ -88,43 +89,6 @@ inline void match_library_threads(int host_threads) {
   if (!std::getenv("OMP_NUM_THREADS")) {
     if (auto f = reinterpret_cast<set_threads_fn>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"))) f(threads);
   }
-}
-
-/// How the loaded OpenBLAS runs its threads: "OpenMP" (the threads of the process's OpenMP runtime,
-/// shared with Kokkos' OpenMP backend), "pthreads" (a pool of its own), "sequential", or "" when the
-/// BLAS is not OpenBLAS.
-inline std::string blas_threading() {
-  using parallel_fn = int (*)();
-  auto f = reinterpret_cast<parallel_fn>(dlsym(RTLD_DEFAULT, "openblas_get_parallel"));
-  if (!f) return "";
-  switch (f()) {
-    case 0: return "sequential";
-    case 1: return "pthreads";
-    case 2: return "OpenMP";
-    default: return "unknown";
-  }
-}
-
-/// The threads the loaded OpenBLAS runs a call on, or -1 when the BLAS is not OpenBLAS.
-inline int blas_threads() {
-  using threads_fn = int (*)();
-  auto f = reinterpret_cast<threads_fn>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
-  return f ? f() : -1;
-}
-
-/// \brief Stops the loaded OpenBLAS' pool of threads, where it runs one of its own (its pthreads
-/// build), until a call wants it again (OpenBLAS then starts it anew). Returns false where the
-/// loaded BLAS keeps no pool of its own (not OpenBLAS, or its OpenMP or sequential build).
-///
-/// OpenBLAS starts its pool when it loads, and an idle thread of it spins in sched_yield for
-/// about 2^28 cycles (OpenBLAS' THREAD_TIMEOUT, a tenth of a second) before it sleeps: a short
-/// program that computes without BLAS, as `hpf-oracle rank` does, loses a core to it for its
-/// whole run. OPENBLAS_NUM_THREADS=1 starts no pool; openblas_set_num_threads(1) leaves it spinning.
-inline bool stop_blas_threads() {
-  if (blas_threading() != "pthreads") return false;
-  using shutdown_fn = int (*)();
-  auto f = reinterpret_cast<shutdown_fn>(dlsym(RTLD_DEFAULT, "blas_thread_shutdown_"));
-  return f && f() == 0;
 }
 
 /// The OpenBLAS kernel family in use ("Haswell", "SkylakeX (hpf replaced Prescott)"), or "" when

@@ -5,6 +5,7 @@
 #include <hpf/config.hpp>
 #include <hpf/layers/detail/bf16_staging.hpp>
 #include <hpf/layers/kernel_options.hpp>
+#include <hpf/system/blas_threads.hpp>
 #include <hpf/tensor/bf16.hpp>
 #include <hpf/tensor/views.hpp>
 
@@ -17,6 +18,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -144,6 +146,13 @@ class Bf16Gemm : public KernelResources::SharedState {
     tell_staging({.rounded_a = a.extent(0) * a.extent(1), .rounded_b = b.extent(0) * b.extent(1)});
     const auto rounded_a = stage(a, rounded_a_);
     const auto rounded_b = stage(b, rounded_b_);
+    // Where oneDNN's threads run the large products, the small ones run on one (BlasOnOneThread).
+    std::optional<system::BlasOnOneThread> one_thread;
+    if (on_host && vendor() && c.extent(0) * c.extent(1) * k < vendor_min_products) {
+      one_thread.emplace();
+    } else {
+      system::note_blas_call();
+    }
     KokkosBlas::gemm(trans_a, trans_b, alpha, rounded_a, rounded_b, beta, c);
   }
 
@@ -255,6 +264,7 @@ class Bf16Gemm : public KernelResources::SharedState {
                                                {DNNL_ARG_WEIGHTS, dnnl::memory(p->b, engine, bits_.data() + a_size)},
                                                {DNNL_ARG_DST, dnnl::memory(p->c, engine, c.data())}};
     if (!scratchpad_.empty()) args.insert({DNNL_ARG_SCRATCHPAD, dnnl::memory(p->scratchpad, engine, scratchpad_.data())});
+    system::yield_blas_pool();
     p->run.execute(stream, args);
     stream.wait();
     return true;

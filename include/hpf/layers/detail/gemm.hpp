@@ -4,6 +4,7 @@
 
 #include <hpf/layers/detail/bf16_gemm.hpp>
 #include <hpf/layers/kernel_options.hpp>
+#include <hpf/system/blas_threads.hpp>
 #include <hpf/tensor/views.hpp>
 
 #include <KokkosBlas3_gemm.hpp>
@@ -20,6 +21,7 @@ template <class AView, class BView, class CView>
 void gemm(const char* trans_a, const char* trans_b, typename CView::const_value_type alpha,
           const AView& a, const BView& b, typename CView::const_value_type beta, const CView& c) {
   if (c.extent(0) == 0 || c.extent(1) == 0) return;
+  system::note_blas_call();
   KokkosBlas::gemm(trans_a, trans_b, alpha, a, b, beta, c);
 }
 

@@ -10,6 +10,7 @@
 #include <hpf/layers/detail/volume_window.hpp>
 #include <hpf/layers/detail/window.hpp>
 #include <hpf/layers/kernel_options.hpp>
+#include <hpf/system/blas_threads.hpp>
 
 #include <Kokkos_Core.hpp>
 #include <dlfcn.h>
@@ -184,6 +185,7 @@ class OneDnnConvolution {
 
   void forward(const float* x, const float* weight, const float* bias, float* y, std::size_t n, float* scratch) const {
     const Plan& p = plan(n, n);
+    system::yield_blas_pool();
     Slots slots(scratch);
     const auto src = in(p.forward_src, const_cast<float*>(x), slots, stream());
     const auto wei = in(p.forward_weights, const_cast<float*>(weight), slots, stream());
@@ -203,6 +205,7 @@ class OneDnnConvolution {
   void backward(const HostSpace& space, const float* x, const float* weight, const float* dy, float* dx,
                 float* weight_grad, float* bias_grad, std::size_t n, float* scratch) const {
     const Plan& p = plan(n, n);
+    system::yield_blas_pool();
     const BatchCopies& copies = batch_copies(n);
     // dy converted once for the whole batch: the weight gradient's sub-batches read it at offsets,
     // and the input gradient too when its primitive chose the same layout.
