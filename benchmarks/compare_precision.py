@@ -7,12 +7,16 @@ the ISA oneDNN ran, and peak memory. Prints the tables and writes the `precision
 benchmarks/RESULTS.md.
 
   cmake --build build --target hpf_bench_train_throughput hpf_bench_parallel_throughput
-  /usr/bin/python3 benchmarks/compare_precision.py                      # everything (~25 min)
+  cmake -S . -B build-openmp -G Ninja -DKokkos_ROOT=$(scripts/kokkos/build.sh openmp --print-prefix)
+  cmake --build build-openmp --target hpf_bench_train_throughput
+  /usr/bin/python3 benchmarks/compare_precision.py                      # everything (~30 min)
   /usr/bin/python3 benchmarks/compare_precision.py --models cnn --rounds 2 --no-write
 
-hpf runs its default build (Kokkos Serial) two ways on two cores: one rank on two threads, where
-oneDNN's and OpenBLAS' kernels use both (OMP_NUM_THREADS=2) and hpf's own elementwise kernels one,
-and two ranks of one thread, data parallel with half the batch each (as compare_two_cores.py).
+hpf runs three ways on two cores: its default build (Kokkos Serial) as one rank on two threads,
+where oneDNN's and OpenBLAS' kernels use both (OMP_NUM_THREADS=2) and hpf's own elementwise kernels
+one; its Kokkos OpenMP build as one rank on two threads, where every kernel uses both (with
+OpenBLAS' OpenMP build, one pool of threads); and its default build as two ranks of one thread,
+data parallel with half the batch each (as compare_two_cores.py).
 PyTorch runs 2 intra-op threads. Every configuration runs in its own process, alternately with
 the others, at least --rounds times; each figure is its best run (noise only slows a run down).
 Nothing here asserts a speed: benchmarks are not tests.
@@ -37,7 +41,12 @@ MODELS = {
     "gpt": ("GPT of examples/03_language_model (4 blocks, D 64, 4 heads, 64 bytes), batch 32, Adam", 32, 10, 2, 3),
 }
 SECTION = "precision"
-THREADS = (1, 2)  # hpf_bench_train_throughput and PyTorch; hpf also as 2 ranks x 1 thread
+THREADS = (1, 2)  # hpf_bench_train_throughput and PyTorch; hpf also with Kokkos OpenMP and as 2 ranks x 1 thread
+# hpf's layouts on two cores, as the configurations name them: Kokkos Serial on 2 library threads, Kokkos OpenMP
+# on 2 threads, 2 ranks of one thread.
+TWO_CORE_LAYOUTS = ("2", "2omp", "2x1")
+# Thread placement of the Kokkos OpenMP process (docs/process-setup.md, "Placing threads"), as compare_two_cores.py.
+PLACEMENT = {"OMP_PROC_BIND": "close", "OMP_PLACES": "cores"}
 PRECISIONS = ("float", "bf16")
 
 
@@ -45,6 +54,9 @@ def parse_args():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--hpf", default=os.path.join(ROOT, "build", "benchmarks", "hpf_bench_train_throughput"),
                    help="the hpf_bench_train_throughput executable (default: build/benchmarks/...)")
+    p.add_argument("--hpf-openmp", default=os.path.join(ROOT, "build-openmp", "benchmarks", "hpf_bench_train_throughput"),
+                   help="hpf_bench_train_throughput built with Kokkos OpenMP, for 1 rank x 2 threads (default: "
+                        "build-openmp/benchmarks/...)")
     p.add_argument("--hpf-parallel", default=os.path.join(ROOT, "build", "benchmarks", "hpf_bench_parallel_throughput"),
                    help="the hpf_bench_parallel_throughput executable of the 2-rank runs (default: build/benchmarks/...)")
     h.add_mpiexec_options(p, h.ONE_RANK_PER_CORE)
@@ -58,13 +70,13 @@ def parse_args():
     args = p.parse_args()
     args.models = [m for m in args.models.split(",") if m]
     h.check_models(p, args.models, MODELS)
-    h.check_executables(p, (args.hpf, args.hpf_parallel), args.mpiexec)
+    h.check_executables(p, (args.hpf, args.hpf_openmp, args.hpf_parallel), args.mpiexec)
     return args
 
 
 def configurations(args, model):
     """[(name, command, environment overrides)] for one model: each framework, precision and thread count,
-    and hpf's 2 ranks of one thread ("hpf PRECISION 2x1")."""
+    hpf's Kokkos OpenMP build on 2 threads ("hpf PRECISION 2omp") and 2 ranks of one thread ("hpf PRECISION 2x1")."""
     _, batch, steps, warmup, repeats = MODELS[model]
     common = ["--model", model, "--steps", str(steps), "--warmup", str(warmup), "--repeats", str(repeats)]
     found = []
@@ -74,6 +86,9 @@ def configurations(args, model):
             found.append((f"hpf {precision} {threads}", [args.hpf] + common + ["--precision", precision], env))
             found.append((f"pytorch {precision} {threads}", [args.python, os.path.join(HERE, "pytorch_train.py")] + common
                           + ["--precision", precision, "--threads", str(threads)], env))
+    for precision in PRECISIONS:
+        found.append((f"hpf {precision} 2omp", [args.hpf_openmp] + common + ["--precision", precision],
+                      {**{v: "2" for v in h.THREAD_VARIABLES}, **PLACEMENT}))
     for precision in PRECISIONS:
         found.append((f"hpf {precision} 2x1", [args.mpiexec] + args.mpiexec_flags.split()
                       + ["-n", "2", args.hpf_parallel, "--batch", str(batch)] + common + ["--precision", precision], {}))
@@ -120,15 +135,15 @@ def throughput_rows(args, data, threads):
 
 
 def two_core_rows(args, data):
-    """Per model on two cores: hpf one rank x 2 threads and 2 ranks x 1 thread in each precision, and hpf's faster
-    of the two against PyTorch on 2 threads."""
+    """Per model on two cores: hpf's three layouts (TWO_CORE_LAYOUTS) in each precision, and hpf's fastest against
+    PyTorch on 2 threads."""
     rows = []
     for model in args.models:
         runs = data[model]
-        hpf = {(p, layout): rate(runs[f"hpf {p} {layout}"]) for p in PRECISIONS for layout in ("2", "2x1")}
+        hpf = {(p, layout): rate(runs[f"hpf {p} {layout}"]) for p in PRECISIONS for layout in TWO_CORE_LAYOUTS}
         fastest = {p: max((v for (q, _), v in hpf.items() if q == p and v), default=None) for p in PRECISIONS}
         torch = {p: rate(runs[f"pytorch {p} 2"]) for p in PRECISIONS}
-        rows.append([model] + [h.fmt(hpf[p, layout]) for layout in ("2", "2x1") for p in PRECISIONS]
+        rows.append([model] + [h.fmt(hpf[p, layout]) for layout in TWO_CORE_LAYOUTS for p in PRECISIONS]
                     + [f"**{ratio(fastest['bf16'], fastest['float'])}**", h.fmt(torch["float"]), h.fmt(torch["bf16"]),
                        ratio(torch["bf16"], torch["float"]), f"**{ratio(fastest['bf16'], torch['bf16'])}**"])
     return rows
@@ -192,9 +207,10 @@ def report(args, data):
                f"{args.max_rounds} until it had {args.min_quiet} runs with other processes under "
                f"{100 * args.quiet:.0f} % of the machine); each figure is its best run, within a run the best timed "
                "block after warm-up. Two cores: hpf's default build (Kokkos Serial) as one rank with oneDNN and "
-               "OpenBLAS on both threads (its elementwise kernels on one), and as 2 ranks of one thread, data "
-               "parallel with half the batch each (`hpf_bench_parallel_throughput`, one rank per core); PyTorch "
-               "with 2 intra-op threads.")
+               "OpenBLAS on both threads (its elementwise kernels on one); its Kokkos OpenMP build as one rank with "
+               "every kernel on both threads (OpenBLAS' OpenMP build, one pool); and its default build as 2 ranks "
+               "of one thread, data parallel with half the batch each (`hpf_bench_parallel_throughput`, one rank "
+               "per core); PyTorch with 2 intra-op threads.")
     out.append("")
     headers = ["model", "hpf float", "hpf bf16", "hpf bf16 / float", "PyTorch float", "PyTorch bf16 (autocast)",
                "PyTorch bf16 / float", "hpf bf16 / PyTorch bf16"]
@@ -202,9 +218,11 @@ def report(args, data):
     out.append("")
     out.append(h.markdown_table(headers, throughput_rows(args, data, 1), "l" + "r" * (len(headers) - 1)))
     out.append("")
-    out.append("images/s, 2 cores (the ratios take hpf's faster layout in each precision):")
+    out.append("images/s, 2 cores (the ratios take hpf's fastest layout in each precision):")
     out.append("")
-    headers = ["model", "hpf float, 1 rank x 2 threads", "hpf bf16, 1 rank x 2 threads", "hpf float, 2 ranks x 1 thread",
+    headers = ["model", "hpf float, 1 rank x 2 threads", "hpf bf16, 1 rank x 2 threads",
+               "hpf float, 1 rank x 2 threads, Kokkos OpenMP", "hpf bf16, 1 rank x 2 threads, Kokkos OpenMP",
+               "hpf float, 2 ranks x 1 thread",
                "hpf bf16, 2 ranks x 1 thread", "hpf bf16 / float (2 cores)", "PyTorch float, 2 threads",
                "PyTorch bf16 (autocast), 2 threads", "PyTorch bf16 / float (2 threads)",
                "hpf bf16 / PyTorch bf16 (2 cores)"]
@@ -228,7 +246,8 @@ def report(args, data):
     out.append(f"Commands (run from the repository root; the runner launches exactly these; {args.models[-1]} shown):")
     out.append("")
     out.append("```sh")
-    options = h.runner_options(sys.argv[1:], ("--hpf", "--hpf-parallel", "--results", "--python", "--mpiexec"))
+    options = h.runner_options(sys.argv[1:], ("--hpf", "--hpf-openmp", "--hpf-parallel", "--results", "--python",
+                                              "--mpiexec"))
     out.append(" ".join(["/usr/bin/python3 benchmarks/compare_precision.py"] + options))
     coretype = h.BLAS_SETTINGS[args.setting][0]
     for _, cmd, extra in configurations(args, args.models[-1]):
