@@ -97,18 +97,9 @@ bool set_openmp_threads(int threads) {
 }
 using openblas_threads_fn = int (*)();
 const auto openblas_threads = reinterpret_cast<openblas_threads_fn>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
-}  // namespace
 
-TEST_CASE("yield_blas_pool: OpenBLAS' pool stops after a BLAS call where OpenMP would run several threads") {
-  INFO(hpf::system::blas_description());
-  if (hpf::system::blas_threading() != "pthreads" || !openblas_threads || openblas_threads() < 2 ||
-      !set_openmp_threads(1)) {
-    MESSAGE("no OpenBLAS pool of pthreads next to an OpenMP runtime here: nothing to yield");
-    hpf::system::note_blas_call();
-    hpf::system::yield_blas_pool();
-    CHECK(gemm_of_ones_is_right(512));
-    return;
-  }
+/// yield_blas_pool's rules where OpenBLAS runs a pool of pthreads (counted by the process's threads).
+void yield_with_a_pool() {
   const int pool_threads = openblas_threads() - 1;
   hpf::system::note_blas_call();
   REQUIRE(gemm_of_ones_is_right(512));  // the pool runs
@@ -128,13 +119,8 @@ TEST_CASE("yield_blas_pool: OpenBLAS' pool stops after a BLAS call where OpenMP 
   set_openmp_threads(1);
 }
 
-TEST_CASE("BlasOnOneThread: OpenBLAS on one thread inside, the count restored once the last guard ends") {
-  if (hpf::system::blas_threading() != "pthreads" || !openblas_threads || openblas_threads() < 2) {
-    MESSAGE("not OpenBLAS' pthreads build with several threads: the guard leaves the BLAS alone");
-    const hpf::system::BlasOnOneThread guard;
-    CHECK(gemm_of_ones_is_right(64));
-    return;
-  }
+/// BlasOnOneThread where OpenBLAS' pthreads build runs several threads.
+void guards_with_a_pool() {
   const int threads = openblas_threads();
   {
     const hpf::system::BlasOnOneThread outer;
@@ -160,4 +146,36 @@ TEST_CASE("BlasOnOneThread: OpenBLAS on one thread inside, the count restored on
   other.join();
   CHECK(wrong == 0);
   CHECK(openblas_threads() == threads);
+}
+}  // namespace
+
+TEST_CASE("yield_blas_pool: OpenBLAS' pool stops after a BLAS call where OpenMP would run several threads") {
+  INFO(hpf::system::blas_description());
+  if (hpf::system::blas_threading() != "pthreads" || !openblas_threads || openblas_threads() < 2 ||
+      !set_openmp_threads(1)) {
+    MESSAGE("no OpenBLAS pool of pthreads next to an OpenMP runtime here: yielding stops nothing");
+    REQUIRE(gemm_of_ones_is_right(512));
+    const int threads = process_threads();
+    hpf::system::note_blas_call();
+    hpf::system::yield_blas_pool();
+    CHECK(process_threads() == threads);
+    CHECK(gemm_of_ones_is_right(512));
+  } else {
+    yield_with_a_pool();
+  }
+}
+
+TEST_CASE("BlasOnOneThread: OpenBLAS on one thread inside, the count restored once the last guard ends") {
+  if (hpf::system::blas_threading() != "pthreads" || !openblas_threads || openblas_threads() < 2) {
+    MESSAGE("not OpenBLAS' pthreads build with several threads: the guard leaves the BLAS alone");
+    const int threads = hpf::system::blas_threads();
+    {
+      const hpf::system::BlasOnOneThread guard;
+      CHECK(hpf::system::blas_threads() == threads);
+      CHECK(gemm_of_ones_is_right(64));
+    }
+    CHECK(hpf::system::blas_threads() == threads);
+  } else {
+    guards_with_a_pool();
+  }
 }
