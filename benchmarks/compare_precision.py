@@ -9,7 +9,7 @@ benchmarks/RESULTS.md.
   cmake --build build --target hpf_bench_train_throughput hpf_bench_parallel_throughput
   cmake -S . -B build-openmp -G Ninja -DKokkos_ROOT=$(scripts/kokkos/build.sh openmp --print-prefix)
   cmake --build build-openmp --target hpf_bench_train_throughput
-  /usr/bin/python3 benchmarks/compare_precision.py                      # everything (~30 min)
+  /usr/bin/python3 benchmarks/compare_precision.py                      # everything (~15 min)
   /usr/bin/python3 benchmarks/compare_precision.py --models cnn --rounds 2 --no-write
 
 hpf runs three ways on two cores: its default build (Kokkos Serial) as one rank on two threads,
