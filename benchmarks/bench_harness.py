@@ -19,6 +19,8 @@ import time
 
 # Variables a benchmark environment always pins (thread pools of every library in the process).
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+# Where a process's OpenMP threads go: one per core, side by side (docs/process-setup.md, "Placing threads").
+THREAD_PLACEMENT = {"OMP_PROC_BIND": "close", "OMP_PLACES": "cores"}
 # Variables that would change what hpf or OpenBLAS choose behind the runner's back.
 CLEARED_VARIABLES = ("HPF_BLAS_REEXECUTED", "HPF_KEEP_BLAS_KERNELS", "OMP_NUM_THREADS_BLAS")
 

@@ -46,7 +46,7 @@ THREADS = (1, 2)  # hpf_bench_train_throughput and PyTorch; hpf also with Kokkos
 # on 2 threads, 2 ranks of one thread.
 TWO_CORE_LAYOUTS = ("2", "2omp", "2x1")
 # Thread placement of the Kokkos OpenMP process (docs/process-setup.md, "Placing threads"), as compare_two_cores.py.
-PLACEMENT = {"OMP_PROC_BIND": "close", "OMP_PLACES": "cores"}
+PLACEMENT = h.THREAD_PLACEMENT
 PRECISIONS = ("float", "bf16")
 
 

@@ -55,7 +55,7 @@ SECTION = "two-cores"
 ONE_RANK_TWO_THREADS = {"hpf 1x2": "kernels on 2 threads", "hpf 1x2 passive": "passive wait",
                         "hpf 1x2 shards": "shards side by side"}
 # Thread placement of the 2-thread hpf process and of the 2 ranks (docs/process-setup.md, "Placing threads").
-PLACEMENT = {"OMP_PROC_BIND": "close", "OMP_PLACES": "cores"}
+PLACEMENT = h.THREAD_PLACEMENT
 
 
 def parse_args():

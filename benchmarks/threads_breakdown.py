@@ -37,7 +37,7 @@ SECTION = "threads-breakdown"
 # name: (global batch, profiled steps)
 MODELS = {"mlp": (128, 400), "cnn": (64, 80), "resnet20": (64, 20), "resnet56": (64, 8)}
 # Thread placement of the 2-thread process (docs/process-setup.md, "Placing threads"); the processes are pinned.
-PLACEMENT = {"OMP_PROC_BIND": "close", "OMP_PLACES": "cores"}
+PLACEMENT = h.THREAD_PLACEMENT
 STEP = "hpf::StageEngine::step"
 # Rows below this many ms per step on both sides are summed into "other regions".
 SMALLEST_ROW_MS = 0.1
