@@ -82,11 +82,9 @@ inline void select_blas_kernels(char** argv) {
 /// and OMP_NUM_THREADS, when set, win.
 inline void match_library_threads(int host_threads) {
   const int threads = host_threads > 0 ? host_threads : 1;
-  using set_threads_fn = void (*)(int);
-  if (!std::getenv("OPENBLAS_NUM_THREADS")) {
-    if (auto f = reinterpret_cast<set_threads_fn>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) f(threads);
-  }
+  if (!std::getenv("OPENBLAS_NUM_THREADS") && detail::openblas().set_threads) detail::openblas().set_threads(threads);
   if (!std::getenv("OMP_NUM_THREADS")) {
+    using set_threads_fn = void (*)(int);
     if (auto f = reinterpret_cast<set_threads_fn>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"))) f(threads);
   }
 }

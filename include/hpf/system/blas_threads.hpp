@@ -14,14 +14,28 @@
 
 namespace hpf::system {
 
+namespace detail {
+/// The OpenBLAS functions hpf calls, each null where the loaded BLAS lacks it (not OpenBLAS),
+/// looked up once.
+struct OpenBlasFunctions {
+  using int_fn = int (*)();
+  int_fn parallel = reinterpret_cast<int_fn>(dlsym(RTLD_DEFAULT, "openblas_get_parallel"));
+  int_fn get_threads = reinterpret_cast<int_fn>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
+  void (*set_threads)(int) = reinterpret_cast<void (*)(int)>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
+  int_fn shutdown = reinterpret_cast<int_fn>(dlsym(RTLD_DEFAULT, "blas_thread_shutdown_"));
+};
+inline const OpenBlasFunctions& openblas() {
+  static const OpenBlasFunctions functions;
+  return functions;
+}
+}  // namespace detail
+
 /// How the loaded OpenBLAS runs its threads: "OpenMP" (the threads of the process's OpenMP runtime,
 /// shared with Kokkos' OpenMP backend), "pthreads" (a pool of its own), "sequential", or "" when the
 /// BLAS is not OpenBLAS.
 inline std::string blas_threading() {
-  using parallel_fn = int (*)();
-  auto f = reinterpret_cast<parallel_fn>(dlsym(RTLD_DEFAULT, "openblas_get_parallel"));
-  if (!f) return "";
-  switch (f()) {
+  if (!detail::openblas().parallel) return "";
+  switch (detail::openblas().parallel()) {
     case 0: return "sequential";
     case 1: return "pthreads";
     case 2: return "OpenMP";
@@ -30,10 +44,12 @@ inline std::string blas_threading() {
 }
 
 /// The threads the loaded OpenBLAS runs a call on, or -1 when the BLAS is not OpenBLAS.
-inline int blas_threads() {
-  using threads_fn = int (*)();
-  auto f = reinterpret_cast<threads_fn>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
-  return f ? f() : -1;
+inline int blas_threads() { return detail::openblas().get_threads ? detail::openblas().get_threads() : -1; }
+
+/// Whether the loaded BLAS runs a pool of threads of its own (OpenBLAS' pthreads build), asked once.
+inline bool blas_has_own_pool() {
+  static const bool own = blas_threading() == "pthreads";
+  return own;
 }
 
 /// \brief Stops the loaded OpenBLAS' pool of threads, where it runs one of its own (its pthreads
@@ -45,10 +61,8 @@ inline int blas_threads() {
 /// program that computes without BLAS, as `hpf-oracle rank` does, loses a core to it for its
 /// whole run. OPENBLAS_NUM_THREADS=1 starts no pool; openblas_set_num_threads(1) leaves it spinning.
 inline bool stop_blas_threads() {
-  if (blas_threading() != "pthreads") return false;
-  using shutdown_fn = int (*)();
-  auto f = reinterpret_cast<shutdown_fn>(dlsym(RTLD_DEFAULT, "blas_thread_shutdown_"));
-  return f && f() == 0;
+  const auto shutdown = detail::openblas().shutdown;
+  return blas_has_own_pool() && shutdown && shutdown() == 0;
 }
 
 namespace detail {
@@ -77,11 +91,9 @@ inline void yield_blas_pool() {
   using int_fn = int (*)();
   static const int_fn max_threads = reinterpret_cast<int_fn>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
   static const int_fn in_parallel = reinterpret_cast<int_fn>(dlsym(RTLD_DEFAULT, "omp_in_parallel"));
-  static const int_fn shutdown =
-      blas_threading() == "pthreads" ? reinterpret_cast<int_fn>(dlsym(RTLD_DEFAULT, "blas_thread_shutdown_")) : nullptr;
-  if (shutdown && max_threads && in_parallel && max_threads() > 1 && !in_parallel() &&
+  if (blas_has_own_pool() && max_threads && in_parallel && max_threads() > 1 && !in_parallel() &&
       detail::blas_pool_may_spin().exchange(false, std::memory_order_relaxed))
-    shutdown();
+    stop_blas_threads();
 }
 
 /// \brief Runs OpenBLAS' pthreads build on one thread while it lives: for products too small to
@@ -91,19 +103,16 @@ inline void yield_blas_pool() {
 /// (OpenBLAS 0.3.21 starts a stopped pool again when its thread count is set: once, then its
 /// threads sleep, as nothing calls on them.)
 class BlasOnOneThread {
-  using get_fn = int (*)();
-  using set_fn = void (*)(int);
-
  public:
   BlasOnOneThread() {
     if (!active()) return;
     const std::lock_guard<std::mutex> lock(state().mutex);
-    if (state().depth++ == 0 && (state().saved = get_()) > 1) set_(1);
+    if (state().depth++ == 0 && (state().saved = blas_threads()) > 1) detail::openblas().set_threads(1);
   }
   ~BlasOnOneThread() {
     if (!active()) return;
     const std::lock_guard<std::mutex> lock(state().mutex);
-    if (--state().depth == 0 && state().saved > 1) set_(state().saved);
+    if (--state().depth == 0 && state().saved > 1) detail::openblas().set_threads(state().saved);
   }
   BlasOnOneThread(const BlasOnOneThread&) = delete;
   BlasOnOneThread& operator=(const BlasOnOneThread&) = delete;
@@ -118,12 +127,7 @@ class BlasOnOneThread {
     static State s;
     return s;
   }
-  static bool active() {
-    static const bool pool = get_ && set_ && blas_threading() == "pthreads";
-    return pool;
-  }
-  static inline const get_fn get_ = reinterpret_cast<get_fn>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
-  static inline const set_fn set_ = reinterpret_cast<set_fn>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
+  static bool active() { return blas_has_own_pool() && detail::openblas().get_threads && detail::openblas().set_threads; }
 };
 
 }  // namespace hpf::system
