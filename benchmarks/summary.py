@@ -309,13 +309,17 @@ def oracle_memory():
 def oracle_judged(which, fabric="", label=""):
     """The frozen oracle on a set's fresh measurements: mean accuracy, data parallel, recommendations."""
     block = "oracle-" + which + (f"-fabric-{fabric}" if fabric else f"-{label}" if label else "")
-    figure = lambda name: cell(block, "measured", lambda r: r.get("figure", "").startswith(name))  # noqa: E731
+    def figures(column):
+        figure = lambda name: cell(block, column, lambda r: r.get("figure", "").startswith(name))  # noqa: E731
+        return f"{figure('mean accuracy')} / {figure('data parallel')} / {figure('recommendation within')} cases"
     commit = match(block, r"Oracle frozen at commit `(\w+)`")[1]
     configurations = len(rows(block, "95 % interval"))
     where = f" on 2 emulated hosts at {fabric}" if fabric else f" ({label})" if label else ""
+    canary = "with the canary before each run"  # the column of runs that ran it (held_out.py)
+    canaried = any(canary in r for t in tables(body(block)) for r in t)
     return (f"oracle, {which} set{where}, frozen at {commit[:7]}, measured afresh ({configurations} configurations): "
             "mean accuracy / data parallel / recommendation within 5 %",
-            f"{figure('mean accuracy')} / {figure('data parallel')} / {figure('recommendation within')} cases")
+            figures("measured") + (f"; {canary}: {figures(canary)}" if canaried else ""))
 
 
 def oracle_held_out():
@@ -374,7 +378,7 @@ ROWS += [([f"oracle-{which}-{label}"], lambda which=which, label=label: oracle_j
                               ("development", "xeon3"), ("held-out", "xeon4"), ("held-out", "xeon5"),
                               ("held-out", "xeon6"), ("held-out", "xeon7"), ("held-out", "xeon8"),
                               ("held-out", "xeon9"), ("held-out", "xeon10"), ("held-out", "xeon11"),
-                              ("held-out", "xeon12"), ("held-out", "xeon13")]]
+                              ("held-out", "xeon12"), ("held-out", "xeon13"), ("held-out", "xeon14")]]
 
 
 # --- labels from the records ------------------------------------------------------------------------

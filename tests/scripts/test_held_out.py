@@ -4,7 +4,7 @@ frozen oracle: the committed frozen record, measurements taken after the freeze 
 include/ and tools/ were the frozen commit's (checked against git history), the frozen profile
 unchanged, and every figure what the data file renders. Then each of those conditions broken on a
 copy must fail the check: a re-priced run, one measured before the freeze, other sources, an
-edited figure."""
+edited figure, and in runs that ran the canary before each run, a changed canary prediction."""
 import copy
 import importlib.util
 import json
@@ -73,6 +73,26 @@ if "held-out" in published:
         aged.setdefault("canaries", {})
         if (f"--old-profile {old_path}" in H.report(aged)) != shown:
             failures.append(f"the command {'does not name' if shown else 'names'} the aging profile {old_path}")
+
+# Runs that ran the canary before each run: its predictions are figures of the section, so a canary
+# prediction changed after the run must fail the check too.
+for label in H.frozen_labels():
+    path = H.data_path(label, "held-out")
+    if not os.path.exists(path):
+        continue
+    with open(path) as f:
+        data = json.load(f)
+    if not all(H.canary_runs(entry["runs"]) for entry in data["configurations"]):
+        continue
+    with open(H.frozen_path(label)) as f:
+        frozen = json.load(f)
+    section = H.h.read_section(results, H.section_name(label, "held-out"))
+    if "| accuracy (canary) |" not in section:
+        failures.append(f"{label}: the section does not show the predictions of the canary before each run")
+    broken = copy.deepcopy(data)
+    broken["configurations"][0]["runs"][0]["canary"]["time_s"] *= 1.5
+    if not H.problems_of(broken, frozen, section, path):
+        failures.append(f"{label}: the check passed a canary prediction changed after the run")
 
 # A freeze refuses a profile measured on another machine (its communication would price this
 # host's runs), and takes this host's own.
