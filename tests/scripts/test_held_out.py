@@ -76,23 +76,25 @@ if "held-out" in published:
 
 # Runs that ran the canary before each run: its predictions are figures of the section, so a canary
 # prediction changed after the run must fail the check too.
-for label in H.frozen_labels():
-    path = H.data_path(label, "held-out")
+canaried = []
+for label, which in ((label, which) for label in H.frozen_labels() for which in H.SETS):
+    path = H.data_path(label, which)
     if not os.path.exists(path):
         continue
     with open(path) as f:
         data = json.load(f)
     if not all(H.canary_runs(entry["runs"]) for entry in data["configurations"]):
         continue
+    canaried.append(f"{label} {which}")
     with open(H.frozen_path(label)) as f:
         frozen = json.load(f)
-    section = H.h.read_section(results, H.section_name(label, "held-out"))
+    section = H.h.read_section(results, H.section_name(label, which))
     if "| accuracy (canary) |" not in section:
-        failures.append(f"{label}: the section does not show the predictions of the canary before each run")
+        failures.append(f"{label} {which}: the section does not show the predictions of the canary before each run")
     broken = copy.deepcopy(data)
     broken["configurations"][0]["runs"][0]["canary"]["time_s"] *= 1.5
     if not H.problems_of(broken, frozen, section, path):
-        failures.append(f"{label}: the check passed a canary prediction changed after the run")
+        failures.append(f"{label} {which}: the check passed a canary prediction changed after the run")
 
 # A freeze refuses a profile measured on another machine (its communication would price this
 # host's runs), and takes this host's own.
@@ -108,5 +110,5 @@ with tempfile.TemporaryDirectory() as scratch:
 
 for f in failures:
     print("FAILED:", f)
-print(f"checked: {', '.join(checked) or 'nothing'}")
+print(f"checked: {', '.join(checked) or 'nothing'}; with the canary before each run: {', '.join(canaried) or 'none'}")
 sys.exit(1 if failures else 0)
