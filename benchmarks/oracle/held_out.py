@@ -330,7 +330,10 @@ def measure(args, predicted):
         order = args.configs if r % 2 == 0 else list(reversed(args.configs))
         for c in order:
             cmd = bench_cmd(args, c, predicted[config_key(c)]["time_s"])
-            canary = canary_before_run(args, c) if args.canary_each_run else None
+            canary = None
+            if args.canary_each_run:  # on a quiet machine, as the run: launch's own wait is then short
+                h.wait_until_quiet(args.max_busy, args.max_wait)
+                canary = canary_before_run(args, c)
             run = h.launch(describe(c), cmd, env, overrides, max_busy=args.max_busy, max_wait=args.max_wait,
                            timeout=args.timeout)
             done += 1
