@@ -47,7 +47,9 @@ weigh also priced it without each, the ablation); the oracle on an old profile (
 without and with the canary's correction (the canary run once per model before the measurements).
 Before each run, the frozen oracle's canary for that run's configuration (`hpf-oracle predict
 --canary`, on the frozen profile), as hpf::Auto runs it before it chooses: a second prediction of
-the run, rescaled by the host's speed then (--no-canary-each-run: none). Nothing here asserts a target: the
+the run, rescaled by the host's speed then (--no-canary-each-run: none); with --canary-rule, the
+canary runs on every rank of the run at once, launched and bound as the run, and each rule of
+combining the ranks' ratios is priced, the one named headlining. Nothing here asserts a target: the
 runner reports, and `check` (run by tests/scripts/test_held_out.py) verifies that the published
 section was written from a fresh run of a frozen oracle.
 """
@@ -257,11 +259,44 @@ def canary_ratio(args, model, profile):
     return canary_predict(args, config(model, 1), profile)[0]
 
 
+# How a run's ranks' canary ratios combine into the one its prediction is rescaled by (--canary-rule).
+CANARY_RULES = {"rank 0": lambda ratios: ratios[0], "mean": statistics.fmean, "slowest": max}
+
+
+def canary_on_every_rank(args, c):
+    """Each rank's canary ratio, rank order: `hpf-oracle predict --canary` launched as the run of `c`
+    will be (the same launcher and binding, one process per rank, all at once), so that each rank
+    times its own core while the others compute, as the run's ranks will."""
+    # Each process's messages tagged with its rank (Open MPI's, MPICH's or PMIx's variable).
+    tagged = ('r=${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-${PMIX_RANK:-0}}}; "$@" 2>&1 >/dev/null | '
+              'sed "s/^/rank $r: /" >&2')
+    cmd = [args.mpiexec] + shlex.split(args.mpiexec_flags) + [
+        "-n", str(c["ranks"]), "sh", "-c", tagged, "sh", args.oracle, "predict"] + oracle_words(c) + [
+        "--profile", args.frozen_profile, "--canary", str(args.canary_seconds)]
+    done = subprocess.run(cmd, capture_output=True, text=True, env=run_env()[0])
+    found = {}
+    for m in re.finditer(r"rank (\d+): .*?took ([0-9.]+) x their calibrated time", done.stderr):
+        found[int(m.group(1))] = float(m.group(2))
+    if done.returncode != 0 or sorted(found) != list(range(c["ranks"])):
+        raise RuntimeError(f"{h.command_text(cmd)}: no canary ratio from every rank in: {done.stderr.strip()}")
+    return [found[r] for r in range(c["ranks"])]
+
+
 def canary_before_run(args, c):
     """The frozen oracle's prediction of the run of `c` about to start, its canary run just before
-    it (as hpf::Auto runs the canary before it chooses): {"ratio", "time_s"}."""
-    ratio, predicted = canary_predict(args, c, args.frozen_profile, memory_words(args, c["model"]))
-    return {"ratio": ratio, "time_s": predicted["time_s"]}
+    it (as hpf::Auto runs the canary before it chooses): {"ratio", "time_s"}; with --canary-rule,
+    the canary on every rank ("ratios") and the prediction by each rule ("rules": seconds)."""
+    words = memory_words(args, c["model"])
+    if args.canary_rule == "one process":
+        ratio, predicted = canary_predict(args, c, args.frozen_profile, words)
+        return {"ratio": ratio, "time_s": predicted["time_s"]}
+    ratios = canary_on_every_rank(args, c)
+    rules = {}
+    for name, combine in CANARY_RULES.items():
+        scale = ["--compute-scale", f"{combine(ratios):.6f}"]
+        rules[name] = oracle(args, "predict", oracle_words(c) + words, args.frozen_profile, scale)[0]["time_s"]
+    return {"ratio": CANARY_RULES[args.canary_rule](ratios), "time_s": rules[args.canary_rule], "ratios": ratios,
+            "rules": rules}
 
 
 def predictors(args, models):
@@ -357,6 +392,11 @@ def measure(args, predicted):
 CANARY_EACH_RUN = "oracle + canary before each run"
 
 
+def canary_rule_name(rule):
+    """The predictor of a canary rule (CANARY_RULES) in a report's rows."""
+    return f"canary on every rank, {rule}"
+
+
 def canary_runs(runs):
     """Whether every run of a configuration was predicted by its canary just before it."""
     return bool(runs) and all("canary" in run for run in runs)
@@ -378,6 +418,9 @@ def rows_of(data):
             row[name] = 1e3 * p["time_s"]
         if canary_runs(runs):
             row[CANARY_EACH_RUN] = 1e3 * statistics.fmean(run["canary"]["time_s"] for run in runs for _ in run["blocks"])
+            for rule in runs[0]["canary"].get("rules", {}):
+                row[canary_rule_name(rule)] = 1e3 * statistics.fmean(
+                    run["canary"]["rules"][rule] for run in runs for _ in run["blocks"])
         oracle = entry["predicted"]["oracle"]
         row["stage_memory_mib"] = [b / 2**20 for b in oracle["stage_memory_bytes"]]
         # Frozen with the process and the data measured, the oracle predicts the resident set itself.
@@ -470,6 +513,23 @@ def aging_report(data, rows):
     return out
 
 
+def canary_rules_report(rows, rule):
+    """Each rule of combining the ranks' canary ratios (all priced by the frozen oracle before each
+    run), the rule named before the run marked."""
+    two = [r for r in rows if r["ranks"] > 1]
+    lines = []
+    for name in CANARY_RULES:
+        s = scores(rows, canary_rule_name(name))
+        lines.append([name + (" (named before the run)" if name == rule else ""), pct(s["mean"]), pct(s["data"]),
+                      pct(statistics.fmean(s["accuracies"][i] for i, r in enumerate(rows) if r["ranks"] > 1)),
+                      f"{statistics.median(r[canary_rule_name(name)] / r['measured_ms'] for r in two):.2f}",
+                      len(s["below"]), f"{s['tau']:.2f}" if s["tau"] is not None else "-"])
+    return ["The canary's rules: how the ranks' ratios combine (rank 0's, their mean, the slowest), each priced "
+            "before every run:", "",
+            h.markdown_table(["rule", "mean accuracy", "data parallel", "configurations of 2 or more ranks",
+                              "their median predicted / measured", "wholly below 90 %", "tau"], lines, "lrrrrrr"), ""]
+
+
 def report(data):
     """The published section: every figure from `data` (check() renders it again and compares)."""
     rows = rows_of(data)
@@ -494,7 +554,8 @@ def report(data):
                + f"each configuration {run['rounds']} runs interleaved with "
                f"the others, {run['blocks_per_run']} blocks of at least {run['block_seconds']:g} s each: the mean "
                "of the blocks and its 95 % confidence interval.")
-    if canaried:
+    rule = run.get("canary_rule")
+    if canaried and not rule:
         ratios = sorted(r["canary"]["ratio"] for entry in data["configurations"] for r in entry["runs"])
         out[-1] += (" Before each run the frozen oracle ran its canary (`hpf-oracle predict --canary "
                     f"{run['canary_seconds']:g}`, the run's model against the frozen profile) and predicted that run "
@@ -502,6 +563,15 @@ def report(data):
                     "prediction is the mean over its blocks of their run's. The canary found the layers at "
                     f"{ratios[0]:.3f}-{ratios[-1]:.3f}x their calibrated time (median "
                     f"{statistics.median(ratios):.3f}, {len(ratios)} runs).")
+    if canaried and rule:
+        ratios = sorted(x for entry in data["configurations"] for r in entry["runs"] for x in r["canary"]["ratios"])
+        out[-1] += (" Before each run the frozen oracle ran its canary on every rank of the run at once, launched as "
+                    f"the run is (`hpf-oracle predict --canary {run['canary_seconds']:g}` per rank, the run's model "
+                    "against the frozen profile, each rank bound to its core), and predicted that run with compute "
+                    f"rescaled by the ranks' ratios combined by the rule named before the run: the {rule}; a "
+                    "configuration's canary prediction is the mean over its blocks of their run's. The canary found "
+                    f"the layers at {ratios[0]:.3f}-{ratios[-1]:.3f}x their calibrated time (median "
+                    f"{statistics.median(ratios):.3f}, {len(ratios)} ranks' canaries).")
     out.append("")
     aged = ["old profile", "old profile + canary"] if aging else []
     resident = bool(rows and rows[0]["resident_mib"])
@@ -544,6 +614,7 @@ def report(data):
     ], "lll" + "l" * canaried))
     out.append("")
     out += aging_report(data, rows) if aging else []
+    out += canary_rules_report(rows, rule) if canaried and rule else []
     # The predictors the run priced (the oracle of 2026-12-03 had terms to leave out; today's has none).
     variants = ["closed form"] + sorted(name for name in data["configurations"][0]["predicted"] if name.startswith("without "))
     if len(variants) > 1:
@@ -796,6 +867,8 @@ def measure_set(args):
                     "measured_afresh": True, "rounds": args.rounds, "blocks_per_run": args.blocks,
                     "block_seconds": args.block_seconds,
                     **({"canary_seconds": args.canary_seconds} if args.canary_each_run else {}),
+                    **({"canary_rule": args.canary_rule} if args.canary_each_run and args.canary_rule != "one process"
+                       else {}),
                     "example_command": h.command_text([h.repo_relative(x, ROOT) for x in bench_cmd(
                         args, args.configs[-1], predicted["oracle"][config_key(args.configs[-1])]["time_s"])])},
             "configurations": [{"config": c, "runs": runs[config_key(c)],
@@ -831,6 +904,10 @@ def parse_args():
                    help="seconds of each canary: the aging profile's, and the one before each run (default 2)")
     p.add_argument("--no-canary-each-run", dest="canary_each_run", action="store_false",
                    help="measure: no canary before each run (runs before 2026-12-06 had none)")
+    p.add_argument("--canary-rule", default="one process", choices=("one process",) + tuple(CANARY_RULES),
+                   help="measure: the canary before each run in one process (default), or on every rank of the run "
+                   "at once, its prediction rescaled by rank 0's ratio, their mean or the slowest (each rule's "
+                   "prediction is kept)")
     p.add_argument("--rounds", type=int, default=5, help="interleaved runs per configuration (default 5)")
     p.add_argument("--blocks", type=int, default=2, help="timed blocks per run (default 2)")
     p.add_argument("--block-seconds", type=float, default=3.0, help="least seconds per block (default 3)")
