@@ -379,7 +379,8 @@ ROWS += [([f"oracle-{which}-{label}"], lambda which=which, label=label: oracle_j
                               ("held-out", "xeon6"), ("held-out", "xeon7"), ("held-out", "xeon8"),
                               ("held-out", "xeon9"), ("held-out", "xeon10"), ("held-out", "xeon11"),
                               ("held-out", "xeon12"), ("held-out", "xeon13"), ("held-out", "xeon14"),
-                              ("development", "xeon15"), ("development", "xeon16")]]
+                              ("development", "xeon15"), ("development", "xeon16"),
+                              ("development", "xeon17")]]
 
 
 # --- labels from the records ------------------------------------------------------------------------
