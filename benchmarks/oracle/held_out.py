@@ -47,9 +47,10 @@ weigh also priced it without each, the ablation); the oracle on an old profile (
 without and with the canary's correction (the canary run once per model before the measurements).
 Before each run, the frozen oracle's canary for that run's configuration (`hpf-oracle predict
 --canary`, on the frozen profile), as hpf::Auto runs it before it chooses: a second prediction of
-the run, rescaled by the host's speed then (--no-canary-each-run: none); with --canary-rule, the
-canary runs on every rank of the run at once, launched and bound as the run, and each rule of
-combining the ranks' ratios is priced, the one named headlining. Nothing here asserts a target: the
+the run, rescaled by the host's speed then (--no-canary-each-run: none). The canary runs on every
+rank of the run at once, launched and bound as the run; each rule of combining the ranks' ratios
+is priced, the one --canary-rule names (default: the slowest, as hpf::Auto) headlining;
+--canary-rule "one process" runs it once, unbound, as runs before xeon17. Nothing here asserts a target: the
 runner reports, and `check` (run by tests/scripts/test_held_out.py) verifies that the published
 section was written from a fresh run of a frozen oracle.
 """
@@ -284,8 +285,8 @@ def canary_on_every_rank(args, c):
 
 def canary_before_run(args, c):
     """The frozen oracle's prediction of the run of `c` about to start, its canary run just before
-    it (as hpf::Auto runs the canary before it chooses): {"ratio", "time_s"}; with --canary-rule,
-    the canary on every rank ("ratios") and the prediction by each rule ("rules": seconds)."""
+    it (as hpf::Auto runs the canary before it chooses): {"ratio", "time_s"}; unless --canary-rule is
+    "one process", the canary on every rank ("ratios") and the prediction by each rule ("rules": seconds)."""
     words = memory_words(args, c["model"])
     if args.canary_rule == "one process":
         ratio, predicted = canary_predict(args, c, args.frozen_profile, words)
@@ -568,7 +569,8 @@ def report(data):
         out[-1] += (" Before each run the frozen oracle ran its canary on every rank of the run at once, launched as "
                     f"the run is (`hpf-oracle predict --canary {run['canary_seconds']:g}` per rank, the run's model "
                     "against the frozen profile, each rank bound to its core), and predicted that run with compute "
-                    f"rescaled by the ranks' ratios combined by the rule named before the run: the {rule}; a "
+                    f"rescaled by the ranks' ratios combined by the rule named before the run: the {rule} (`hpf::Auto` "
+                    "takes the slowest); a "
                     "configuration's canary prediction is the mean over its blocks of their run's. The canary found "
                     f"the layers at {ratios[0]:.3f}-{ratios[-1]:.3f}x their calibrated time (median "
                     f"{statistics.median(ratios):.3f}, {len(ratios)} ranks' canaries).")
@@ -904,10 +906,10 @@ def parse_args():
                    help="seconds of each canary: the aging profile's, and the one before each run (default 2)")
     p.add_argument("--no-canary-each-run", dest="canary_each_run", action="store_false",
                    help="measure: no canary before each run (runs before 2026-12-06 had none)")
-    p.add_argument("--canary-rule", default="one process", choices=("one process",) + tuple(CANARY_RULES),
-                   help="measure: the canary before each run in one process (default), or on every rank of the run "
-                   "at once, its prediction rescaled by rank 0's ratio, their mean or the slowest (each rule's "
-                   "prediction is kept)")
+    p.add_argument("--canary-rule", default="slowest", choices=("one process",) + tuple(CANARY_RULES),
+                   help="measure: the canary before each run on every rank of the run at once, its prediction "
+                   "rescaled by the slowest ratio (default, as hpf::Auto does), their mean or rank 0's (each rule's "
+                   "prediction is kept), or in one process, unbound (runs before xeon17)")
     p.add_argument("--rounds", type=int, default=5, help="interleaved runs per configuration (default 5)")
     p.add_argument("--blocks", type=int, default=2, help="timed blocks per run (default 2)")
     p.add_argument("--block-seconds", type=float, default=3.0, help="least seconds per block (default 3)")

@@ -95,6 +95,18 @@ for label, which in ((label, which) for label in H.frozen_labels() for which in 
     broken["configurations"][0]["runs"][0]["canary"]["time_s"] *= 1.5
     if not H.problems_of(broken, frozen, section, path):
         failures.append(f"{label} {which}: the check passed a canary prediction changed after the run")
+    # Runs that canaried on every rank: each rule's prediction is a figure too, and so is each rank's ratio.
+    rules = data["configurations"][0]["runs"][0]["canary"].get("rules", {})
+    for rule in rules:
+        broken = copy.deepcopy(data)
+        broken["configurations"][0]["runs"][0]["canary"]["rules"][rule] *= 1.5
+        if not H.problems_of(broken, frozen, section, path):
+            failures.append(f"{label} {which}: the check passed the canary's '{rule}' prediction changed after the run")
+    if rules:
+        broken = copy.deepcopy(data)
+        broken["configurations"][-1]["runs"][-1]["canary"]["ratios"][-1] = 99.0
+        if not H.problems_of(broken, frozen, section, path):
+            failures.append(f"{label} {which}: the check passed a rank's canary ratio changed after the run")
 
 # A freeze refuses a profile measured on another machine (its communication would price this
 # host's runs), and takes this host's own.
