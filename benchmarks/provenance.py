@@ -77,6 +77,7 @@ BLOCK_DATA = {
     "oracle-development-xeon15": ["benchmarks/oracle/results/held_out_xeon15_development.json"],
     "oracle-development-xeon16": ["benchmarks/oracle/results/held_out_xeon16_development.json"],
     "oracle-development-xeon17": ["benchmarks/oracle/results/held_out_xeon17_development.json"],
+    "oracle-held-out-xeon18": ["benchmarks/oracle/results/held_out_xeon18_held-out.json"],
     "oracle-held-out-fabric-1gbit": ["benchmarks/oracle/results/held_out_fabric-1gbit_held-out.json"],
     "oracle-held-out-fabric-25gbit": ["benchmarks/oracle/results/held_out_fabric-25gbit_held-out.json"],
     "oracle-ablation": ["benchmarks/oracle/results/held_out_local_held-out.json",
