@@ -56,3 +56,16 @@ TEST_CASE("a profile without the model's layers: no canary, ratio 1") {
   CHECK(c.batch == 0);
   CHECK(c.ratio == 1);
 }
+
+TEST_CASE("the canary's plan comes from the profile alone; a rank without it times the plan's batch") {
+  auto profile = calibrated_now();
+  oracle::rescale_compute(profile, 20);
+  const oracle::CanaryPlan plan = oracle::canary_plan<Small>(profile, 0.5);
+  REQUIRE(plan.batch > 0);
+  CHECK(plan.calibrated_s > 0);
+  // What hpf::Auto's ranks do: each times the batch rank 0 planned; over the plan's time, about 1/20.
+  const double ratio = oracle::canary_seconds<Small>(plan.batch) / plan.calibrated_s;
+  CHECK(ratio > 0.0125);
+  CHECK(ratio < 0.2);
+  CHECK(oracle::canary_plan<Small>(oracle::MachineProfile{}, 0.5).batch == 0);
+}

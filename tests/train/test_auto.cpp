@@ -118,7 +118,18 @@ TEST_CASE("Auto's canary rescales a profile whose compute is 20 times too slow b
   // About 1/20 of the slow profile's prediction; a factor of 4 either way for a busy host.
   CHECK(report.predicted_step_seconds < first->time_s / 5);
   CHECK(report.predicted_step_seconds > first->time_s / 80);
-  if (world.rank() == 0) CHECK(log.str().find("hpf::Auto: canary, the layers at ") != std::string::npos);
+  if (world.rank() == 0) {
+    // Every rank ran it: the fastest and the slowest rank's ratio, the slowest applied.
+    const std::string text = log.str();
+    CHECK(text.find("hpf::Auto: canary on " + std::to_string(world.size())) != std::string::npos);
+    const auto at = text.find("samples took ");
+    REQUIRE(at != std::string::npos);
+    double fastest = 0, slowest = 0;
+    REQUIRE(std::sscanf(text.c_str() + at, "samples took %lf-%lf x", &fastest, &slowest) == 2);
+    CHECK(fastest > 0);
+    CHECK(fastest <= slowest);
+    if (world.size() == 1) CHECK(fastest == slowest);
+  }
   world.barrier();
   if (world.rank() == 0) std::filesystem::remove(o.oracle_profile);
 }

@@ -24,41 +24,66 @@ struct Canary {
   double seconds = 0;    ///< what it took
 };
 
-template <class Model, class T = float, class Space = Kokkos::DefaultExecutionSpace>
-Canary canary(const MachineProfile& profile, double seconds = 1.5, MatmulPrecision precision = MatmulPrecision::full,
-              const data::Dataset* samples = nullptr, std::size_t repeats = 3) {
-  const auto start = detail::Clock::now();
+/// \brief What a canary of Model runs, from the profile alone: the micro-batch and the layers'
+/// calibrated seconds there (a rank without the profile times the same batch: canary_seconds).
+struct CanaryPlan {
+  double batch = 0;         ///< 0: the profile has none of Model's layers
+  double calibrated_s = 0;  ///< the model's forward and backward at `batch`, as calibrated
+};
+
+/// The largest calibrated micro-batch whose `repeats` + 1 passes fit in `seconds`.
+template <class Model>
+CanaryPlan canary_plan(const MachineProfile& profile, double seconds = 1.5, MatmulPrecision precision = MatmulPrecision::full,
+                       std::size_t repeats = 3) {
   const std::vector<std::string> keys = layer_keys<Model>(precision);
   using where = hpf::detail::layer_positions<Model>;
   // The model's forward and backward at micro-batch b, as the profile has it (0: a layer missing).
-  auto calibrated = [&](const MachineProfile& p, double b) {
+  auto calibrated = [&](double b) {
     double sum = 0;
     for (std::size_t u = 0; u < keys.size(); ++u) {
-      const UnitTiming* t = p.unit(keys[u]);
+      const UnitTiming* t = profile.unit(keys[u]);
       if (!t) return 0.0;
       sum += static_cast<double>(where::copies[u]) * (t->forward(b) + t->backward(b));
     }
     return sum;
   };
-  Canary out;
+  CanaryPlan plan;
   const UnitTiming* first = keys.empty() ? nullptr : profile.unit(keys.front());
-  if (!first) return out;
+  if (!first) return plan;
   for (double b : first->batch) {
-    const double t = calibrated(profile, b);
-    if (t > 0 && t * static_cast<double>(repeats + 1) <= seconds) out.batch = b;
+    const double t = calibrated(b);
+    if (t > 0 && t * static_cast<double>(repeats + 1) <= seconds) plan.batch = b;
   }
-  if (out.batch == 0) out.batch = first->batch.front();
-  if (calibrated(profile, out.batch) <= 0) return Canary{};
+  if (plan.batch == 0) plan.batch = first->batch.front();
+  plan.calibrated_s = calibrated(plan.batch);
+  return plan.calibrated_s > 0 ? plan : CanaryPlan{};
+}
+
+/// Model's forward and backward at `batch` now, timed as calibration times them (the median of
+/// `repeats` passes; a Repeat's span covers its copies), without the optimizer's and the loading's
+/// calibration, which a canary's ratio does not read.
+template <class Model, class T = float, class Space = Kokkos::DefaultExecutionSpace>
+double canary_seconds(double batch, MatmulPrecision precision = MatmulPrecision::full, const data::Dataset* samples = nullptr,
+                      std::size_t repeats = 3) {
   CalibrationOptions o;
-  o.batches = {static_cast<std::size_t>(out.batch)};
+  o.batches = {static_cast<std::size_t>(batch)};
   o.repeats = repeats;
   o.matmul_precision = precision;
   o.samples = samples;
-  // The layers timed as calibration times them (a Repeat's span covers its copies), without the
-  // optimizer's and the loading's calibration, which the ratio does not read.
   double now = 0;
   for (const UnitTiming& t : detail::time_layers<Model, T, Space>(o)) now += t.forward_s.front() + t.backward_s.front();
-  out.ratio = now / calibrated(profile, out.batch);
+  return now;
+}
+
+template <class Model, class T = float, class Space = Kokkos::DefaultExecutionSpace>
+Canary canary(const MachineProfile& profile, double seconds = 1.5, MatmulPrecision precision = MatmulPrecision::full,
+              const data::Dataset* samples = nullptr, std::size_t repeats = 3) {
+  const auto start = detail::Clock::now();
+  const CanaryPlan plan = canary_plan<Model>(profile, seconds, precision, repeats);
+  if (plan.batch == 0) return Canary{};
+  Canary out;
+  out.batch = plan.batch;
+  out.ratio = canary_seconds<Model, T, Space>(plan.batch, precision, samples, repeats) / plan.calibrated_s;
   out.seconds = detail::seconds_since(start);
   return out;
 }

@@ -196,29 +196,67 @@ inline TrainOptions with_profile_exchange_cost(const comm::Communicator& world, 
   return o;
 }
 
-/// `profile` rescaled by Model's canary on rank 0's shard (TrainOptions::oracle_canary_seconds),
-/// reported in the log.
+/// Model's canary (TrainOptions::oracle_canary_seconds) on every rank at once, each on its own
+/// shard and core, at the micro-batch rank 0 plans from the named profile: the slowest and the
+/// fastest rank's time over the calibrated one. The slowest paces a step whose ranks wait for each
+/// other (a replica's reduction, a pipeline's hand-offs, a split's gathers); one rank's canary,
+/// while the others rest, times neither its neighbours' cores nor its own beside them
+/// (docs/oracle.md, "A profile that ages"). {1, 1, 0} where no canary runs.
+struct CanaryRatios {
+  double slowest = 1, fastest = 1;
+  double batch = 0;  ///< the micro-batch it ran (0: none ran)
+};
+
 template <class Model, class T, class Space>
-void apply_canary(oracle::MachineProfile& profile, const comm::Communicator& world, const TrainOptions& o,
-                  const DataSource& source) {
-  if (!(o.oracle_canary_seconds > 0)) return;
+CanaryRatios canary_on_every_rank(const comm::Communicator& world, const TrainOptions& o, const DataSource& source) {
+  if (!(o.oracle_canary_seconds > 0)) return {};
   if constexpr (HPF_ENABLE_TRACE && std::is_floating_point_v<T>) {
-    const data::TrainTest data = source(data::Shard{0, static_cast<std::size_t>(world.size()), true, false});
-    const bool usable = data.train.has_images() && data.train.local_size() > 0;
-    const oracle::Canary c = oracle::canary<Model, T, Space>(profile, o.oracle_canary_seconds, o.network.matmul_precision,
-                                                             usable ? &data.train : nullptr);
-    if (c.batch == 0) return;
-    oracle::rescale_compute(profile, c.ratio);
-    if (o.log) {
-      *o.log << "hpf::Auto: canary, the layers at " << c.batch << " samples took " << c.ratio
-             << " x their calibrated time; compute rescaled" << std::endl;
-    }
+    // The profile is read on rank 0 only, as for the choice (a missing one is reported there).
+    const std::string planned = comm::agree(world, [&]() -> std::string {
+      const std::string path = profile_path(o);
+      if (world.rank() != 0 || path.empty()) return {};
+      const oracle::CanaryPlan plan =
+          oracle::canary_plan<Model>(oracle::load_profile(path), o.oracle_canary_seconds, o.network.matmul_precision);
+      char line[64];
+      std::snprintf(line, sizeof line, "%.17g %.17g", plan.batch, plan.calibrated_s);
+      return line;
+    });
+    std::istringstream in(comm::broadcast_text(world, planned, 0));
+    oracle::CanaryPlan plan;
+    in >> plan.batch >> plan.calibrated_s;
+    if (!(plan.batch > 0)) return {};
+    const double now = comm::agree(world, [&] {
+      const auto ranks = static_cast<std::size_t>(world.size());
+      const data::TrainTest data = source(data::Shard{static_cast<std::size_t>(world.rank()), ranks, true, false});
+      const bool usable = data.train.has_images() && data.train.local_size() > 0;
+      return oracle::canary_seconds<Model, T, Space>(plan.batch, o.network.matmul_precision, usable ? &data.train : nullptr);
+    });
+    return {comm::allreduce_value(world, now, MPI_MAX) / plan.calibrated_s,
+            comm::allreduce_value(world, now, MPI_MIN) / plan.calibrated_s, plan.batch};
+  } else {
+    return {};
+  }
+}
+
+/// `profile` rescaled by the slowest rank's canary (canary_on_every_rank), reported in the log.
+inline void apply_canary(oracle::MachineProfile& profile, const CanaryRatios& c, std::size_t ranks, const TrainOptions& o) {
+  if (c.batch == 0) return;
+  // Ranks beyond a host's cores took turns on them during the canary, as they will in training,
+  // which the prediction prices already (ranks sharing a host's cores): that share is taken out.
+  const double shared = oracle::detail::sharing(profile, ranks);
+  oracle::rescale_compute(profile, c.slowest / shared);
+  if (o.log) {
+    *o.log << "hpf::Auto: canary on " << ranks << (ranks == 1 ? " rank" : " ranks") << ", the layers at " << c.batch
+           << " samples took " << c.fastest << "-" << c.slowest << " x their calibrated time; compute rescaled by the slowest";
+    if (shared > 1) *o.log << " over the ranks' sharing of the cores (" << shared << ")";
+    *o.log << std::endl;
   }
 }
 
 template <class Model, class T, class Space>
 AutoChoice choose_strategy(const comm::Communicator& world, const TrainOptions& o, const DataSource& source,
                            const std::vector<std::vector<std::size_t>>& partitions) {
+  const CanaryRatios canary = canary_on_every_rank<Model, T, Space>(world, o, source);
   const std::string text = comm::agree(world, [&]() -> std::string {
     if (o.shards_per_replica != 1) {
       throw std::invalid_argument("hpf::Auto: the oracle plans one data shard per replica; leave shards_per_replica at 1 "
@@ -231,7 +269,7 @@ AutoChoice choose_strategy(const comm::Communicator& world, const TrainOptions& 
                                   "(hpf-oracle calibrate writes its compute part)");
     }
     oracle::MachineProfile profile = oracle::load_profile(path);
-    apply_canary<Model, T, Space>(profile, world, o, source);
+    apply_canary(profile, canary, static_cast<std::size_t>(world.size()), o);
     oracle::SearchOptions search;
     search.bucket_bytes = o.bucket_bytes;
     search.reduction = o.reduction;

@@ -58,9 +58,9 @@ struct TrainOptions : StepOptions {
   /// Machine profile hpf::Auto predicts with (empty: $HPF_ORACLE_PROFILE); `hpf-oracle
   /// calibrate` writes its compute part.
   std::string oracle_profile;
-  /// Seconds hpf::Auto's canary may take on rank 0 before it chooses (0: none): the model's layers
-  /// on rank 0's shard of the training data, whose time over the profile's rescales its compute
-  /// (a host drifts after calibration; hpf::oracle::canary).
+  /// Seconds hpf::Auto's canary may take before it chooses (0: none): the model's layers on every
+  /// rank at once, each on its shard of the training data, whose slowest time over the profile's
+  /// rescales its compute (a host drifts after calibration; hpf::oracle::canary).
   double oracle_canary_seconds = 1.5;
 };
 
