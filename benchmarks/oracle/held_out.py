@@ -569,9 +569,9 @@ def report(data):
         out[-1] += (" Before each run the frozen oracle ran its canary on every rank of the run at once, launched as "
                     f"the run is (`hpf-oracle predict --canary {run['canary_seconds']:g}` per rank, the run's model "
                     "against the frozen profile, each rank bound to its core), and predicted that run with compute "
-                    f"rescaled by the ranks' ratios combined by the rule named before the run: the {rule} (`hpf::Auto` "
-                    "takes the slowest); a "
-                    "configuration's canary prediction is the mean over its blocks of their run's. The canary found "
+                    f"rescaled by the ranks' ratios combined by the rule named before the run: the {rule} "
+                    "(`hpf::Auto` takes the slowest); a configuration's canary prediction is the mean over its blocks "
+                    "of their run's. The canary found "
                     f"the layers at {ratios[0]:.3f}-{ratios[-1]:.3f}x their calibrated time (median "
                     f"{statistics.median(ratios):.3f}, {len(ratios)} ranks' canaries).")
     out.append("")
