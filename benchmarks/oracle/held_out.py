@@ -245,11 +245,15 @@ def oracle(args, command, words, profile, extra=()):
     return json.loads(done.stdout[start:]), done.stderr
 
 
+# The ratio in `hpf-oracle --canary`'s line.
+CANARY_LINE = r"took ([0-9.]+) x their calibrated time"
+
+
 def canary_predict(args, c, profile, words=()):
     """(ratio, prediction) of `hpf-oracle predict --canary` for configuration `c` on `profile`: the
     canary of c's model run now against the profile, and c predicted with compute rescaled by it."""
     predicted, err = oracle(args, "predict", oracle_words(c) + list(words), profile, ["--canary", str(args.canary_seconds)])
-    m = re.search(r"took ([0-9.]+) x their calibrated time", err)
+    m = re.search(CANARY_LINE, err)
     if not m:
         raise RuntimeError(f"no canary ratio in: {err}")
     return float(m.group(1)), predicted
@@ -276,7 +280,7 @@ def canary_on_every_rank(args, c):
         "--profile", args.frozen_profile, "--canary", str(args.canary_seconds)]
     done = subprocess.run(cmd, capture_output=True, text=True, env=run_env()[0])
     found = {}
-    for m in re.finditer(r"rank (\d+): .*?took ([0-9.]+) x their calibrated time", done.stderr):
+    for m in re.finditer(r"rank (\d+): .*?" + CANARY_LINE, done.stderr):
         found[int(m.group(1))] = float(m.group(2))
     if done.returncode != 0 or sorted(found) != list(range(c["ranks"])):
         raise RuntimeError(f"{h.command_text(cmd)}: no canary ratio from every rank in: {done.stderr.strip()}")
