@@ -543,8 +543,8 @@ int run(const Args& a) {
     if (c.batch == 0) fail("--canary: the profile has no calibration of " + a.model);
     rescale_compute(profile, c.ratio);
     // On stderr: --json's stdout stays one document.
-    std::fprintf(stderr, "hpf-oracle: canary: %s's layers at %g samples took %.3f x their calibrated time (%.1f s); "
-                 "compute rescaled by it\n", a.model.c_str(), c.batch, c.ratio, c.seconds);
+    std::fprintf(stderr, "hpf-oracle: canary: %s's layers at %g samples took %.3f x their calibrated time (%zu passes, "
+                 "%.1f s); compute rescaled by it\n", a.model.c_str(), c.batch, c.ratio, c.repeats, c.seconds);
   }
   if (a.compute_scale != 1) rescale_compute(profile, a.compute_scale);
   if (!a.cluster.empty()) profile = load_cluster(a.cluster, profile);

@@ -55,6 +55,23 @@ TEST_CASE("a profile whose compute is 20 times too slow: the canary measures abo
   CHECK(about_a_twentieth(oracle::canary_seconds<Small>(plan.batch) / plan.calibrated_s));
 }
 
+TEST_CASE("a cheap model's canary fills its seconds with passes; a costly one keeps the minimum") {
+  auto profile = calibrated_now();
+  // Seconds for 41 passes at the largest calibrated batch: the first, then 20 untimed and timed.
+  const oracle::CanaryPlan unbounded = oracle::canary_plan<Small>(profile, 1e9);
+  CHECK(unbounded.repeats == oracle::canary_max_repeats);
+  const double seconds = 41.5 * unbounded.calibrated_s;
+  const oracle::CanaryPlan cheap = oracle::canary_plan<Small>(profile, seconds);
+  CHECK(cheap.batch == unbounded.batch);
+  CHECK(cheap.repeats == 20);
+  CHECK(oracle::canary_plan<Small>(profile, seconds, MatmulPrecision::full, 25).repeats == 25);
+  oracle::rescale_compute(profile, 1e6);
+  const oracle::CanaryPlan costly = oracle::canary_plan<Small>(profile, 0.5);
+  CHECK(costly.batch == profile.unit(oracle::layer_keys<Small>().front())->batch.front());
+  CHECK(costly.repeats == 3);
+  CHECK(oracle::canary<Small>(profile, 0.5).repeats == 3);
+}
+
 TEST_CASE("a profile without the model's layers: no canary, ratio 1") {
   oracle::MachineProfile empty;
   const oracle::Canary c = oracle::canary<Small>(empty, 0.5);

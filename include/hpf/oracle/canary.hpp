@@ -4,6 +4,7 @@
 
 #include <hpf/oracle/calibrate.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <string>
@@ -16,12 +17,14 @@ namespace hpf::oracle {
 /// machines, clock frequency, neighbours): a profile calibrated an hour before its runs predicted
 /// 73 % of their time where one calibrated just before predicted 92 %, with the same ranking
 /// (docs/oracle.md). The canary times every layer alone at the largest calibrated micro-batch
-/// whose `repeats` + 1 passes fit in `seconds` (the median pass), on `samples` like calibration's
-/// (pooling and ReLU take time that depends on the values: give it what calibrate ran on).
+/// whose `repeats` + 1 passes fit in `seconds`, and as many passes there as fill `seconds` (each
+/// layer's median pass), on `samples` like calibration's (pooling and ReLU take time that depends
+/// on the values: give it what calibrate ran on).
 struct Canary {
-  double ratio = 1;      ///< now / at calibration, the model's forward and backward summed
-  double batch = 0;      ///< the micro-batch it ran (0: the profile has none of Model's layers)
-  double seconds = 0;    ///< what it took
+  double ratio = 1;         ///< now / at calibration, the model's forward and backward summed
+  double batch = 0;         ///< the micro-batch it ran (0: the profile has none of Model's layers)
+  std::size_t repeats = 0;  ///< its timed passes
+  double seconds = 0;       ///< what it took
 };
 
 /// \brief What a canary of Model runs, from the profile alone: the micro-batch and the layers'
@@ -29,12 +32,19 @@ struct Canary {
 struct CanaryPlan {
   double batch = 0;         ///< 0: the profile has none of Model's layers
   double calibrated_s = 0;  ///< the model's forward and backward at `batch`, as calibrated
+  std::size_t repeats = 0;  ///< timed passes: as many as fill the seconds, at least the minimum asked
 };
 
-/// The largest calibrated micro-batch whose `repeats` + 1 passes fit in `seconds`.
+/// Timed passes a canary takes at most, however cheap the model: their timings stay a few KiB.
+inline constexpr std::size_t canary_max_repeats = 1000;
+
+/// The largest calibrated micro-batch whose `min_repeats` + 1 passes fit in `seconds`, and as many
+/// timed passes there as fill `seconds`. A cheap model's few passes last milliseconds, and one of
+/// them slowed by a neighbour moved the median of 3 by half (an MLP's canary read 0.65-1.26 over
+/// runs whose steps held within 2 %): the median of passes spread over the seconds given does not.
 template <class Model>
 CanaryPlan canary_plan(const MachineProfile& profile, double seconds = 1.5, MatmulPrecision precision = MatmulPrecision::full,
-                       std::size_t repeats = 3) {
+                       std::size_t min_repeats = 3) {
   const std::vector<std::string> keys = layer_keys<Model>(precision);
   using where = hpf::detail::layer_positions<Model>;
   // The model's forward and backward at micro-batch b, as the profile has it (0: a layer missing).
@@ -52,11 +62,16 @@ CanaryPlan canary_plan(const MachineProfile& profile, double seconds = 1.5, Matm
   if (!first) return plan;
   for (double b : first->batch) {
     const double t = calibrated(b);
-    if (t > 0 && t * static_cast<double>(repeats + 1) <= seconds) plan.batch = b;
+    if (t > 0 && t * static_cast<double>(min_repeats + 1) <= seconds) plan.batch = b;
   }
   if (plan.batch == 0) plan.batch = first->batch.front();
   plan.calibrated_s = calibrated(plan.batch);
-  return plan.calibrated_s > 0 ? plan : CanaryPlan{};
+  if (!(plan.calibrated_s > 0)) return CanaryPlan{};
+  // canary_seconds runs one pass, then an untimed and a timed pass per repeat.
+  const double fill = std::floor((seconds / plan.calibrated_s - 1) / 2);
+  plan.repeats = fill >= static_cast<double>(canary_max_repeats) ? canary_max_repeats
+                                                                  : std::max(min_repeats, static_cast<std::size_t>(std::max(0.0, fill)));
+  return plan;
 }
 
 /// Model's forward and backward at `batch` now, timed as calibration times them (the median of
@@ -77,13 +92,14 @@ double canary_seconds(double batch, MatmulPrecision precision = MatmulPrecision:
 
 template <class Model, class T = float, class Space = Kokkos::DefaultExecutionSpace>
 Canary canary(const MachineProfile& profile, double seconds = 1.5, MatmulPrecision precision = MatmulPrecision::full,
-              const data::Dataset* samples = nullptr, std::size_t repeats = 3) {
+              const data::Dataset* samples = nullptr, std::size_t min_repeats = 3) {
   const auto start = detail::Clock::now();
-  const CanaryPlan plan = canary_plan<Model>(profile, seconds, precision, repeats);
+  const CanaryPlan plan = canary_plan<Model>(profile, seconds, precision, min_repeats);
   if (plan.batch == 0) return Canary{};
   Canary out;
   out.batch = plan.batch;
-  out.ratio = canary_seconds<Model, T, Space>(plan.batch, precision, samples, repeats) / plan.calibrated_s;
+  out.repeats = plan.repeats;
+  out.ratio = canary_seconds<Model, T, Space>(plan.batch, precision, samples, plan.repeats) / plan.calibrated_s;
   out.seconds = detail::seconds_since(start);
   return out;
 }

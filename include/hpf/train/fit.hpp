@@ -217,19 +217,20 @@ CanaryRatios canary_on_every_rank(const comm::Communicator& world, const TrainOp
       if (world.rank() != 0 || path.empty()) return {};
       const oracle::CanaryPlan plan =
           oracle::canary_plan<Model>(oracle::load_profile(path), o.oracle_canary_seconds, o.network.matmul_precision);
-      char line[64];
-      std::snprintf(line, sizeof line, "%.17g %.17g", plan.batch, plan.calibrated_s);
+      char line[80];
+      std::snprintf(line, sizeof line, "%.17g %.17g %zu", plan.batch, plan.calibrated_s, plan.repeats);
       return line;
     });
     std::istringstream in(comm::broadcast_text(world, planned, 0));
     oracle::CanaryPlan plan;
-    in >> plan.batch >> plan.calibrated_s;
+    in >> plan.batch >> plan.calibrated_s >> plan.repeats;
     if (!(plan.batch > 0)) return {};
     const double now = comm::agree(world, [&] {
       const auto ranks = static_cast<std::size_t>(world.size());
       const data::TrainTest data = source(data::Shard{static_cast<std::size_t>(world.rank()), ranks, true, false});
       const bool usable = data.train.has_images() && data.train.local_size() > 0;
-      return oracle::canary_seconds<Model, T, Space>(plan.batch, o.network.matmul_precision, usable ? &data.train : nullptr);
+      return oracle::canary_seconds<Model, T, Space>(plan.batch, o.network.matmul_precision, usable ? &data.train : nullptr,
+                                                     plan.repeats);
     });
     return {comm::allreduce_value(world, now, MPI_MAX) / plan.calibrated_s,
             comm::allreduce_value(world, now, MPI_MIN) / plan.calibrated_s, plan.batch};
