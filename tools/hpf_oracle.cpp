@@ -84,7 +84,8 @@ const char* const usage_text =
     "                  where their slabs are calibrated\n"
     "  --search-cuts: each pipeline at the cuts partition finds, not only at hpf::Balanced<S>'s\n"
     "  --canary: first time the model's layers for about S seconds and rescale the profile's compute by\n"
-    "           their time now over their calibrated time (a host that drifted since calibration)\n"
+    "           their time now over their calibrated time (a host that drifted since calibration), at\n"
+    "           the micro-batch the plan computes (rank, recommend: each rank's share of the batch)\n"
     "  --compute-scale: multiply the profile's compute by X (a ratio --canary printed earlier)\n"
     "  --closed-form: ParaDL's closed form on the same calibration instead of the played step\n"
     "  --repeat: ask the query N times in this process (the first runs cold: caches, threads); --json\n"
@@ -528,6 +529,13 @@ std::vector<ModelView> spatial_views(const Args& a, const MachineProfile& profil
   return views;
 }
 
+/// The micro-batch a rank of the asked run computes, the canary's largest: predict's and partition's
+/// plan, or each rank's share of the batch where the command ranks many plans.
+double canary_batch(const Args& a) {
+  const std::size_t replicas = std::max<std::size_t>(1, a.ranks / (std::max<std::size_t>(1, a.stages) * a.split.ranks()));
+  return std::max(1.0, static_cast<double>(a.batch) / static_cast<double>(replicas * std::max<std::size_t>(1, a.micro_batches)));
+}
+
 /// One model's commands; SpatialGroups: the G its samples split into here (--split spatial:G).
 template <class Model, std::size_t... SpatialGroups>
 int run(const Args& a) {
@@ -539,7 +547,7 @@ int run(const Args& a) {
   MachineProfile profile = load_profile(a.profile);
   if (a.canary_seconds > 0) {
     const std::optional<hpf::data::Dataset> data = samples<Model>(a, 128);
-    const Canary c = canary<Model>(profile, a.canary_seconds, matmul_precision(a), data ? &*data : nullptr);
+    const Canary c = canary<Model>(profile, a.canary_seconds, matmul_precision(a), data ? &*data : nullptr, 3, canary_batch(a));
     if (c.batch == 0) fail("--canary: the profile has no calibration of " + a.model);
     rescale_compute(profile, c.ratio);
     // On stderr: --json's stdout stays one document.

@@ -72,6 +72,16 @@ TEST_CASE("a cheap model's canary fills its seconds with passes; a costly one ke
   CHECK(oracle::canary<Small>(profile, 0.5).repeats == 3);
 }
 
+TEST_CASE("the canary runs at most the run's micro-batch") {
+  const auto profile = calibrated_now();  // at 1, 8 and 32 samples
+  auto batch_at_most = [&](double b) { return oracle::canary_plan<Small>(profile, 1e9, MatmulPrecision::full, 3, b).batch; };
+  CHECK(batch_at_most(1e9) == 32);
+  CHECK(batch_at_most(31) == 8);
+  CHECK(batch_at_most(8) == 8);
+  CHECK(batch_at_most(0.5) == 1);  // the smallest calibrated where all are larger
+  CHECK(oracle::canary<Small>(profile, 0.5, MatmulPrecision::full, nullptr, 3, 8).batch == 8);
+}
+
 TEST_CASE("a profile without the model's layers: no canary, ratio 1") {
   oracle::MachineProfile empty;
   const oracle::Canary c = oracle::canary<Small>(empty, 0.5);

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -16,10 +17,10 @@ namespace hpf::oracle {
 /// slower (> 1) or faster this host computes than when it was calibrated. Hosts drift (virtual
 /// machines, clock frequency, neighbours): a profile calibrated an hour before its runs predicted
 /// 73 % of their time where one calibrated just before predicted 92 %, with the same ranking
-/// (docs/oracle.md). The canary times every layer alone at the largest calibrated micro-batch
-/// whose `repeats` + 1 passes fit in `seconds`, and as many passes there as fill `seconds` (each
-/// layer's median pass), on `samples` like calibration's (pooling and ReLU take time that depends
-/// on the values: give it what calibrate ran on).
+/// (docs/oracle.md). The canary times every layer alone at the largest calibrated micro-batch, up
+/// to the run's, whose `repeats` + 1 passes fit in `seconds`, and as many passes there as fill
+/// `seconds` (each layer's median pass), on `samples` like calibration's (pooling and ReLU take time
+/// that depends on the values: give it what calibrate ran on).
 struct Canary {
   double ratio = 1;         ///< now / at calibration, the model's forward and backward summed
   double batch = 0;         ///< the micro-batch it ran (0: the profile has none of Model's layers)
@@ -38,13 +39,18 @@ struct CanaryPlan {
 /// Timed passes a canary takes at most, however cheap the model: their timings stay a few KiB.
 inline constexpr std::size_t canary_max_repeats = 1000;
 
-/// The largest calibrated micro-batch whose `min_repeats` + 1 passes fit in `seconds`, and as many
-/// timed passes there as fill `seconds`. A cheap model's few passes last milliseconds, and one of
-/// them slowed by a neighbour moved the median of 3 by half (an MLP's canary read 0.65-1.26 over
-/// runs whose steps held within 2 %): the median of passes spread over the seconds given does not.
+/// The largest calibrated micro-batch not above `batch_at_most` (the micro-batch the run computes;
+/// the smallest calibrated one where all are above it) whose `min_repeats` + 1 passes fit in
+/// `seconds`, and as many timed passes there as fill `seconds`.
+/// - The run's micro-batch: a host's drift does not slow every size alike. ResNet-20's layers at
+///   128 samples took 0.89x their calibrated time where its training at 64 took 0.82x the
+///   prediction and its layers at 64 took 0.80-0.82x, minutes apart.
+/// - Many passes: a cheap model's few passes last milliseconds, and one of them slowed by a
+///   neighbour moved the median of 3 by half (an MLP's canary read 0.65-1.26 over runs whose steps
+///   held within 2 %); the median of passes spread over the seconds given does not move so.
 template <class Model>
 CanaryPlan canary_plan(const MachineProfile& profile, double seconds = 1.5, MatmulPrecision precision = MatmulPrecision::full,
-                       std::size_t min_repeats = 3) {
+                       std::size_t min_repeats = 3, double batch_at_most = std::numeric_limits<double>::infinity()) {
   const std::vector<std::string> keys = layer_keys<Model>(precision);
   using where = hpf::detail::layer_positions<Model>;
   // The model's forward and backward at micro-batch b, as the profile has it (0: a layer missing).
@@ -61,6 +67,7 @@ CanaryPlan canary_plan(const MachineProfile& profile, double seconds = 1.5, Matm
   const UnitTiming* first = keys.empty() ? nullptr : profile.unit(keys.front());
   if (!first) return plan;
   for (double b : first->batch) {
+    if (b > batch_at_most) continue;
     const double t = calibrated(b);
     if (t > 0 && t * static_cast<double>(min_repeats + 1) <= seconds) plan.batch = b;
   }
@@ -92,9 +99,10 @@ double canary_seconds(double batch, MatmulPrecision precision = MatmulPrecision:
 
 template <class Model, class T = float, class Space = Kokkos::DefaultExecutionSpace>
 Canary canary(const MachineProfile& profile, double seconds = 1.5, MatmulPrecision precision = MatmulPrecision::full,
-              const data::Dataset* samples = nullptr, std::size_t min_repeats = 3) {
+              const data::Dataset* samples = nullptr, std::size_t min_repeats = 3,
+              double batch_at_most = std::numeric_limits<double>::infinity()) {
   const auto start = detail::Clock::now();
-  const CanaryPlan plan = canary_plan<Model>(profile, seconds, precision, min_repeats);
+  const CanaryPlan plan = canary_plan<Model>(profile, seconds, precision, min_repeats, batch_at_most);
   if (plan.batch == 0) return Canary{};
   Canary out;
   out.batch = plan.batch;

@@ -197,11 +197,12 @@ inline TrainOptions with_profile_exchange_cost(const comm::Communicator& world, 
 }
 
 /// Model's canary (TrainOptions::oracle_canary_seconds) on every rank at once, each on its own
-/// shard and core, at the micro-batch rank 0 plans from the named profile: the slowest and the
-/// fastest rank's time over the calibrated one. The slowest paces a step whose ranks wait for each
-/// other (a replica's reduction, a pipeline's hand-offs, a split's gathers); one rank's canary,
-/// while the others rest, times neither its neighbours' cores nor its own beside them
-/// (docs/oracle.md, "A profile that ages"). {1, 1, 0} where no canary runs.
+/// shard and core, at the micro-batch rank 0 plans from the named profile (at most each rank's
+/// share of the batch, as data parallelism computes it): the slowest and the fastest rank's time
+/// over the calibrated one. The slowest paces a step whose ranks wait for each other (a replica's
+/// reduction, a pipeline's hand-offs, a split's gathers); one rank's canary, while the others rest,
+/// times neither its neighbours' cores nor its own beside them (docs/oracle.md, "A profile that
+/// ages"). {1, 1, 0} where no canary runs.
 struct CanaryRatios {
   double slowest = 1, fastest = 1;
   double batch = 0;  ///< the micro-batch it ran (0: none ran)
@@ -216,7 +217,8 @@ CanaryRatios canary_on_every_rank(const comm::Communicator& world, const TrainOp
       const std::string path = profile_path(o);
       if (world.rank() != 0 || path.empty()) return {};
       const oracle::CanaryPlan plan =
-          oracle::canary_plan<Model>(oracle::load_profile(path), o.oracle_canary_seconds, o.network.matmul_precision);
+          oracle::canary_plan<Model>(oracle::load_profile(path), o.oracle_canary_seconds, o.network.matmul_precision, 3,
+                                     static_cast<double>(o.batch) / world.size());
       char line[80];
       std::snprintf(line, sizeof line, "%.17g %.17g %zu", plan.batch, plan.calibrated_s, plan.repeats);
       return line;
