@@ -380,7 +380,8 @@ ROWS += [([f"oracle-{which}-{label}"], lambda which=which, label=label: oracle_j
                               ("held-out", "xeon9"), ("held-out", "xeon10"), ("held-out", "xeon11"),
                               ("held-out", "xeon12"), ("held-out", "xeon13"), ("held-out", "xeon14"),
                               ("development", "xeon15"), ("development", "xeon16"),
-                              ("development", "xeon17"), ("held-out", "xeon18")]]
+                              ("development", "xeon17"), ("held-out", "xeon18"),
+                              ("development", "xeon19"), ("development", "xeon20"), ("held-out", "xeon21")]]
 
 
 # --- labels from the records ------------------------------------------------------------------------
