@@ -46,7 +46,7 @@ inline constexpr std::size_t canary_max_repeats = 1000;
 ///   128 samples took 0.89x their calibrated time where its training at 64 took 0.82x the
 ///   prediction and its layers at 64 took 0.80-0.82x, minutes apart.
 /// - Many passes: a cheap model's few passes last milliseconds, and one of them slowed by a
-///   neighbour moved the median of 3 by half (an MLP's canary read 0.65-1.26 over runs whose steps
+///   neighbour moved the median of 3 by half (an MLP's canary read 0.66-1.26 over runs whose steps
 ///   held within 2 %); the median of passes spread over the seconds given does not move so.
 template <class Model>
 CanaryPlan canary_plan(const MachineProfile& profile, double seconds = 1.5, MatmulPrecision precision = MatmulPrecision::full,
