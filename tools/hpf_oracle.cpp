@@ -547,7 +547,7 @@ int run(const Args& a) {
   MachineProfile profile = load_profile(a.profile);
   if (a.canary_seconds > 0) {
     const std::optional<hpf::data::Dataset> data = samples<Model>(a, 128);
-    const Canary c = canary<Model>(profile, a.canary_seconds, matmul_precision(a), data ? &*data : nullptr, 3, canary_batch(a));
+    const Canary c = canary<Model>(profile, a.canary_seconds, matmul_precision(a), data ? &*data : nullptr, canary_batch(a));
     if (c.batch == 0) fail("--canary: the profile has no calibration of " + a.model);
     rescale_compute(profile, c.ratio);
     // On stderr: --json's stdout stays one document.

@@ -64,7 +64,7 @@ TEST_CASE("a cheap model's canary fills its seconds with passes; a costly one ke
   const oracle::CanaryPlan cheap = oracle::canary_plan<Small>(profile, seconds);
   CHECK(cheap.batch == unbounded.batch);
   CHECK(cheap.repeats == 20);
-  CHECK(oracle::canary_plan<Small>(profile, seconds, MatmulPrecision::full, 25).repeats == 25);
+  CHECK(oracle::canary_plan<Small>(profile, seconds, MatmulPrecision::full, 1e9, 25).repeats == 25);
   oracle::rescale_compute(profile, 1e6);
   const oracle::CanaryPlan costly = oracle::canary_plan<Small>(profile, 0.5);
   CHECK(costly.batch == profile.unit(oracle::layer_keys<Small>().front())->batch.front());
@@ -74,12 +74,12 @@ TEST_CASE("a cheap model's canary fills its seconds with passes; a costly one ke
 
 TEST_CASE("the canary runs at most the run's micro-batch") {
   const auto profile = calibrated_now();  // at 1, 8 and 32 samples
-  auto batch_at_most = [&](double b) { return oracle::canary_plan<Small>(profile, 1e9, MatmulPrecision::full, 3, b).batch; };
+  auto batch_at_most = [&](double b) { return oracle::canary_plan<Small>(profile, 1e9, MatmulPrecision::full, b).batch; };
   CHECK(batch_at_most(1e9) == 32);
   CHECK(batch_at_most(31) == 8);
   CHECK(batch_at_most(8) == 8);
   CHECK(batch_at_most(0.5) == 1);  // the smallest calibrated where all are larger
-  CHECK(oracle::canary<Small>(profile, 0.5, MatmulPrecision::full, nullptr, 3, 8).batch == 8);
+  CHECK(oracle::canary<Small>(profile, 0.5, MatmulPrecision::full, nullptr, 8).batch == 8);
 }
 
 TEST_CASE("a profile without the model's layers: no canary, ratio 1") {

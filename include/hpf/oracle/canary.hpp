@@ -50,7 +50,7 @@ inline constexpr std::size_t canary_max_repeats = 1000;
 ///   held within 2 %); the median of passes spread over the seconds given does not move so.
 template <class Model>
 CanaryPlan canary_plan(const MachineProfile& profile, double seconds = 1.5, MatmulPrecision precision = MatmulPrecision::full,
-                       std::size_t min_repeats = 3, double batch_at_most = std::numeric_limits<double>::infinity()) {
+                       double batch_at_most = std::numeric_limits<double>::infinity(), std::size_t min_repeats = 3) {
   const std::vector<std::string> keys = layer_keys<Model>(precision);
   using where = hpf::detail::layer_positions<Model>;
   // The model's forward and backward at micro-batch b, as the profile has it (0: a layer missing).
@@ -99,10 +99,10 @@ double canary_seconds(double batch, MatmulPrecision precision = MatmulPrecision:
 
 template <class Model, class T = float, class Space = Kokkos::DefaultExecutionSpace>
 Canary canary(const MachineProfile& profile, double seconds = 1.5, MatmulPrecision precision = MatmulPrecision::full,
-              const data::Dataset* samples = nullptr, std::size_t min_repeats = 3,
-              double batch_at_most = std::numeric_limits<double>::infinity()) {
+              const data::Dataset* samples = nullptr, double batch_at_most = std::numeric_limits<double>::infinity(),
+              std::size_t min_repeats = 3) {
   const auto start = detail::Clock::now();
-  const CanaryPlan plan = canary_plan<Model>(profile, seconds, precision, min_repeats, batch_at_most);
+  const CanaryPlan plan = canary_plan<Model>(profile, seconds, precision, batch_at_most, min_repeats);
   if (plan.batch == 0) return Canary{};
   Canary out;
   out.batch = plan.batch;

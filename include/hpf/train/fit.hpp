@@ -217,7 +217,7 @@ CanaryRatios canary_on_every_rank(const comm::Communicator& world, const TrainOp
       const std::string path = profile_path(o);
       if (world.rank() != 0 || path.empty()) return {};
       const oracle::CanaryPlan plan =
-          oracle::canary_plan<Model>(oracle::load_profile(path), o.oracle_canary_seconds, o.network.matmul_precision, 3,
+          oracle::canary_plan<Model>(oracle::load_profile(path), o.oracle_canary_seconds, o.network.matmul_precision,
                                      static_cast<double>(o.batch) / world.size());
       char line[80];
       std::snprintf(line, sizeof line, "%.17g %.17g %zu", plan.batch, plan.calibrated_s, plan.repeats);
