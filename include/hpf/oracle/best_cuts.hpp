@@ -94,6 +94,9 @@ inline std::vector<std::size_t> time_balanced_bounds(const ModelView& model, con
   return bounds;
 }
 
+inline CutSearch search_cuts(const ModelView& model, Plan plan, const MachineProfile& profile, double memory_budget_bytes,
+                             const CalibratedLayers& calibrated);
+
 }  // namespace detail
 
 /// \brief The cuts of `plan`'s S stages that minimise its predicted step (those within the memory
@@ -105,15 +108,23 @@ inline std::vector<std::size_t> time_balanced_bounds(const ModelView& model, con
 /// profile lacks the model's calibration.
 inline CutSearch search_cuts(const ModelView& model, Plan plan, const MachineProfile& profile,
                              double memory_budget_bytes = 0) {
+  return detail::search_cuts(model, plan, profile, memory_budget_bytes, detail::calibrated_layers(model, profile, plan));
+}
+
+/// search_cuts with the calibration `plan` reads looked up already (`calibrated.serve(model, plan)`:
+/// the cuts do not change it).
+inline CutSearch detail::search_cuts(const ModelView& model, Plan plan, const MachineProfile& profile,
+                                     double memory_budget_bytes, const CalibratedLayers& calibrated) {
   if (plan.stages == 0 || plan.stages > model.cut_places) {
     throw std::invalid_argument("hpf::oracle::search_cuts: " + model.name + " has " + std::to_string(model.cut_places) +
                                 " places to cut; " + std::to_string(plan.stages) + " stages do not fit");
   }
+  check_spatial_view(model, plan);
   CutSearch r;
   const auto score = [&](const std::vector<std::size_t>& bounds) {
     plan.bounds = bounds;
     ++r.predictions;
-    return predict(model, plan, profile, memory_budget_bytes);
+    return predict_calibrated(model, plan, profile, memory_budget_bytes, calibrated);
   };
   const auto better = [](const Prediction& a, const Prediction& b) {
     return a.fits != b.fits ? a.fits : a.time_s < b.time_s;

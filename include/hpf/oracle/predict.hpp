@@ -255,6 +255,40 @@ inline double unit_backward(const std::vector<LayerTimes>& layers, const UnitFac
   return l.backward + (recompute && u.repeated ? l.forward : 0.0);
 }
 
+/// Per top-level layer, what its calibration says it needs at a micro-batch capacity: under a
+/// filter or channel split, its member's calibration where the profile has it (a split layer's
+/// workspace differs from the whole layer's, and it keeps buffers of its own).
+struct LayerNeeds {
+  std::size_t workspace = 0, workspace_written = 0, scratch = 0, split_buffers = 0, split_buffers_unwritten = 0;
+  hpf::detail::Bf16StagingNeed staging;
+};
+
+/// A model's calibration as a prediction reads it for one split, micro-batch and job size: each
+/// top-level layer's entries (layer_timings), times (layer_times) and needs (LayerNeeds). Every
+/// plan with the same micro-batch reads the same, so a search looks them up once for all of them
+/// (at 64 ranks a query predicts 65 plans at 6 micro-batch sizes; the lookups took a quarter of it).
+struct CalibratedLayers {
+  const ModelView* model = nullptr;
+  LayerSplit split;
+  double samples = 0;        ///< a micro-batch's samples (fractional where M does not divide the batch)
+  std::size_t capacity = 0;  ///< the largest micro-batch's, which memory is sized for
+  std::size_t ranks = 0;
+  std::vector<LayerTiming> timings;
+  std::vector<LayerTimes> times;
+  std::vector<LayerNeeds> needs;
+  /// Whether `plan` of `view` reads these.
+  bool serve(const ModelView& view, const Plan& plan) const {
+    return model == &view && split.kind == plan.split.kind && split.ranks() == plan.split.ranks() && ranks == plan.ranks() &&
+           samples == micro_batch_samples(plan) && capacity == micro_batch_capacity(plan);
+  }
+  static double micro_batch_samples(const Plan& plan) {
+    return static_cast<double>(plan.batch) / static_cast<double>(plan.replicas) / static_cast<double>(plan.micro_batches);
+  }
+  static std::size_t micro_batch_capacity(const Plan& plan) {
+    return (plan.batch / plan.replicas + plan.micro_batches - 1) / plan.micro_batches;
+  }
+};
+
 /// The times of a stage whose units are `units` (stage_units) from its layers' (layer_times).
 /// With `recompute`, a Repeat's block runs its forward again inside its backward.
 inline StageTimes stage_times(const ModelView& model, const MachineProfile& profile, const std::vector<LayerTimes>& layers,
@@ -609,6 +643,33 @@ inline double collective_seconds(const MachineProfile& profile, double bytes, st
   return profile.fit("allreduce").seconds(bytes, ranks);
 }
 
+/// The calibration `plan` reads (CalibratedLayers), looked up in the profile.
+inline CalibratedLayers calibrated_layers(const ModelView& model, const MachineProfile& profile, const Plan& plan) {
+  CalibratedLayers c;
+  c.model = &model;
+  c.split = plan.split;
+  c.samples = CalibratedLayers::micro_batch_samples(plan);
+  c.capacity = CalibratedLayers::micro_batch_capacity(plan);
+  c.ranks = plan.ranks();
+  // Ranks that share a host compute at its busy rate (measured with every core working).
+  const HostLoad load = ranks_per_host(profile, c.ranks) > 1 ? HostLoad::busy : HostLoad::alone;
+  c.timings = layer_timings(model, profile, plan.split);
+  c.times = layer_times(model, profile, c.timings, c.samples, load, plan.split, c.ranks);
+  c.needs.resize(c.timings.size());
+  const auto at = static_cast<double>(c.capacity);
+  for (std::size_t l = 0; l < c.timings.size(); ++l) {
+    if (const UnitTiming* t = c.timings[l].whole ? c.timings[l].as_run() : nullptr) {
+      c.needs[l] = {static_cast<std::size_t>(t->workspace(at)), static_cast<std::size_t>(t->workspace_resident(at)),
+                    static_cast<std::size_t>(t->scratch(at)), static_cast<std::size_t>(t->split_buffers(at)),
+                    static_cast<std::size_t>(t->split_buffers(at) - t->split_buffers_resident(at)), t->bf16_staging(at)};
+    }
+  }
+  return c;
+}
+
+inline Prediction predict_calibrated(const ModelView& model, const Plan& plan, const MachineProfile& profile,
+                                     double memory_budget_bytes, const CalibratedLayers& calibrated);
+
 }  // namespace detail
 
 /// \brief Predicts one training step of `plan` for `model` on `profile`: every stage's program
@@ -618,22 +679,25 @@ inline double collective_seconds(const MachineProfile& profile, double bytes, st
 inline Prediction predict(const ModelView& model, const Plan& plan, const MachineProfile& profile,
                           double memory_budget_bytes = 0) {
   detail::check_spatial_view(model, plan);
+  return detail::predict_calibrated(model, plan, profile, memory_budget_bytes, detail::calibrated_layers(model, profile, plan));
+}
+
+/// predict with the calibration `plan` reads looked up already (`calibrated.serve(model, plan)`).
+inline Prediction detail::predict_calibrated(const ModelView& model, const Plan& plan, const MachineProfile& profile,
+                                             double memory_budget_bytes, const CalibratedLayers& calibrated) {
   Prediction out;
   out.plan = plan;
   // The replicas of a stage are stride = S x G ranks apart (ProcessGrid): the exchange's host layout.
   const std::size_t S = plan.stages, R = plan.replicas, M = plan.micro_batches, P = plan.ranks(), G = plan.split.ranks();
   const std::size_t stride = plan.ranks_per_replica();
-  const double local = static_cast<double>(plan.batch) / static_cast<double>(R);
-  const double m = local / static_cast<double>(M);
-  const std::size_t capacity = (plan.batch / R + M - 1) / M;
+  const double m = calibrated.samples;
+  const std::size_t capacity = calibrated.capacity;
   const double share = detail::sharing(profile, P);
-  // Ranks that share a host compute at its busy rate (measured with every core working).
-  const HostLoad load = detail::ranks_per_host(profile, P) > 1 ? HostLoad::busy : HostLoad::alone;
   const double speed = profile.cluster ? profile.cluster->compute_speed : 1.0;
   const GradientReduction reduction = resolve(plan.reduction, R);
 
-  const std::vector<detail::LayerTiming> timings = detail::layer_timings(model, profile, plan.split);
-  const std::vector<detail::LayerTimes> layers = detail::layer_times(model, profile, timings, m, load, plan.split, P);
+  const std::vector<detail::LayerTiming>& timings = calibrated.timings;
+  const std::vector<detail::LayerTimes>& layers = calibrated.times;
   std::vector<std::span<const UnitFacts>> stage_runs(S);  // each stage's units
   std::vector<StageFacts> facts(S);
   std::vector<detail::StageTimes> times(S);
@@ -929,23 +993,7 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
   out.other_s = optimizer + collectives;
   out.time_s = step_end + out.other_s;
 
-  // Per top-level layer, what its calibration says it needs at this capacity (looked up once):
-  // under a filter or channel split, its member's calibration where the profile has it (a split
-  // layer's workspace differs from the whole layer's, and it keeps buffers of its own).
-  struct LayerNeeds {
-    std::size_t workspace = 0, workspace_written = 0, scratch = 0, split_buffers = 0, split_buffers_unwritten = 0;
-    hpf::detail::Bf16StagingNeed staging;
-  };
-  std::vector<LayerNeeds> needs(timings.size());
-  for (std::size_t l = 0; l < timings.size(); ++l) {
-    if (const UnitTiming* t = timings[l].whole ? timings[l].as_run() : nullptr) {
-      const auto c = static_cast<double>(capacity);
-      needs[l] = {static_cast<std::size_t>(t->workspace(c)), static_cast<std::size_t>(t->workspace_resident(c)),
-                  static_cast<std::size_t>(t->scratch(c)),
-                  static_cast<std::size_t>(t->split_buffers(c)),
-                  static_cast<std::size_t>(t->split_buffers(c) - t->split_buffers_resident(c)), t->bf16_staging(c)};
-    }
-  }
+  const std::vector<detail::LayerNeeds>& needs = calibrated.needs;
   std::vector<std::size_t> copies(timings.size(), 0);  // per top-level layer: its units in the stage
   const double gathered = detail::gathered_copies(profile, R, stride, reduction, plan.hierarchy, plan.exchange_precision);
   for (std::size_t s = 0; s < S; ++s) {
@@ -967,7 +1015,7 @@ inline Prediction predict(const ModelView& model, const Plan& plan, const Machin
     std::size_t workspace_written = 0;      // the most any of the stage's layers writes of it
     for (const UnitFacts& u : stage_runs[s]) {
       if (!timings[u.layer].whole) continue;
-      const LayerNeeds& need = needs[u.layer];
+      const detail::LayerNeeds& need = needs[u.layer];
       staging = staging.widest(need.staging);
       // A Repeat piece of two or more copies keeps two gradient buffers between its copies.
       const std::size_t between = copies[u.layer] > 1 ? 2 * u.output_elements * capacity : 0;

@@ -105,13 +105,25 @@ inline std::vector<Prediction> rank_strategies(const ModelView& model, std::size
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   const auto events = [&](std::size_t i) { return candidates[i].first.stages * candidates[i].first.micro_batches; };
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return events(a) > events(b); });
+  // The calibration each plan reads, looked up once per view, split and micro-batch.
+  std::vector<detail::CalibratedLayers> calibrations;
+  std::vector<std::size_t> calibration_of(candidates.size());
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    const auto& [plan, view] = candidates[i];
+    detail::check_spatial_view(*view, plan);
+    std::size_t c = 0;
+    while (c < calibrations.size() && !calibrations[c].serve(*view, plan)) ++c;
+    if (c == calibrations.size()) calibrations.push_back(detail::calibrated_layers(*view, profile, plan));
+    calibration_of[i] = c;
+  }
   std::vector<Prediction> all(candidates.size());
   // A thread's start costs about what a few predictions do: at least 8 plans to each.
   const std::size_t threads = std::min(o.threads, std::max<std::size_t>(1, order.size() / 8));
   hpf::detail::for_each_index(order.size(), threads, [&](std::size_t k) {
     const auto& [plan, view] = candidates[order[k]];
-    all[order[k]] = o.search_cuts && plan.stages > 1 ? search_cuts(*view, plan, profile, budget).best
-                                                     : predict(*view, plan, profile, budget);
+    all[order[k]] = o.search_cuts && plan.stages > 1
+                        ? detail::search_cuts(*view, plan, profile, budget, calibrations[calibration_of[order[k]]]).best
+                        : detail::predict_calibrated(*view, plan, profile, budget, calibrations[calibration_of[order[k]]]);
   });
   std::stable_sort(all.begin(), all.end(), [](const Prediction& a, const Prediction& b) {
     if (a.fits != b.fits) return a.fits;
