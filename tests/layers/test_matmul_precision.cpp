@@ -138,6 +138,28 @@ TEST_CASE("MatmulPrecision::bf16: Conv2D on oneDNN and on im2col + GEMM") {
   }
 }
 
+TEST_CASE("MatmulPrecision::bf16: convolutions over fewer than 4 input channels compute in float") {
+  static_assert(hpf::bf16_convolution_min_channels == 4);
+  using Rgb = hpf::Sequential<hpf::Input<3, 9, 8>, hpf::Conv2D<16, 3, hpf::Pad<1>>>;
+  using Grey = hpf::Sequential<hpf::Input<1, 5, 6, 6>, hpf::Conv3D<4, 3, hpf::Pad<1>>>;
+  using Four = hpf::Sequential<hpf::Input<4, 9, 8>, hpf::Conv2D<16, 3, hpf::Pad<1>, hpf::NoBias>>;
+  for (const auto algorithm : {automatic, hpf::ConvolutionAlgorithm::gemm}) {
+    CAPTURE(static_cast<int>(algorithm));
+    const auto same_as_float = [&]<class Model>() {
+      const Case c = random_case<Model>(3);
+      const Results low = run<Model, float>({.convolution = algorithm, .matmul_precision = hpf::MatmulPrecision::bf16},
+                                            c.params, c.x, c.dy, 3);
+      const Results full = run<Model, float>({.convolution = algorithm}, c.params, c.x, c.dy, 3);
+      CHECK(low.y == full.y);
+      CHECK(low.dx == full.dx);
+      CHECK(low.grads == full.grads);
+    };
+    same_as_float.template operator()<Rgb>();
+    same_as_float.template operator()<Grey>();
+    check_exact<Four>(algorithm);  // from 4 channels on, bf16
+  }
+}
+
 TEST_CASE("MatmulPrecision::bf16: Conv3D") {
   using Padded = hpf::Sequential<hpf::Input<4, 5, 6, 6>, hpf::Conv3D<6, 3, hpf::Pad<1>, hpf::NoBias>>;
   check_exact<Padded>(automatic);

@@ -197,7 +197,7 @@ class Conv2DImpl {
  private:
   /// GEMMs through the run's BLAS, a filter or channel split's, or oneDNN's convolution where it applies.
   void choose_kernels(const KernelResources& kernels) {
-    gemm_ = Gemm<T, Space>(kernels);
+    gemm_ = Gemm<T, Space>(kernels, convolution_precision(kernels.matmul_precision, g_.channels));
     if (kernels.split.divides_layers()) {
       split_.emplace(kernels.layer_group<T, Space>(), kernels.split.kind, g_, out_, bias_, gemm_, kernels);
     }

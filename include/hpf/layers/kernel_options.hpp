@@ -41,6 +41,19 @@ enum class MatmulPrecision {
   bf16,
 };
 
+/// Under MatmulPrecision::bf16, convolutions over fewer input channels than this compute in float.
+/// bf16 kernels reduce over input channels in blocks (16 with AVX512-BF16, 32 with AMX tiles),
+/// which a first layer's grey or RGB input hardly fills: on a Xeon with AMX, oneDNN's 3x3 layers
+/// over 1-3 channels (forward and weight gradient, as a first layer runs) took 1.35-1.85x as long
+/// in bf16 as in float, over 4 channels 0.81x.
+inline constexpr std::size_t bf16_convolution_min_channels = 4;
+
+/// The inputs a convolution over `channels` input channels gives its products in a network of
+/// MatmulPrecision `network` (see bf16_convolution_min_channels).
+constexpr MatmulPrecision convolution_precision(MatmulPrecision network, std::size_t channels) {
+  return channels < bf16_convolution_min_channels ? MatmulPrecision::full : network;
+}
+
 namespace detail {
 #if HPF_ENABLE_ONEDNN
 /// The oneDNN engine and stream a network's vendor kernels run on (one per network, made when

@@ -31,9 +31,11 @@ template <class T, class Space>
 class Gemm {
  public:
   Gemm() = default;
-  explicit Gemm(const KernelResources& kernels) {
+  explicit Gemm(const KernelResources& kernels) : Gemm(kernels, kernels.matmul_precision) {}
+  /// Products in `precision` instead of the network's (a layer's own choice: convolution_precision).
+  Gemm(const KernelResources& kernels, MatmulPrecision precision) {
     if constexpr (std::is_same_v<T, float>)
-      if (kernels.matmul_precision == MatmulPrecision::bf16) bf16_ = kernels.shared_state<Bf16Gemm<Space>>();
+      if (precision == MatmulPrecision::bf16) bf16_ = kernels.shared_state<Bf16Gemm<Space>>();
   }
 
   template <class AView, class BView, class CView>

@@ -134,8 +134,8 @@ struct ConvolutionShape {
   }
 };
 
-/// \brief A float convolution on the host through oneDNN (its inputs in bf16 under
-/// MatmulPrecision::bf16), the vendor convolution library
+/// \brief A float convolution on the host through oneDNN (its inputs in bf16 where
+/// convolution_precision says so), the vendor convolution library
 /// (PyTorch's CPU convolutions run on it), as GEMMs go to the vendor BLAS.
 ///
 /// hpf's activations `[C][N][H*W]` (volumes: `[C][N][D*H*W]`) are handed over as strided NCHW
@@ -734,13 +734,14 @@ class OneDnnConvolution {
   mutable std::vector<dnnl::stream> lane_streams_;  // one per lane (a stream is not shared by threads)
 };
 
-/// The vendor convolution of a float layer on the host under the network's kernel choices, or
-/// none: under ConvolutionAlgorithm::gemm, or with bf16 inputs oneDNN has no kernel for on this
-/// CPU (the layer's im2col + Gemm then, emulated as Bf16Gemm says).
+/// The vendor convolution of a float layer on the host under the network's kernel choices, in the
+/// precision convolution_precision gives its channels, or none: under ConvolutionAlgorithm::gemm,
+/// or with bf16 inputs oneDNN has no kernel for on this CPU (the layer's im2col + Gemm then,
+/// emulated as Bf16Gemm says).
 inline std::optional<OneDnnConvolution> vendor_convolution(const ConvolutionShape& g, std::size_t out, bool bias,
                                                            const KernelResources& kernels, std::size_t lanes) {
   if (kernels.convolution == ConvolutionAlgorithm::gemm) return std::nullopt;
-  const bool bf16 = kernels.matmul_precision == MatmulPrecision::bf16;
+  const bool bf16 = convolution_precision(kernels.matmul_precision, g.channels) == MatmulPrecision::bf16;
   const auto compute = bf16 ? dnnl::memory::data_type::bf16 : dnnl::memory::data_type::f32;
   if (bf16 && !OneDnnConvolution::available(g, out, bias, compute, kernels.onednn()->engine)) {
     note_bf16_emulated("oneDNN has no bf16 convolution on this CPU");
