@@ -199,7 +199,9 @@ def report(args, data):
                "bf16`, what `hpf::Mixed<hpf::bf16>` sets (docs/precision.md); PyTorch 1.13: the forward pass under "
                "`torch.autocast(\"cpu\", dtype=torch.bfloat16)`, the loss in float. Float GEMMs run on OpenBLAS "
                "(both frameworks) with that setting's kernels, float convolutions on oneDNN; bf16 products on "
-               "oneDNN's bf16 kernels, whatever OPENBLAS_CORETYPE says.")
+               "oneDNN's bf16 kernels, whatever OPENBLAS_CORETYPE says. hpf's convolutions over fewer than 4 input "
+               "channels (the CNN's and the ResNets' first layers) stay in float under bf16; autocast runs them in "
+               "bf16.")
     out.append("")
     out.append(kernels_line(data, args) + " " + cpu_bf16_line())
     out.append("")
