@@ -47,9 +47,9 @@ namespace detail {
 
 /// Bounds of S stages over `places` that minimise the slowest stage's calibrated compute of one
 /// micro-batch (forward and backward, the units' times added): the classic linear-partition
-/// dynamic programme, over the plan's micro-batch, load and split.
+/// dynamic programme, over `layers`, the plan's layer times (CalibratedLayers::times).
 inline std::vector<std::size_t> time_balanced_bounds(const ModelView& model, const Plan& plan,
-                                                     const MachineProfile& profile,
+                                                     const MachineProfile& profile, const std::vector<LayerTimes>& layers,
                                                      const std::vector<std::size_t>& places) {
   const std::size_t S = plan.stages;
   // Segment k spans [edge[k], edge[k + 1]): its time is the units starting in it.
@@ -60,9 +60,6 @@ inline std::vector<std::size_t> time_balanced_bounds(const ModelView& model, con
   if (S == 0 || S > n) {
     throw std::invalid_argument("hpf::oracle: " + std::to_string(S) + " stages over " + std::to_string(n) + " places");
   }
-  const double m = static_cast<double>(plan.batch) / static_cast<double>(plan.replicas * plan.micro_batches);
-  const HostLoad load = ranks_per_host(profile, plan.ranks()) > 1 ? HostLoad::busy : HostLoad::alone;
-  const std::vector<LayerTimes> layers = layer_times(model, profile, layer_timings(model, profile, plan.split), m, load, plan.split, plan.ranks());
   std::vector<double> prefix(n + 1, 0);
   for (std::size_t k = 0; k < n; ++k) {
     const StageTimes t = stage_times(model, profile, layers, stage_units(model.units, edge[k], edge[k + 1], k + 1 == n), plan.recompute);
@@ -136,7 +133,7 @@ inline CutSearch detail::search_cuts(const ModelView& model, Plan plan, const Ma
   const auto index_of = [&](std::size_t leaf) {
     return static_cast<std::size_t>(std::lower_bound(places.begin(), places.end(), leaf) - places.begin());
   };
-  for (const auto& start : {r.balanced.plan.bounds, detail::time_balanced_bounds(model, plan, profile, places)}) {
+  for (const auto& start : {r.balanced.plan.bounds, detail::time_balanced_bounds(model, plan, profile, calibrated.times, places)}) {
     Prediction current = start == r.balanced.plan.bounds ? r.balanced : score(start);
     for (bool moved = true; moved;) {  // steepest descent over single-cut moves
       moved = false;
