@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -273,16 +274,29 @@ TEST_CASE("the play's events are taken earliest first, equal times in the order 
   CHECK(taken == expected);
 }
 
-TEST_CASE("the play reads every stage's program as stage_program writes it") {
+TEST_CASE("the play's passes, each between the receive and the send its stage's place implies, are stage_program") {
   for (const Schedule schedule : {Schedule::gpipe, Schedule::one_f_one_b}) {
     for (std::size_t stages = 1; stages <= 4; ++stages) {
       for (const std::size_t micro : {1, 3, 8}) {
-        const oracle::detail::StagePrograms programs(schedule, stages, micro);
+        const oracle::detail::StagePasses programs(schedule, stages, micro);
         for (std::size_t s = 0; s < stages; ++s) {
-          const std::vector<Instruction> expected = stage_program(schedule, stages, s, micro);
-          CHECK(std::vector<Instruction>(programs[s].begin(), programs[s].end()) == expected);
+          const bool first = s == 0, last = s + 1 == stages;
+          std::vector<Instruction> played;
+          for (const auto pass : programs[s]) {
+            const std::uint32_t mb = pass.micro_batch;
+            if (pass.backward) {
+              if (!last) played.push_back({Op::recv_gradient, mb});
+              played.push_back({Op::backward, mb});
+              if (!first) played.push_back({Op::send_gradient, mb});
+            } else {
+              if (!first) played.push_back({Op::recv_activation, mb});
+              played.push_back({Op::forward, mb});
+              if (!last) played.push_back({Op::send_activation, mb});
+            }
+          }
+          CHECK(played == stage_program(schedule, stages, s, micro));
         }
-        CHECK(programs.code.size() == programs.begin.back());  // every instruction written
+        CHECK(programs.passes.size() == programs.begin.back());  // every pass written
       }
     }
   }
@@ -353,6 +367,7 @@ TEST_CASE("ranking on several threads: the same strategies, predictions and orde
   profile.cores = 1;  // 4 ranks share one core: the played programs take turns on it
   oracle::SearchOptions one, four;
   four.threads = 4;
+  four.passes_per_thread = 1;  // a small query: threads all the same
   const auto serial = oracle::rank_strategies(view, 4, 32, profile, one);
   const auto threaded = oracle::rank_strategies(view, 4, 32, profile, four);
   REQUIRE(serial.size() == threaded.size());
@@ -373,6 +388,7 @@ TEST_CASE("a missing calibration is an error naming the layer and what to run") 
                        doctest::Contains("has no calibration of 'Conv2D(1 -> 2, 3x3, pad 1) @ 1x4x4'"), oracle::ProfileError);
   oracle::SearchOptions threads;
   threads.threads = 3;  // thrown on a helper thread, it reaches the caller
+  threads.passes_per_thread = 1;
   CHECK_THROWS_WITH_AS(oracle::rank_strategies(oracle::view_of<Tiny>("tiny"), 4, 32, empty, threads),
                        doctest::Contains("has no calibration of 'Conv2D(1 -> 2, 3x3, pad 1) @ 1x4x4'"), oracle::ProfileError);
 }

@@ -5,6 +5,7 @@
 #include <hpf/layers/layer_split.hpp>
 #include <hpf/oracle/memory.hpp>
 #include <hpf/oracle/model_facts.hpp>
+#include <hpf/oracle/play.hpp>
 #include <hpf/oracle/profile.hpp>
 #include <hpf/parallel/bucket_size.hpp>
 #include <hpf/parallel/gradient_reduction.hpp>
@@ -13,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <limits>
 #include <map>
 #include <span>
@@ -108,12 +110,6 @@ inline std::string split_key_suffix(const LayerSplit& split) {
 }
 
 namespace detail {
-
-/// Times of one stage's micro-batch of `m` samples, from the calibrated units (each unit's
-/// backward: unit_backward).
-struct StageTimes {
-  double forward = 0, backward = 0;
-};
 
 /// Each top-level layer's calibration in the profile and, under a filter or channel `split`, its
 /// member's (split_key_suffix); null where the profile has none. Looked up once per prediction:
@@ -364,83 +360,11 @@ inline double link_busy_seconds(const MachineProfile& profile, double bytes, std
   return stream.seconds(bytes, ranks);
 }
 
-/// One micro-batch's message between neighbouring stages: its lone latency (transfer_seconds) and
-/// how long it keeps the link busy in a stream (link_busy_seconds).
-struct MessageCost {
-  double latency = 0, busy = 0;
-};
+/// One micro-batch's message between neighbouring stages (MessageCost): its lone latency
+/// (transfer_seconds) and how long it keeps the link busy in a stream (link_busy_seconds).
 inline MessageCost message_cost(const MachineProfile& profile, double bytes, std::size_t ranks, std::size_t a, std::size_t b) {
   return {transfer_seconds(profile, bytes, ranks, a, b), link_busy_seconds(profile, bytes, ranks, a, b)};
 }
-
-/// One direction of the link between two neighbouring stages, as the play sees it: messages
-/// queue on it one at a time; each arrives its lone latency after it starts and keeps the link
-/// busy its streaming time.
-struct LinkQueue {
-  double free_at = 0;  ///< when the next message may start
-  /// When a message sent at `now` arrives.
-  double send(double now, const MessageCost& m) {
-    const double start = std::max(now, free_at);
-    free_at = start + m.busy;
-    return start + m.latency;
-  }
-};
-
-/// Every stage's program (stage_program) in one array, stage s's at [begin[s], begin[s + 1]): a
-/// query plays thousands of programs, built without one allocation each.
-struct StagePrograms {
-  std::vector<Instruction> code;
-  std::vector<std::size_t> begin;
-  StagePrograms(Schedule kind, std::size_t stages, std::size_t micro) : begin(stages + 1, 0) {
-    // Per micro-batch each stage runs a forward and a backward, and all but an end receive and send
-    // once in each direction: written in place.
-    code.resize(2 * micro * stages + 4 * micro * (stages - 1));
-    std::size_t size = 0;
-    for (std::size_t s = 0; s < stages; ++s) {
-      for_each_instruction(kind, stages, s, micro, [&](Instruction i) { code[size++] = i; });
-      begin[s + 1] = size;
-    }
-  }
-  std::span<const Instruction> operator[](std::size_t s) const { return {code.data() + begin[s], code.data() + begin[s + 1]}; }
-};
-
-/// The play's pending events, each a time and a stage, kept sorted earliest first from a moving
-/// head: taking the earliest moves the head, and a new one, almost always the latest (a pass ends
-/// after those begun before it), is placed by a short scan from the back. Events of equal times
-/// are taken in the order they came. At the few dozen events a play holds at once this beats a
-/// binary heap, whose every level is a branch the processor cannot predict.
-class EventQueue {
- public:
-  /// Room for `capacity` events at once (a play holds at most one per stage in each queue).
-  explicit EventQueue(std::size_t capacity) { events_.reserve(capacity); }
-  bool empty() const { return head_ == events_.size(); }
-  double earliest_time() const { return events_[head_].at; }
-  std::size_t earliest_stage() const { return events_[head_].stage; }
-  void pop() {
-    if (++head_ == events_.size()) {  // empty: start again at the front
-      events_.clear();
-      head_ = 0;
-    }
-  }
-  void push(double at, std::size_t stage) {
-    if (head_ > 0 && events_.size() == events_.capacity()) {  // full: drop the taken ones first
-      events_.erase(events_.begin(), events_.begin() + static_cast<std::ptrdiff_t>(head_));
-      head_ = 0;
-    }
-    events_.emplace_back();  // a place at the back, then the later ones move up past the new one
-    std::size_t place = events_.size() - 1;
-    for (; place > head_ && events_[place - 1].at > at; --place) events_[place] = events_[place - 1];
-    events_[place] = Event{at, stage};
-  }
-
- private:
-  struct Event {
-    double at;
-    std::size_t stage;
-  };
-  std::vector<Event> events_;
-  std::size_t head_ = 0;  ///< the earliest; those before it are taken
-};
 
 /// Over links (a cluster's, or the hosts' of a multi-host profile): every rank receives the other
 /// bucket (the ordered reduction of 2) or 2 (R - 1) / R of one (the ordered reduction of 3 or
@@ -720,17 +644,23 @@ inline Prediction detail::predict_calibrated(const ModelView& model, const Plan&
   const double hosts_used =
       profile.cluster ? std::ceil(static_cast<double>(P) / static_cast<double>(profile.cluster->ranks_per_node))
                       : static_cast<double>(profile.compute_hosts());
-  struct Played {
-    explicit Played(std::size_t stages) : end(stages), last_backward_start(stages), last_backward_end(stages), computing(stages) {}
-    std::vector<double> end, last_backward_start, last_backward_end, computing;  // per stage
+  const detail::StagePasses programs(plan.schedule, S, M);
+  // One micro-batch's message, priced once per size and kind of link: the stages' boundaries carry
+  // a few sizes (looking the fits up by name for each took a tenth of a query).
+  struct PricedMessage {
+    double bytes;
+    bool same_node;
+    detail::MessageCost cost;
   };
-  // What the playing reads per message, looked up once: every micro-batch of a stage sends the
-  // same bytes (a query plays thousands of messages: looking the fits up for each took a third of
-  // its time).
-  const detail::StagePrograms programs(plan.schedule, S, M);
-  auto link = [&](std::size_t elements, std::size_t from, std::size_t to) {  // one micro-batch's message
-    return detail::message_cost(profile, detail::stage_message_bytes(elements, model.scalar_bytes, plan.stage_precision, m), P,
-                                from, to);
+  std::vector<PricedMessage> priced_messages;
+  auto link = [&](std::size_t elements, std::size_t from, std::size_t to) {
+    const double bytes = detail::stage_message_bytes(elements, model.scalar_bytes, plan.stage_precision, m);
+    const bool same_node = detail::same_node(profile, from, to);
+    for (const PricedMessage& priced : priced_messages) {
+      if (priced.bytes == bytes && priced.same_node == same_node) return priced.cost;
+    }
+    priced_messages.push_back({bytes, same_node, detail::message_cost(profile, bytes, P, from, to)});
+    return priced_messages.back().cost;
   };
   std::vector<detail::MessageCost> to_next(S), to_previous(S);  // s -> s + 1, s -> s - 1
   for (std::size_t s = 0; s < S; ++s) {
@@ -743,175 +673,14 @@ inline Prediction detail::predict_calibrated(const ModelView& model, const Plan&
   for (std::size_t active = 1; active <= S; ++active) {
     rate_of[active] = std::min(1.0, slots / std::ceil(static_cast<double>(active * R * G) / hosts_used));
   }
-  // Where each stage is in its program, as the play and the sweep below both run it.
-  struct Cursor {
-    const Instruction* next = nullptr;  // the instruction to run
-    const Instruction* end = nullptr;
-    bool waiting = false;  // at a receive whose message is not sent yet
-    // Messages to the next and the previous stage queue on their link (LinkQueue).
-    detail::LinkQueue forward_link, backward_link;
+  const bool alone = rate_of[S] == 1.0;  // the rate falls as more compute: the play, else the sweep
+  detail::PlayInput playing{.programs = &programs, .times = times.data(), .to_next = to_next.data(),
+                            .to_previous = to_previous.data(), .rate_of = rate_of.data(), .stages = S, .micro_batches = M};
+  const auto played_with = [&](bool with_transfers) {
+    playing.with_transfers = with_transfers;
+    return alone ? detail::sweep(playing) : detail::play(playing);
   };
-  const auto at_start = [&] {
-    std::vector<Cursor> stage(S);
-    for (std::size_t s = 0; s < S; ++s) {
-      stage[s].next = programs[s].data();
-      stage[s].end = programs[s].data() + programs[s].size();
-    }
-    return stage;
-  };
-  // The events: a stage's pass ends, or a message reaches a stage waiting for it; only the stages
-  // an event touches move. The computing stages share the cores alike, so all progress at one
-  // rate: each pass's end is kept in work seconds (what every computing stage has computed since
-  // the start), which the rate turns into time.
-  auto play = [&](bool with_transfers) {
-    // When each stage's micro-batch message arrives (stage s, micro-batch mb at s * M + mb): the
-    // activations', then the gradients'.
-    std::vector<double> arrival(2 * S * M, -1);
-    double* const activation = arrival.data();
-    double* const gradient = activation + S * M;
-    std::vector<Cursor> stage = at_start();
-    std::vector<double> started(S, 0);  // when each stage's running pass began
-    Played out(S);
-    detail::EventQueue ends_in_work(S), arrivals(S);  // in work seconds, in time
-    std::vector<std::size_t> ready(S);  // stages that may move now
-    for (std::size_t s = 0; s < S; ++s) ready[s] = s;
-    double now = 0, work = 0;
-    std::size_t active = 0, done = 0;
-    const auto deliver = [&](std::size_t to, Op receive, std::size_t mb, double at) {
-      (receive == Op::recv_activation ? activation : gradient)[to * M + mb] = at;
-      Cursor& peer = stage[to];
-      if (!peer.waiting || peer.next->op != receive || peer.next->micro_batch != mb) return;
-      peer.waiting = false;
-      if (at <= now) {
-        ready.push_back(to);
-      } else {
-        arrivals.push(at, to);
-      }
-    };
-    const auto advance = [&](std::size_t s) {  // runs stage s's program until it waits or computes
-      Cursor& st = stage[s];
-      for (; st.next != st.end; ++st.next) {
-        const Instruction in = *st.next;
-        const std::size_t mb = in.micro_batch;
-        switch (in.op) {
-          case Op::recv_activation:
-          case Op::recv_gradient: {
-            const double at = (in.op == Op::recv_activation ? activation : gradient)[s * M + mb];
-            if (at < 0) {
-              st.waiting = true;
-              return;
-            }
-            if (at > now) {
-              arrivals.push(at, s);
-              return;
-            }
-            break;
-          }
-          case Op::forward:
-          case Op::backward:
-            ++active;
-            started[s] = now;
-            ends_in_work.push(work + (in.op == Op::forward ? times[s].forward : times[s].backward), s);
-            if (in.op == Op::backward) out.last_backward_start[s] = now;
-            return;
-          case Op::send_activation:
-            deliver(s + 1, Op::recv_activation, mb, with_transfers ? st.forward_link.send(now, to_next[s]) : now);
-            break;
-          case Op::send_gradient:
-            deliver(s - 1, Op::recv_gradient, mb, with_transfers ? st.backward_link.send(now, to_previous[s]) : now);
-            break;
-        }
-      }
-      out.end[s] = now;
-      ++done;
-    };
-    for (;;) {
-      while (!ready.empty()) {
-        const std::size_t s = ready.back();
-        ready.pop_back();
-        advance(s);
-      }
-      if (done == S) break;
-      const double rate = rate_of[active];
-      double wake = arrivals.empty() ? std::numeric_limits<double>::infinity() : arrivals.earliest_time();
-      if (!ends_in_work.empty()) wake = std::min(wake, now + (ends_in_work.earliest_time() - work) / rate);
-      if (!std::isfinite(wake)) break;  // cannot happen for a checked schedule
-      work += (wake - now) * rate;
-      now = wake;
-      const double tolerance = 1e-12 * std::max(1.0, wake);
-      while (!ends_in_work.empty() && ends_in_work.earliest_time() - work <= tolerance) {
-        const std::size_t s = ends_in_work.earliest_stage();
-        ends_in_work.pop();
-        --active;
-        Cursor& st = stage[s];
-        out.computing[s] += now - started[s];
-        if (st.next->op == Op::backward) out.last_backward_end[s] = now;
-        ++st.next;
-        ready.push_back(s);
-      }
-      while (!arrivals.empty() && arrivals.earliest_time() <= now) {
-        ready.push_back(arrivals.earliest_stage());
-        arrivals.pop();
-      }
-    }
-    return out;
-  };
-  // Where every rank keeps its core however many compute (rate 1), a stage's times follow from its
-  // own program and its messages' arrivals alone: the programs run one after another, each until it
-  // waits for a message not yet sent, with no events to order (the play's step in a few operations
-  // per instruction).
-  const bool alone = rate_of[S] == 1.0;  // the rate falls as more compute
-  auto sweep = [&](bool with_transfers) {
-    std::vector<double> arrival(2 * S * M, -1);  // as in the play
-    double* const activation = arrival.data();
-    double* const gradient = activation + S * M;
-    std::vector<Cursor> stage = at_start();
-    std::vector<double> clock(S, 0);  // each stage's own time
-    Played out(S);
-    std::vector<std::size_t> ready(S);
-    for (std::size_t s = 0; s < S; ++s) ready[s] = S - 1 - s;
-    const auto deliver = [&](double* arrivals, std::size_t to, std::size_t mb, double at) {
-      arrivals[to * M + mb] = at;
-      if (stage[to].waiting) {  // it looks again at what it waits for
-        stage[to].waiting = false;
-        ready.push_back(to);
-      }
-    };
-    while (!ready.empty()) {
-      const std::size_t s = ready.back();
-      ready.pop_back();
-      Cursor& st = stage[s];
-      double& now = clock[s];
-      for (; st.next != st.end; ++st.next) {
-        const Instruction in = *st.next;
-        const std::size_t mb = in.micro_batch;
-        if (in.op == Op::recv_activation || in.op == Op::recv_gradient) {
-          const double at = (in.op == Op::recv_activation ? activation : gradient)[s * M + mb];
-          if (at < 0) break;
-          now = std::max(now, at);
-        } else if (in.op == Op::forward) {
-          now += times[s].forward;
-          out.computing[s] += times[s].forward;
-        } else if (in.op == Op::backward) {
-          out.last_backward_start[s] = now;
-          now += times[s].backward;
-          out.computing[s] += times[s].backward;
-          out.last_backward_end[s] = now;
-        } else if (in.op == Op::send_activation) {
-          deliver(activation, s + 1, mb, with_transfers ? st.forward_link.send(now, to_next[s]) : now);
-        } else {
-          deliver(gradient, s - 1, mb, with_transfers ? st.backward_link.send(now, to_previous[s]) : now);
-        }
-      }
-      if (st.next != st.end) {
-        st.waiting = true;
-      } else {
-        out.end[s] = now;
-      }
-    }
-    return out;
-  };
-  const Played played = alone ? sweep(true) : play(true);
+  const detail::Played played = played_with(true);
   const std::vector<double>& ends = played.end;
   const std::vector<double>& backward_start = played.last_backward_start;
   const std::vector<double>& backward_end = played.last_backward_end;
@@ -930,7 +699,7 @@ inline Prediction detail::predict_calibrated(const ModelView& model, const Plan&
       for (const detail::StageTimes& t : times) work += static_cast<double>(M) * (t.forward + t.backward);
       return work / rate_of[1];
     }
-    const std::vector<double> end = alone ? sweep(false).end : play(false).end;
+    const std::vector<double> end = played_with(false).end;
     return *std::max_element(end.begin(), end.end());
   };
   const double program_free_end = free_end();
@@ -943,6 +712,17 @@ inline Prediction detail::predict_calibrated(const ModelView& model, const Plan&
   // Every stage's replicas exchange alike: the line the automatic bucket size weighs, priced once.
   const ExchangeCost exchange = R > 1 ? exchange_cost(profile, R, stride, reduction, plan.hierarchy, plan.exchange_precision)
                                       : ExchangeCost{};
+  // A bucket's reduction by its bytes, priced once per size: the stages' buckets come in a few sizes.
+  std::vector<std::pair<double, double>> bucket_prices;  // bytes, seconds
+  std::size_t last_price = 0;                              // the one asked last: most buckets are one size
+  const auto bucket_price = [&](double bytes) {
+    if (last_price < bucket_prices.size() && bucket_prices[last_price].first == bytes) return bucket_prices[last_price].second;
+    for (last_price = 0; last_price < bucket_prices.size(); ++last_price) {
+      if (bucket_prices[last_price].first == bytes) return bucket_prices[last_price].second;
+    }
+    bucket_prices.emplace_back(bytes, detail::bucket_seconds(profile, bytes, R, stride, reduction, plan.hierarchy, plan.exchange_precision));
+    return bucket_prices.back().second;
+  };
   for (std::size_t s = 0; s < S; ++s) {
     double end = ends[s];
     if (R > 1 && facts[s].cost.parameters > 0) {
@@ -950,7 +730,7 @@ inline Prediction detail::predict_calibrated(const ModelView& model, const Plan&
       const std::size_t bucket_bytes = choose_bucket_bytes(plan.bucket_bytes, params * model.scalar_bytes, exchange);
       const std::size_t per_bucket = std::max<std::size_t>(1, bucket_bytes / model.scalar_bytes);
       const double stretch = times[s].backward > 0 ? (backward_end[s] - backward_start[s]) / times[s].backward : 1;
-      double ready_clock = backward_start[s], reduced = 0, priced_bytes = -1, priced_seconds = 0;
+      double ready_clock = backward_start[s], reduced = 0;
       std::size_t covered = params;  // gradients at offsets >= covered are final
       const std::span<const UnitFacts> units = stage_runs[s];
       std::size_t u = units.size();
@@ -962,13 +742,7 @@ inline Prediction detail::predict_calibrated(const ModelView& model, const Plan&
           covered -= units[u].cost.parameters;
         }
         const std::size_t bucket_end = std::min(params, bucket_begin + per_bucket);
-        const double bytes = static_cast<double>((bucket_end - bucket_begin) * model.scalar_bytes);
-        if (bytes != priced_bytes) {  // every bucket but the last has the same size
-          priced_bytes = bytes;
-          priced_seconds = detail::bucket_seconds(profile, bytes, R, stride, reduction, plan.hierarchy, plan.exchange_precision);
-        }
-        const double seconds = priced_seconds;
-        reduced = std::max(reduced, ready_clock) + seconds;
+        reduced = std::max(reduced, ready_clock) + bucket_price(static_cast<double>((bucket_end - bucket_begin) * model.scalar_bytes));
         if (bucket_begin == 0) break;
         bucket_begin -= per_bucket;
       }
