@@ -90,6 +90,8 @@ const char* const usage_text =
     "  --closed-form: ParaDL's closed form on the same calibration instead of the played step\n"
     "  --repeat: ask the query N times in this process (the first runs cold: caches, threads); --json\n"
     "            adds warm_query_us, the median of the others\n"
+    "  --threads: predict the strategies on up to N threads (default: the host's cores), one per 1,500\n"
+    "             stage x micro-batch passes to play (SearchOptions::passes_per_thread)\n"
     "  --process-mib, --data-mib: what a rank's process holds beside its data and the engine's memory\n"
     "             once it has trained (code, libraries, MPI, Kokkos; hpf_bench_parallel_throughput\n"
     "             --describe-memory measures it), and the whole data set in memory (a first stage's\n"
@@ -117,7 +119,7 @@ const char* const usage_text =
 struct Args {
   std::string command, model, profile, cluster, schedule = "1f1b", data, precision = "float", exchange_precision = "full",
               stage_precision = "full";
-  std::size_t ranks = 0, batch = 0, stages = 0, micro_batches = 0, top = 0, max_stages = 0, repeat = 1;
+  std::size_t ranks = 0, batch = 0, stages = 0, micro_batches = 0, top = 0, max_stages = 0, repeat = 1, threads = 0;
   std::size_t ready_fd = 0;  ///< load: where to tell the calibration it computes (0: nowhere)
   double memory_budget_mib = 0;
   double process_mib = 0, data_mib = 0;  ///< the base of the predicted resident set
@@ -217,6 +219,7 @@ Args parse(int argc, char** argv) {
     else if (flag == "--micro-batches") a.micro_batches = count(flag, value);
     else if (flag == "--top") a.top = count(flag, value);
     else if (flag == "--repeat" && a.command == "rank") a.repeat = count(flag, value);
+    else if (flag == "--threads" && a.command == "rank") a.threads = count(flag, value);
     else if (flag == "--max-stages") a.max_stages = count(flag, value);
     else if (flag == "--ready-fd" && a.command == "load") a.ready_fd = count(flag, value);
     else if (flag == "--split" && (a.command == "predict" || a.command == "partition" || a.command == "calibrate")) {
@@ -614,7 +617,7 @@ int run(const Args& a) {
   o.layer_splits = a.layer_splits;
   o.spatial_views = spatial_views<Model, SpatialGroups...>(a, profile);
   o.search_cuts = a.search_cuts;
-  o.threads = std::max(1u, std::thread::hardware_concurrency());
+  o.threads = a.threads ? a.threads : std::max(1u, std::thread::hardware_concurrency());
   o.process_bytes = mib_bytes(a.process_mib);
   o.data_bytes = mib_bytes(a.data_mib);
   const auto timed_query = [&](std::vector<Prediction>& into) {

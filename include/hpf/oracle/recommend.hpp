@@ -42,10 +42,19 @@ struct SearchOptions {
   /// The partitions to try, as bounds {0, cuts..., leaves} (hpf::AutoAmong's compiled ones); empty:
   /// Balanced<S> for every stage count S.
   std::vector<std::vector<std::size_t>> partitions;
-  /// Threads that predict the strategies, at most one per 8 plans (each prediction is independent;
-  /// the ranking is the same for any count). hpf-oracle uses the host's cores; hpf::Auto asks on
-  /// every rank at once, so 1.
+  /// Threads that predict the strategies, at most one per `passes_per_thread` (each prediction is
+  /// independent; the ranking is the same for any count). hpf-oracle uses the host's cores; hpf::Auto
+  /// asks on every rank at once, so 1.
   std::size_t threads = 1;
+  /// The least work a thread is started for, in stage x micro-batch passes to play (a plan's events
+  /// grow with them; a cut search plays each plan's once per place to cut). On a 2-vCPU VM a query
+  /// took about 80 ns per pass on one thread, and a second thread paid for its start from some
+  /// 3,000 passes on (warm queries at 64 ranks, one thread against two: the GPT's 1,795 passes
+  /// 140 against 135 us, CosmoFlow's 3,811 313 against 258 us, ResNet-56's 7,843 628 against 478 us).
+  /// Fewer threads where a query is short also keep it from waiting on a helper whose core another
+  /// process took: with one core busy compiling, ResNet-56's query took 1.2-5 ms on 2 threads
+  /// against 0.8 ms on one.
+  std::size_t passes_per_thread = 1500;
 };
 
 /// Every feasible strategy of `ranks` processes for a global `batch`: S stages dividing the
@@ -103,8 +112,13 @@ inline std::vector<Prediction> rank_strategies(const ModelView& model, std::size
   // left with one of them at the end.
   std::vector<std::size_t> order(candidates.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  const auto events = [&](std::size_t i) { return candidates[i].first.stages * candidates[i].first.micro_batches; };
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return events(a) > events(b); });
+  const auto passes = [&](std::size_t i) {
+    const auto& [plan, view] = candidates[i];
+    return plan.stages * plan.micro_batches * (o.search_cuts && plan.stages > 1 ? std::max<std::size_t>(1, view->cut_places) : 1);
+  };
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return passes(a) > passes(b); });
+  std::size_t all_passes = 0;
+  for (std::size_t i = 0; i < candidates.size(); ++i) all_passes += passes(i);
   // The calibration each plan reads, looked up once per view, split and micro-batch.
   std::vector<detail::CalibratedLayers> calibrations;
   std::vector<std::size_t> calibration_of(candidates.size());
@@ -117,8 +131,7 @@ inline std::vector<Prediction> rank_strategies(const ModelView& model, std::size
     calibration_of[i] = c;
   }
   std::vector<Prediction> all(candidates.size());
-  // A thread's start costs about what a few predictions do: at least 8 plans to each.
-  const std::size_t threads = std::min(o.threads, std::max<std::size_t>(1, order.size() / 8));
+  const std::size_t threads = std::min(o.threads, std::max<std::size_t>(1, all_passes / std::max<std::size_t>(1, o.passes_per_thread)));
   hpf::detail::for_each_index(order.size(), threads, [&](std::size_t k) {
     const auto& [plan, view] = candidates[order[k]];
     all[order[k]] = o.search_cuts && plan.stages > 1
