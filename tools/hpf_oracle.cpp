@@ -90,7 +90,7 @@ const char* const usage_text =
     "  --closed-form: ParaDL's closed form on the same calibration instead of the played step\n"
     "  --repeat: ask the query N times in this process (the first runs cold: caches, threads); --json\n"
     "            adds warm_query_us, the median of the others\n"
-    "  --threads: predict the strategies on up to N threads (default: the host's cores), one per 1,500\n"
+    "  --threads: predict the strategies on up to N threads (default: the host's cores), one per 50,000\n"
     "             stage x micro-batch passes to play (SearchOptions::passes_per_thread)\n"
     "  --process-mib, --data-mib: what a rank's process holds beside its data and the engine's memory\n"
     "             once it has trained (code, libraries, MPI, Kokkos; hpf_bench_parallel_throughput\n"

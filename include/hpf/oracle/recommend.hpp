@@ -47,14 +47,12 @@ struct SearchOptions {
   /// asks on every rank at once, so 1.
   std::size_t threads = 1;
   /// The least work a thread is started for, in stage x micro-batch passes to play (a plan's events
-  /// grow with them; a cut search plays each plan's once per place to cut). On a 2-vCPU VM a query
-  /// took about 80 ns per pass on one thread, and a second thread paid for its start from some
-  /// 3,000 passes on (warm queries at 64 ranks, one thread against two: the GPT's 1,795 passes
-  /// 140 against 135 us, CosmoFlow's 3,811 313 against 258 us, ResNet-56's 7,843 628 against 478 us).
-  /// Fewer threads where a query is short also keep it from waiting on a helper whose core another
-  /// process took: with one core busy compiling, ResNet-56's query took 1.2-5 ms on 2 threads
-  /// against 0.8 ms on one.
-  std::size_t passes_per_thread = 1500;
+  /// grow with them; a cut search plays each plan's once per place to cut). A query waits for its
+  /// slowest thread, and a helper whose core another process takes waits a time slice of a few
+  /// milliseconds: on a 2-vCPU VM with one core compiling, ResNet-56's query at 64 ranks (7,843
+  /// passes, about 80 ns each) took 1.0-8.4 ms on 2 threads against 0.80-0.88 ms on one; on the
+  /// idle VM 2 threads saved some 25 % of it. 50,000 passes are about 4 ms of play.
+  std::size_t passes_per_thread = 50000;
 };
 
 /// Every feasible strategy of `ranks` processes for a global `batch`: S stages dividing the
