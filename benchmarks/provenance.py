@@ -93,6 +93,7 @@ BLOCK_DATA = {
     # The ranking is priced from the profile as it was then (the profile is recalibrated by the
     # oracle runs), so its record keeps that profile's provenance.
     "oracle-cluster": ["benchmarks/results/oracle-cluster"],
+    "oracle-query": ["benchmarks/oracle/results/query_time.json"],
 }
 
 # Blocks made from other blocks and their records, not from data of their own: they state no
