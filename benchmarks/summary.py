@@ -23,7 +23,7 @@ import provenance as P  # noqa: E402
 
 RESULTS = os.path.join(BENCHMARKS, "RESULTS.md")
 SECTION = "summary"
-MODEL = {"mlp": "MLP", "mlp-pairs": "MLP (Dense pair)", "cnn": "CNN", "resnet20": "ResNet-20", "resnet56": "ResNet-56", "gpt": "GPT", "gpt8": "GPT-8",
+MODEL = {"mlp": "MLP", "mlp-pairs": "MLP (Dense pair)", "cnn": "CNN", "resnet20": "ResNet-20", "resnet56": "ResNet-56", "resnet164": "PreActResNet-164", "gpt": "GPT", "gpt8": "GPT-8",
          "gpt8-recompute": "GPT-8 re-materialized", "cosmoflow": "CosmoFlow"}
 
 
@@ -351,6 +351,14 @@ def oracle_ablation():
             ", ".join(f"{term} {diff}" for term, diff in found))
 
 
+def oracle_query():
+    def first(name, ranks):
+        return cell("oracle-query", "first ms (median)", lambda r: (r["model"], r["ranks"]) == (name, ranks))
+    names = dict.fromkeys(r["model"] for r in rows("oracle-query", "first ms (median)"))
+    return ("oracle `rank` query, first in a fresh process (median), 64 / 1024 ranks",
+            ", ".join(f"{model(n)} {first(n, '64')} / {first(n, '1024')} ms" for n in names))
+
+
 def oracle_fabrics():
     (mean1, n1), (mean10, n10) = mean_accuracy("oracle-1gbit"), mean_accuracy("oracle-10gbit")
     counts = f"{n1} configurations each" if n1 == n10 else f"{n1} / {n10} configurations"
@@ -371,7 +379,8 @@ ROWS = [(["single-process"], single_process), (["single-process-models"], single
         (["oracle"], oracle_memory), (["oracle-1gbit", "oracle-10gbit"], oracle_fabrics),
         (["oracle-held-out"], oracle_held_out), (["oracle-development"], oracle_development),
         (["oracle-held-out-fabric-1gbit"], oracle_held_out_1gbit), (["oracle-held-out-fabric-25gbit"], oracle_held_out_25gbit),
-        (["oracle-ablation"], oracle_ablation), (["oracle-held-out-pruned"], oracle_held_out_pruned)]
+        (["oracle-ablation"], oracle_ablation), (["oracle-held-out-pruned"], oracle_held_out_pruned),
+        (["oracle-query"], oracle_query)]
 # Frozen oracles of other labels, each set's block by the same figures.
 ROWS += [([f"oracle-{which}-{label}"], lambda which=which, label=label: oracle_judged(which, label=label))
          for which, label in [("held-out", "xeon"), ("development", "xeon"), ("held-out", "xeon2"),
