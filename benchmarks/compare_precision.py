@@ -11,6 +11,7 @@ benchmarks/RESULTS.md.
   cmake --build build-openmp --target hpf_bench_train_throughput
   /usr/bin/python3 benchmarks/compare_precision.py                      # everything (~15 min)
   /usr/bin/python3 benchmarks/compare_precision.py --models cnn --rounds 2 --no-write
+  /usr/bin/python3 benchmarks/compare_precision.py --label avx512-bf16   # another kind of CPU, beside it
 
 hpf runs three ways on two cores: its default build (Kokkos Serial) as one rank on two threads,
 where oneDNN's and OpenBLAS' kernels use both (OMP_NUM_THREADS=2) and hpf's own elementwise kernels
@@ -65,6 +66,9 @@ def parse_args():
     p.add_argument("--setting", default="skylakex", choices=sorted(h.BLAS_SETTINGS),
                    help="OPENBLAS_CORETYPE setting (default skylakex: float GEMMs on AVX-512 as oneDNN's bf16 "
                         "kernels are, and what hpf picks itself when the variable is unset)")
+    p.add_argument("--label", default="",
+                   help="write the section `precision-LABEL` instead of `precision` (a CPU of another kind, whose "
+                        "figures stand beside the first's: each label's block needs its entry in provenance.BLOCK_DATA)")
     h.add_alternation_options(p, max_rounds=4)
     h.add_results_options(p, os.path.join(HERE, "RESULTS.md"))
     args = p.parse_args()
@@ -193,7 +197,8 @@ def cpu_bf16_line():
 
 
 def report(args, data):
-    out = ["## Mixed precision: bf16 products against float, hpf and PyTorch", ""]
+    out = ["## Mixed precision: bf16 products against float, hpf and PyTorch"
+           + (f" ({args.label})" if args.label else ""), ""]
     out.append(f"Measured by `benchmarks/compare_precision.py` (when, at which commit and where: its provenance line), "
                f"{h.BLAS_SETTINGS[args.setting][1]}. hpf: `--precision bf16` is `NetworkOptions::matmul_precision = "
                "bf16`, what `hpf::Mixed<hpf::bf16>` sets (docs/precision.md); PyTorch 1.13: the forward pass under "
@@ -269,7 +274,7 @@ def main():
     text = report(args, data)
     h.log(f"measured in {time.monotonic() - start:.0f} s")
     failed = [f"{m}/{n}" for m in data for n, runs in data[m].items() if not any(r.ok for r in runs)]
-    return provenance.publish(args, SECTION, text, failed, args.provenance)
+    return provenance.publish(args, f"{SECTION}-{args.label}" if args.label else SECTION, text, failed, args.provenance)
 
 
 if __name__ == "__main__":

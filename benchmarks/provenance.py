@@ -47,6 +47,7 @@ BLOCK_DATA = {
     "fabrics": ["benchmarks/results/fabrics"],
     "across-hosts": ["benchmarks/results/across-hosts"],
     "precision": ["benchmarks/results/precision"],
+    "precision-avx512-bf16": ["benchmarks/results/precision-avx512-bf16"],
     "layer-splits": ["benchmarks/results/layer-splits"],
     "spatial-splits": ["benchmarks/results/spatial-splits"],
     "spatial-splits-hosts": ["benchmarks/results/spatial-splits-hosts"],
