@@ -143,12 +143,12 @@ def two_cores_models():
                       for r in rows("two-cores-models", column)))
 
 
-def precision_ratios(what, columns):
-    """The table of `precision` with `columns` (hpf bf16 against hpf float, and against PyTorch's autocast):
+def precision_ratios(what, columns, block="precision"):
+    """The table of `block` with `columns` (hpf bf16 against hpf float, and against PyTorch's autocast):
     a row naming `what`, each model's two ratios."""
-    found = next((t for t in tables(body("precision")) if t and all(c in t[0] for c in columns)), None)
+    found = next((t for t in tables(body(block)) if t and all(c in t[0] for c in columns)), None)
     if found is None:
-        raise Stale(f"block 'precision': no table with the columns {columns}")
+        raise Stale(f"block '{block}': no table with the columns {columns}")
     return (f"mixed precision (bf16 products), {what}",
             ", ".join(f"{model(r['model'])} {r[columns[0]].strip('*')} ({r[columns[1]].strip('*')})" for r in found))
 
@@ -163,6 +163,18 @@ def precision_two_cores():
     """Two cores: hpf's faster layout in bf16 against its float and against PyTorch's autocast on 2 threads."""
     return precision_ratios("two cores: hpf bf16 / hpf float (/ PyTorch autocast bf16, 2 threads)",
                             ("hpf bf16 / float (2 cores)", "hpf bf16 / PyTorch bf16 (2 cores)"))
+
+
+def precision_avx512_bf16():
+    """precision()'s figures on a CPU with AVX512-BF16 and no AMX."""
+    return precision_ratios("AVX512-BF16 without AMX, one thread: hpf bf16 / hpf float (/ PyTorch autocast bf16)",
+                            ("hpf bf16 / float", "hpf bf16 / PyTorch bf16"), "precision-avx512-bf16")
+
+
+def precision_avx512_bf16_two_cores():
+    """precision_two_cores()'s figures on a CPU with AVX512-BF16 and no AMX."""
+    return precision_ratios("AVX512-BF16 without AMX, two cores: hpf bf16 / hpf float (/ PyTorch autocast bf16, 2 threads)",
+                            ("hpf bf16 / float (2 cores)", "hpf bf16 / PyTorch bf16 (2 cores)"), "precision-avx512-bf16")
 
 
 def layer_splits():
@@ -374,6 +386,7 @@ ROWS = [(["single-process"], single_process), (["single-process-models"], single
         (["across-hosts"], across_hosts), (["layer-splits"], layer_splits),
         (["spatial-splits"], spatial_splits), (["spatial-splits-hosts"], spatial_splits_hosts), (["cuts"], cuts),
         (["precision"], precision), (["precision"], precision_two_cores),
+        (["precision-avx512-bf16"], precision_avx512_bf16), (["precision-avx512-bf16"], precision_avx512_bf16_two_cores),
         (["fuzzing"], fuzzing), (["fuzzing-npy"], fuzzing_npy),
         (["sanitizers"], sanitizers), (["reliability"], reliability), (["oracle"], oracle),
         (["oracle"], oracle_memory), (["oracle-1gbit", "oracle-10gbit"], oracle_fabrics),
