@@ -14,7 +14,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
-#include <cstdint>
 #include <limits>
 #include <map>
 #include <span>
@@ -635,7 +634,7 @@ inline Prediction detail::predict_calibrated(const ModelView& model, const Plan&
     times[s].backward /= speed;
   }
 
-  // Play the programs: each stage runs its instructions in order, a receive waits for its message,
+  // Play the programs (play.hpp): each stage runs its passes in order, a receive waits for its message,
   // and the ranks computing at one moment share the host's cores (processor sharing: a waiting
   // rank gives its core up, as MPI does when a host is oversubscribed). Replicas run alike.
   const double slots = profile.cluster ? static_cast<double>(profile.cluster->ranks_per_node)
