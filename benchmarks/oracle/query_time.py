@@ -82,7 +82,7 @@ def render(data):
         "the median of the 9 queries after it; *passes*: the stage x micro-batch passes the query plays (its "
         f"events grow with them). The tool's default threads: a helper thread per {PASSES_PER_THREAD:,} passes "
         "(`SearchOptions::passes_per_thread`), "
-        + ("so none of these queries started one. " if not helpers else f"so {helpers} of the runs started helpers. ")
+        + ("so none of these queries started one. " if not helpers else f"so {helpers} of the runs had the passes for one. ")
         + f"The machine was {100 * data['busy_before']:.0f} % busy before the runs.", "",
         h.markdown_table(["model", "ranks", "strategies", "passes", "first ms (median)", "first ms (range)",
                           "warm ms (median)", "first queries over the target"], rows, align="lrrrrrrr"), "",
