@@ -244,7 +244,7 @@ class OneDnnConvolution {
     dnnl::memory::desc from, to;
     Move move = Move::reorder;
     ChannelBlocks blocks;          // the activation, unless move is reorder
-    dnnl::reorder run;             // made only when needed() and move is reorder
+    dnnl::reorder run;             // made only when needed(); for a move too (moves_keep_up)
     dnnl::memory::desc scratchpad;  // its scratch memory (see own_scratchpad)
     dnnl::memory::desc inner;       // where in `to` the values go, zeros around them (padded_conversion)
     bool needed() const { return !(from == to); }
