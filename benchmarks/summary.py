@@ -403,7 +403,8 @@ ROWS += [([f"oracle-{which}-{label}"], lambda which=which, label=label: oracle_j
                               ("held-out", "xeon12"), ("held-out", "xeon13"), ("held-out", "xeon14"),
                               ("development", "xeon15"), ("development", "xeon16"),
                               ("development", "xeon17"), ("held-out", "xeon18"),
-                              ("development", "xeon19"), ("development", "xeon20"), ("held-out", "xeon21")]]
+                              ("development", "xeon19"), ("development", "xeon20"), ("held-out", "xeon21"),
+                              ("held-out", "epyc1")]]
 
 
 # --- labels from the records ------------------------------------------------------------------------
