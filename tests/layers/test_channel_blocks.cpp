@@ -1,5 +1,5 @@
-// Activations moved between hpf's [C][batch][spatial] and oneDNN's 16-channel blocks
-// (channel_blocks.hpp) give the bits oneDNN's reorders give, for images and volumes, whole
+// Activations moved between hpf's [C][batch][spatial] and oneDNN's 16-channel blocks or channels
+// last (channel_blocks.hpp) give the bits oneDNN's reorders give, for images and volumes, whole
 // batches and sub-batches, channels that fill a block or not, and values a conversion to bf16
 // must round, keep or flush.
 #include <hpf/config.hpp>
@@ -21,6 +21,7 @@ namespace {
 
 using dims = dnnl::memory::dims;
 using hpf::detail::ChannelBlocks;
+using Layout = ChannelBlocks::Layout;
 
 /// An activation of `images` images taken at image `first` of a batch of `batch`.
 struct Case {
@@ -49,14 +50,19 @@ dnnl::memory::desc hpf_layout(const Case& c) {
   return dnnl::memory::desc(activation(c), dnnl::memory::data_type::f32, strides);
 }
 
-dnnl::memory::desc blocks(const Case& c, dnnl::memory::data_type type) {
+/// The other layout as oneDNN names it.
+dnnl::memory::desc other(const Case& c, Layout layout, dnnl::memory::data_type type) {
   using tag = dnnl::memory::format_tag;
-  return dnnl::memory::desc(activation(c), type, c.spatial.size() == 2 ? tag::aBcd16b : tag::aBcde16b);
+  const bool images = c.spatial.size() == 2;
+  if (layout == Layout::blocks) return dnnl::memory::desc(activation(c), type, images ? tag::aBcd16b : tag::aBcde16b);
+  return dnnl::memory::desc(activation(c), type, images ? tag::acdb : tag::acdeb);
 }
 
-ChannelBlocks geometry(const Case& c) {
-  return ChannelBlocks{c.images, c.channels, volume(c.spatial), c.batch * volume(c.spatial)};
+ChannelBlocks geometry(const Case& c, Layout layout) {
+  return ChannelBlocks{layout, c.images, c.channels, volume(c.spatial), c.batch * volume(c.spatial)};
 }
+
+constexpr Layout layouts[] = {Layout::blocks, Layout::channels_last};
 
 /// A whole batch in hpf's layout: varied values, and every kind a bf16 conversion treats apart.
 std::vector<float> batch_values(const Case& c) {
@@ -109,60 +115,68 @@ std::vector<std::uint32_t> bits(const std::vector<float>& v) {
   return b;
 }
 
+/// check(layout, case) for both layouts and every case, each named when a check fails.
+template <class Check>
+void for_each_case(const Check& check) {
+  for (const Layout layout : layouts) {
+    for (const Case& c : cases()) {
+      CAPTURE(layout == Layout::blocks);
+      CAPTURE(c.channels);
+      CAPTURE(c.images);
+      CAPTURE(c.spatial.size());
+      check(layout, c);
+    }
+  }
+}
+
 template <class T>
-void check_into_blocks(dnnl::memory::data_type type) {
-  for (const Case& c : cases()) {
-    CAPTURE(c.channels);
-    CAPTURE(c.images);
-    CAPTURE(c.spatial.size());
+void check_out_of_hpf_layout(dnnl::memory::data_type type) {
+  for_each_case([&](Layout layout, const Case& c) {
     const std::vector<float> batch = batch_values(c);
     const float* images = batch.data() + c.first * volume(c.spatial);
-    const std::vector<T> expected = reordered<T>(hpf_layout(c), images, blocks(c, type));
+    const std::vector<T> expected = reordered<T>(hpf_layout(c), images, other(c, layout, type));
     std::vector<T> moved(expected.size(), T{});
-    std::memset(moved.data(), 0xa5, moved.size() * sizeof(T));  // the padding channels must be written
-    hpf::detail::to_channel_blocks(geometry(c), images, moved.data());
+    std::memset(moved.data(), 0xa5, moved.size() * sizeof(T));  // blocks' padding channels must be written
+    hpf::detail::to_channel_blocks(geometry(c, layout), images, moved.data());
     if constexpr (sizeof(T) == sizeof(float)) {
       CHECK(bits(moved) == bits(expected));
     } else {
       CHECK(moved == expected);
     }
-  }
+  });
 }
 
 }  // namespace
 
-TEST_CASE("channel blocks: float activations into blocks, the bits of oneDNN's reorder") {
-  check_into_blocks<float>(dnnl::memory::data_type::f32);
+TEST_CASE("channel blocks: float activations into blocks and channels last, the bits of oneDNN's reorder") {
+  check_out_of_hpf_layout<float>(dnnl::memory::data_type::f32);
 }
 
-#if defined(__AVX512BF16__)
-TEST_CASE("channel blocks: float activations into bf16 blocks, the bits of oneDNN's reorder") {
-  check_into_blocks<hpf::bf16_bits>(dnnl::memory::data_type::bf16);
+#if HPF_CHANNEL_BLOCKS_BF16
+TEST_CASE("channel blocks: float activations into bf16 blocks and channels last, the bits of oneDNN's reorder") {
+  check_out_of_hpf_layout<hpf::bf16_bits>(dnnl::memory::data_type::bf16);
 }
 #endif
 
-TEST_CASE("channel blocks: float blocks back into hpf's layout, the other images untouched") {
-  for (const Case& c : cases()) {
-    CAPTURE(c.channels);
-    CAPTURE(c.images);
-    CAPTURE(c.spatial.size());
-    // Blocks of the case's images (their padding channels garbage: they must not be read).
-    std::vector<float> block_values(blocks(c, dnnl::memory::data_type::f32).get_size() / sizeof(float));
+TEST_CASE("channel blocks: float blocks and channels last back into hpf's layout, the other images untouched") {
+  for_each_case([](Layout layout, const Case& c) {
+    // The case's images in the other layout (blocks' padding channels garbage: they must not be read).
+    const dnnl::memory::desc source_desc = other(c, layout, dnnl::memory::data_type::f32);
+    std::vector<float> source_values(source_desc.get_size() / sizeof(float));
     const std::vector<float> values = batch_values(Case{c.images, 0, c.images, 16 * ((c.channels + 15) / 16), c.spatial});
-    std::copy(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(block_values.size()), block_values.begin());
+    std::copy(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(source_values.size()), source_values.begin());
     const std::vector<float> before = batch_values(c);
     std::vector<float> expected = before, moved = before;
-    float* at = expected.data() + c.first * volume(c.spatial);
     dnnl::engine engine(dnnl::engine::kind::cpu, 0);
     dnnl::stream stream(engine);
-    dnnl::memory source(blocks(c, dnnl::memory::data_type::f32), engine, block_values.data());
-    dnnl::memory target(hpf_layout(c), engine, at);
+    dnnl::memory source(source_desc, engine, source_values.data());
+    dnnl::memory target(hpf_layout(c), engine, expected.data() + c.first * volume(c.spatial));
     dnnl::reorder(source, target).execute(stream, source, target);
     stream.wait();
-    hpf::detail::from_channel_blocks(geometry(c), block_values.data(), moved.data() + c.first * volume(c.spatial));
+    hpf::detail::from_channel_blocks(geometry(c, layout), source_values.data(), moved.data() + c.first * volume(c.spatial));
     CHECK(bits(moved) == bits(expected));
     CHECK(bits(moved) != bits(before));
-  }
+  });
 }
 
 #else

@@ -14,15 +14,23 @@
 #else
 #define HPF_CHANNEL_BLOCKS 0
 #endif
+// bf16 moves: AVX512-BF16's conversion, stored with AVX512BW's 16-bit masks.
+#if HPF_CHANNEL_BLOCKS && defined(__AVX512BF16__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+#define HPF_CHANNEL_BLOCKS_BF16 1
+#else
+#define HPF_CHANNEL_BLOCKS_BF16 0
+#endif
 
 namespace hpf::detail {
 
-/// \brief Activations moved between hpf's layout and oneDNN's 16-channel blocks, the layout its
-/// AVX-512 convolutions read and write (`nChw16c`, `nCdhw16c`).
+/// \brief Activations moved between hpf's layout and the channels-innermost layouts oneDNN's
+/// convolutions read and write: 16-channel blocks (`nChw16c`, `nCdhw16c`: its AVX-512 and
+/// AVX512-BF16 kernels here) or channels last (`nhwc`, `ndhwc`: its brgemm-based kernels').
 ///
 /// hpf's `[C][batch][spatial]`: channel c of image i at `c * channel_stride + i * spatial`.
-/// Blocks: `[images][ceil(C / 16)][spatial][16]`, the channels past C zero. A move is a 16 x 16
-/// transpose of registers per 16 channels and 16 pixels. oneDNN's reorders took a third of a
+/// Blocks: `[images][ceil(C / 16)][spatial][16]`, the channels past C zero; channels last:
+/// `[images][spatial][C]`. A move is a 16 x 16 transpose of registers per 16 channels and 16
+/// pixels. oneDNN's reorders took a third of a
 /// bf16 ResNet-20 step (one core of an AMD EPYC with AVX512-BF16, oneDNN 2.6), and 1.3-1.9x the
 /// moves' time out of blocks and 3-4x into them (its activations, in cache; from memory, the moves
 /// are bound by its bandwidth). Compiled where the compiler targets AVX-512 (bf16 blocks:
@@ -31,23 +39,32 @@ namespace hpf::detail {
 /// (channel_blocks_available; the moves below exist where HPF_CHANNEL_BLOCKS).
 struct ChannelBlocks {
   static constexpr std::size_t block = 16;
+  enum class Layout { blocks, channels_last };  // the other layout
+  Layout layout = Layout::blocks;
   std::size_t images = 0, channels = 0, spatial = 0;
   std::size_t channel_stride = 0;  // hpf's, in floats: batch * spatial
 
   std::size_t channel_blocks() const { return (channels + block - 1) / block; }
+  /// Where channel block b of an image starts in the other layout, and the elements between its
+  /// pixels there.
+  std::size_t start(std::size_t image, std::size_t b) const {
+    return layout == Layout::blocks ? (image * channel_blocks() + b) * spatial * block
+                                    : image * spatial * channels + b * block;
+  }
+  std::size_t pixel_stride() const { return layout == Layout::blocks ? block : channels; }
+  /// The channels of block b a pixel has there: a block's 16 (the padding zero), or channels last
+  /// only the real ones.
+  std::size_t stored(std::size_t b) const {
+    return layout == Layout::blocks ? block : std::min(block, channels - b * block);
+  }
 };
 
-/// Whether this build moves activations of element type T (float or bf16_bits) into blocks here;
-/// moves out of blocks are float only.
+/// Whether this build moves activations of element type T (float or bf16_bits) out of hpf's
+/// layout here; moves into it are float only.
 template <class T>
 constexpr bool channel_blocks_available() {
-#if defined(__AVX512F__)
-  if constexpr (sizeof(T) == sizeof(float)) return true;
-#endif
-#if defined(__AVX512BF16__)
-  if constexpr (sizeof(T) == sizeof(bf16_bits)) return true;
-#endif
-  return false;
+  if constexpr (sizeof(T) == sizeof(float)) return HPF_CHANNEL_BLOCKS;
+  return HPF_CHANNEL_BLOCKS_BF16;
 }
 
 #if HPF_CHANNEL_BLOCKS
@@ -103,12 +120,26 @@ inline void load_pixels(const float* const channel[16], std::size_t channels, st
   transpose(pixels);
 }
 
-inline void store(float* to, __m512 pixel) { _mm512_storeu_ps(to, pixel); }
-#if defined(__AVX512BF16__)
+// The first lanes of a vector, as `lanes` selects them. A masked store only where some lanes stay
+// (masked stores of every lane cost AMD's Zen some 5 % of a bf16 ResNet-20 step).
+inline void store(float* to, __m512 v, __mmask16 lanes) {
+  if (lanes == 0xffff) {
+    _mm512_storeu_ps(to, v);
+  } else {
+    _mm512_mask_storeu_ps(to, lanes, v);
+  }
+}
+#if HPF_CHANNEL_BLOCKS_BF16
 // Rounds to nearest even as oneDNN's reorders do on this instruction (subnormals to zero).
-inline void store(bf16_bits* to, __m512 pixel) {
-  const __m256bh bits = _mm512_cvtneps_pbh(pixel);
-  std::memcpy(to, &bits, sizeof bits);
+inline void store(bf16_bits* to, __m512 v, __mmask16 lanes) {
+  const __m256bh rounded = _mm512_cvtneps_pbh(v);
+  __m256i bits;
+  std::memcpy(&bits, &rounded, sizeof bits);
+  if (lanes == 0xffff) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(to), bits);
+  } else {
+    _mm256_mask_storeu_epi16(to, lanes, bits);
+  }
 }
 #endif
 
@@ -125,7 +156,7 @@ void for_each_channel_block(const ChannelBlocks& b, const Move& move) {
 
 }  // namespace channel_blocks_detail
 
-/// hpf's `from` into blocks `to` (float or, where channel_blocks_available, bf16 bits).
+/// hpf's `from` into `to`, the other layout (float or, where channel_blocks_available, bf16 bits).
 template <class T>
 void to_channel_blocks(const ChannelBlocks& b, const float* from, T* to) {
   static_assert(channel_blocks_available<T>(), "to_channel_blocks: not compiled for this element type on this target");
@@ -135,32 +166,35 @@ void to_channel_blocks(const ChannelBlocks& b, const float* from, T* to) {
     const std::size_t channels = std::min(ChannelBlocks::block, b.channels - first_channel);
     const float* channel[16] = {};
     for (std::size_t c = 0; c < channels; ++c) channel[c] = from + (first_channel + c) * b.channel_stride + image * b.spatial;
-    T* out = to + (image * b.channel_blocks() + block) * b.spatial * ChannelBlocks::block;
+    T* out = to + b.start(image, block);
+    const std::size_t stride = b.pixel_stride();
+    const __mmask16 stored = cb::first(b.stored(block));
     for (std::size_t at = 0; at < b.spatial; at += 16) {
       const std::size_t count = std::min<std::size_t>(16, b.spatial - at);
       __m512 pixels[16];
       cb::load_pixels(channel, channels, at, count, pixels);
-      for (std::size_t p = 0; p < count; ++p) cb::store(out + (at + p) * ChannelBlocks::block, pixels[p]);
+      for (std::size_t p = 0; p < count; ++p) cb::store(out + (at + p) * stride, pixels[p], stored);
     }
   });
 }
 
-/// Blocks `from` into hpf's `to` (float; the blocks' padding channels are not read).
+/// `from`, the other layout, into hpf's `to` (float; the blocks' padding channels are not read).
 inline void from_channel_blocks(const ChannelBlocks& b, const float* from, float* to) {
   namespace cb = channel_blocks_detail;
   cb::for_each_channel_block(b, [&](std::size_t image, std::size_t block) {
     const std::size_t first_channel = block * ChannelBlocks::block;
     const std::size_t channels = std::min(ChannelBlocks::block, b.channels - first_channel);
-    const float* in = from + (image * b.channel_blocks() + block) * b.spatial * ChannelBlocks::block;
+    const float* in = from + b.start(image, block);
     float* channel = to + first_channel * b.channel_stride + image * b.spatial;
+    const std::size_t stride = b.pixel_stride();
+    const __mmask16 stored = cb::first(b.stored(block));  // channels last: only the real ones
     for (std::size_t at = 0; at < b.spatial; at += 16) {
       const std::size_t count = std::min<std::size_t>(16, b.spatial - at);
       __m512 rows[16];
       for (std::size_t p = 0; p < 16; ++p)
-        rows[p] = p < count ? _mm512_loadu_ps(in + (at + p) * ChannelBlocks::block) : _mm512_setzero_ps();
+        rows[p] = p < count ? _mm512_maskz_loadu_ps(stored, in + (at + p) * stride) : _mm512_setzero_ps();
       cb::transpose(rows);
-      for (std::size_t c = 0; c < channels; ++c)
-        _mm512_mask_storeu_ps(channel + c * b.channel_stride + at, cb::first(count), rows[c]);
+      for (std::size_t c = 0; c < channels; ++c) cb::store(channel + c * b.channel_stride + at, rows[c], cb::first(count));
     }
   });
 }

@@ -124,9 +124,13 @@ struct ConvolutionShape {
   dnnl::memory::format_tag weights_tag() const {
     return rank() == 2 ? dnnl::memory::format_tag::oihw : dnnl::memory::format_tag::oidhw;
   }
-  /// Activations in 16-channel blocks (channel_blocks.hpp), the layout of oneDNN's AVX-512 kernels.
+  /// Activations in 16-channel blocks (oneDNN's AVX-512 kernels) and with channels last (its
+  /// brgemm-based kernels), the layouts channel_blocks.hpp moves.
   dnnl::memory::format_tag channel_blocks_tag() const {
     return rank() == 2 ? dnnl::memory::format_tag::aBcd16b : dnnl::memory::format_tag::aBcde16b;
+  }
+  dnnl::memory::format_tag channels_last_tag() const {
+    return rank() == 2 ? dnnl::memory::format_tag::acdb : dnnl::memory::format_tag::acdeb;
   }
   /// The layouts that keep each image (volume) in one piece, images outermost.
   std::vector<dnnl::memory::format_tag> whole_image_tags() const {
@@ -238,9 +242,10 @@ class OneDnnConvolution {
   /// A layout change made once per plan: from hpf's layout to the one a primitive chose, or back;
   /// nothing when they agree. Reorders are quick to run but not to make (a primitive descriptor
   /// each time: on ResNet-20 making them per sub-batch cost more than running them). Activations
-  /// into and out of 16-channel blocks move by channel_blocks.hpp's transposes where it has them.
+  /// into and out of channels-innermost layouts move by channel_blocks.hpp's transposes where it
+  /// has them.
   struct Conversion {
-    enum class Move { reorder, into_blocks, out_of_blocks };
+    enum class Move { reorder, from_hpf, to_hpf };  // by channel_blocks.hpp
     dnnl::memory::desc from, to;
     Move move = Move::reorder;
     ChannelBlocks blocks;          // the activation, unless move is reorder
@@ -368,8 +373,8 @@ class OneDnnConvolution {
     return c;
   }
   /// An activation's conversion between hpf's layout of a batch of `batch` and a primitive's:
-  /// moved by channel_blocks.hpp where the primitive's is 16-channel blocks and this build has
-  /// the move, else reordered.
+  /// moved by channel_blocks.hpp where the primitive's is 16-channel blocks or channels last and
+  /// this build has the move, else reordered.
   Conversion activation_conversion(const dnnl::memory::desc& from, const dnnl::memory::desc& to, std::size_t batch) const {
     using type = dnnl::memory::data_type;
     const dnnl::memory::dims dims = from.dims();
@@ -377,20 +382,27 @@ class OneDnnConvolution {
     const auto hpf_layout = [&](const dnnl::memory::desc& d) {
       return d == dnnl::memory::desc(dims, type::f32, ConvolutionShape::hpf_strides(batch, spatial));
     };
-    const auto blocks = [&](const dnnl::memory::desc& d) {
-      const bool movable = d.data_type() == type::f32   ? channel_blocks_available<float>()
-                           : d.data_type() == type::bf16 ? channel_blocks_available<bf16_bits>()
-                                                         : false;
-      return movable && d == dnnl::memory::desc(dims, d.data_type(), g_.channel_blocks_tag());
+    // The layout channel_blocks.hpp moves `d` to or from, if any.
+    const auto movable = [&](const dnnl::memory::desc& d) -> std::optional<ChannelBlocks::Layout> {
+      const bool type_moves = d.data_type() == type::f32   ? channel_blocks_available<float>()
+                              : d.data_type() == type::bf16 ? channel_blocks_available<bf16_bits>()
+                                                            : false;
+      if (!type_moves) return std::nullopt;
+      if (d == dnnl::memory::desc(dims, d.data_type(), g_.channel_blocks_tag())) return ChannelBlocks::Layout::blocks;
+      if (d == dnnl::memory::desc(dims, d.data_type(), g_.channels_last_tag())) return ChannelBlocks::Layout::channels_last;
+      return std::nullopt;
     };
-    Conversion::Move move = Conversion::Move::reorder;
-    if (to.dims() == dims && hpf_layout(from) && blocks(to)) move = Conversion::Move::into_blocks;
-    if (to.dims() == dims && blocks(from) && from.data_type() == type::f32 && hpf_layout(to))
-      move = Conversion::Move::out_of_blocks;
     Conversion c = conversion(from, to);  // its reorder runs where the move would not keep up
-    if (move == Conversion::Move::reorder) return c;
-    c.move = move;
-    c.blocks = ChannelBlocks{static_cast<std::size_t>(dims[0]), static_cast<std::size_t>(dims[1]),
+    std::optional<ChannelBlocks::Layout> layout;
+    if (to.dims() != dims) return c;
+    if (hpf_layout(from) && (layout = movable(to))) {
+      c.move = Conversion::Move::from_hpf;
+    } else if (from.data_type() == type::f32 && hpf_layout(to) && (layout = movable(from))) {
+      c.move = Conversion::Move::to_hpf;
+    } else {
+      return c;
+    }
+    c.blocks = ChannelBlocks{*layout, static_cast<std::size_t>(dims[0]), static_cast<std::size_t>(dims[1]),
                              ConvolutionShape::volume(spatial), batch * ConvolutionShape::volume(spatial)};
     return c;
   }
@@ -419,8 +431,8 @@ class OneDnnConvolution {
 #if HPF_CHANNEL_BLOCKS
   static void move(const Conversion& c, const dnnl::memory& from, const dnnl::memory& to) {
     const auto* source = static_cast<const float*>(from.get_data_handle());
-    if (c.move == Conversion::Move::out_of_blocks) return from_channel_blocks(c.blocks, source, static_cast<float*>(to.get_data_handle()));
-#if defined(__AVX512BF16__)
+    if (c.move == Conversion::Move::to_hpf) return from_channel_blocks(c.blocks, source, static_cast<float*>(to.get_data_handle()));
+#if HPF_CHANNEL_BLOCKS_BF16
     if (c.to.data_type() == dnnl::memory::data_type::bf16)
       return to_channel_blocks(c.blocks, source, static_cast<bf16_bits*>(to.get_data_handle()));
 #endif
