@@ -30,13 +30,13 @@ namespace hpf::detail {
 /// hpf's `[C][batch][spatial]`: channel c of image i at `c * channel_stride + i * spatial`.
 /// Blocks: `[images][ceil(C / 16)][spatial][16]`, the channels past C zero; channels last:
 /// `[images][spatial][C]`. A move is a 16 x 16 transpose of registers per 16 channels and 16
-/// pixels. oneDNN's reorders took a third of a
-/// bf16 ResNet-20 step (one core of an AMD EPYC with AVX512-BF16, oneDNN 2.6), and 1.3-1.9x the
-/// moves' time out of blocks and 3-4x into them (its activations, in cache; from memory, the moves
-/// are bound by its bandwidth). Compiled where the compiler targets AVX-512 (bf16 blocks:
-/// AVX512-BF16, whose conversion is the one oneDNN's reorders run, subnormals flushed, so the bits
-/// do not depend on which one moved them); elsewhere oneDNN's reorders move activations
-/// (channel_blocks_available; the moves below exist where HPF_CHANNEL_BLOCKS).
+/// pixels. oneDNN's reorders took a third of a bf16 ResNet-20 step (one core of an AMD EPYC with
+/// AVX512-BF16, oneDNN 2.6), and 1.3-1.9x the moves' time out of blocks and 3-4x into them
+/// (ResNet-20's activations, in cache; from memory, the moves are bound by its bandwidth).
+/// Compiled where the compiler targets AVX-512 (bf16: AVX512-BF16, whose conversion is the one
+/// oneDNN's reorders run, subnormals flushed, so the bits do not depend on which one moved them);
+/// elsewhere oneDNN's reorders move activations (channel_blocks_available; the moves below exist
+/// where HPF_CHANNEL_BLOCKS).
 struct ChannelBlocks {
   static constexpr std::size_t block = 16;
   enum class Layout { blocks, channels_last };  // the other layout
