@@ -45,6 +45,8 @@ struct ChannelBlocks {
   std::size_t channel_stride = 0;  // hpf's, in floats: batch * spatial
 
   std::size_t channel_blocks() const { return (channels + block - 1) / block; }
+  /// The channels of block b: 16, or fewer in the last block.
+  std::size_t channels_in(std::size_t b) const { return std::min(block, channels - b * block); }
   /// Where channel block b of an image starts in the other layout, and the elements between its
   /// pixels there.
   std::size_t start(std::size_t image, std::size_t b) const {
@@ -54,9 +56,7 @@ struct ChannelBlocks {
   std::size_t pixel_stride() const { return layout == Layout::blocks ? block : channels; }
   /// The channels of block b a pixel has there: a block's 16 (the padding zero), or channels last
   /// only the real ones.
-  std::size_t stored(std::size_t b) const {
-    return layout == Layout::blocks ? block : std::min(block, channels - b * block);
-  }
+  std::size_t stored(std::size_t b) const { return layout == Layout::blocks ? block : channels_in(b); }
 };
 
 /// Whether this build moves activations of element type T (float or bf16_bits) out of hpf's
@@ -162,8 +162,7 @@ void to_channel_blocks(const ChannelBlocks& b, const float* from, T* to) {
   static_assert(channel_blocks_available<T>(), "to_channel_blocks: not compiled for this element type on this target");
   namespace cb = channel_blocks_detail;
   cb::for_each_channel_block(b, [&](std::size_t image, std::size_t block) {
-    const std::size_t first_channel = block * ChannelBlocks::block;
-    const std::size_t channels = std::min(ChannelBlocks::block, b.channels - first_channel);
+    const std::size_t first_channel = block * ChannelBlocks::block, channels = b.channels_in(block);
     const float* channel[16] = {};
     for (std::size_t c = 0; c < channels; ++c) channel[c] = from + (first_channel + c) * b.channel_stride + image * b.spatial;
     T* out = to + b.start(image, block);
@@ -182,8 +181,7 @@ void to_channel_blocks(const ChannelBlocks& b, const float* from, T* to) {
 inline void from_channel_blocks(const ChannelBlocks& b, const float* from, float* to) {
   namespace cb = channel_blocks_detail;
   cb::for_each_channel_block(b, [&](std::size_t image, std::size_t block) {
-    const std::size_t first_channel = block * ChannelBlocks::block;
-    const std::size_t channels = std::min(ChannelBlocks::block, b.channels - first_channel);
+    const std::size_t first_channel = block * ChannelBlocks::block, channels = b.channels_in(block);
     const float* in = from + b.start(image, block);
     float* channel = to + first_channel * b.channel_stride + image * b.spatial;
     const std::size_t stride = b.pixel_stride();
