@@ -7,6 +7,7 @@
 #include <hpf/layers/options.hpp>
 #include <hpf/layers/parameters.hpp>
 #include <hpf/trace/region.hpp>
+#include <hpf/layers/detail/max_pool_rows.hpp>
 #include <hpf/layers/detail/pooling.hpp>
 #include <hpf/layers/detail/window.hpp>
 
@@ -15,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 namespace hpf {
 
@@ -95,6 +97,20 @@ class MaxPoolImpl {
     const WindowGeometry g = g_;
     const std::size_t n = x.extent(1);
     const auto argmax = tape.argmax;
+#if HPF_MAX_POOL_ROWS
+    if constexpr (std::is_same_v<T, float> && std::is_same_v<typename Space::memory_space, Kokkos::HostSpace>) {
+      if (g.pad == 0 && g.kernel == 2 && g.stride == 2) {
+        Kokkos::parallel_for("hpf::MaxPool::forward", Kokkos::RangePolicy<Space>(ctx.space, 0, g.channels * n),
+                             [=](const std::size_t plane) {
+                               max_pool_2x2_plane(&x(plane / n, plane % n, 0), static_cast<std::int32_t>(g.width),
+                                                  static_cast<std::int32_t>(g.out_height),
+                                                  static_cast<std::int32_t>(g.out_width), &y(plane / n, plane % n, 0),
+                                                  &argmax(plane * g.out_height * g.out_width));
+                             });
+        return;
+      }
+    }
+#endif
     // One work item per (channel, image) plane.
     Kokkos::parallel_for(
         "hpf::MaxPool::forward", Kokkos::RangePolicy<Space>(ctx.space, 0, g.channels * n),
