@@ -1,5 +1,6 @@
 #include <hpf/layers/detail/max_pool_rows.hpp>
 #include <hpf/layers/max_pool.hpp>
+#include <hpf/layers/max_pool3d.hpp>
 
 #include <doctest/doctest.h>
 
@@ -18,6 +19,15 @@ std::uint32_t bits_of(float v) {
   std::uint32_t b;
   std::memcpy(&b, &v, sizeof b);
   return b;
+}
+
+/// Whether the vector pooling wrote the scalar scan's maxima and argmaxes, bit for bit, and
+/// nothing on either side (the buffers hold one output more at each end).
+bool same_pooling(const std::vector<float>& pooled, const std::vector<std::int32_t>& pooled_at,
+                  const std::vector<float>& expected, const std::vector<std::int32_t>& expected_at) {
+  bool same = pooled_at == expected_at && pooled.size() == expected.size();
+  for (std::size_t o = 0; same && o < pooled.size(); ++o) same = bits_of(pooled[o]) == bits_of(expected[o]);
+  return same;
 }
 
 /// A plane of random values, many of them tied, and special values sprinkled in when `special`.
@@ -53,12 +63,10 @@ TEST_CASE("MaxPool 2x2 rows: the maxima and argmaxes of the scalar scan, bit for
         hpf::detail::max_pool_2x2_plane(image.data(), static_cast<std::int32_t>(width),
                                         static_cast<std::int32_t>(g.out_height), static_cast<std::int32_t>(g.out_width),
                                         pooled.data() + 1, pooled_at.data() + 1);
-        bool same = pooled_at == expected_at;
-        for (std::size_t o = 0; o < outputs + 2; ++o) same = same && bits_of(pooled[o]) == bits_of(expected[o]);
         CAPTURE(height);
         CAPTURE(width);
         CAPTURE(special);
-        CHECK(same);
+        CHECK(same_pooling(pooled, pooled_at, expected, expected_at));
         ++planes;
       }
     }
@@ -66,9 +74,34 @@ TEST_CASE("MaxPool 2x2 rows: the maxima and argmaxes of the scalar scan, bit for
   CHECK(planes == 4 * 69 * 2);
 }
 
+TEST_CASE("MaxPool3D 2x2x2 rows: the maxima and argmaxes of the scalar scan, bit for bit") {
+  int volumes = 0;
+  for (std::size_t depth : {2u, 3u, 4u}) {
+    for (std::size_t height : {2u, 5u}) {
+      for (std::size_t width = 2; width <= 40; ++width) {
+        const hpf::detail::VolumeGeometry g(1, depth, height, width, 2, 2, 0);
+        const std::vector<float> volume = plane(g.in_spatial(), static_cast<unsigned>(depth * 100 + height * 10 + width), true);
+        const std::size_t outputs = g.out_spatial();
+        std::vector<float> expected(outputs + 2, 7.0f), pooled(outputs + 2, 7.0f);
+        std::vector<std::int32_t> expected_at(outputs + 2, -7), pooled_at(outputs + 2, -7);
+        hpf::detail::pool_volume<2>(g, volume.data(), expected.data() + 1, expected_at.data() + 1);
+        hpf::detail::max_pool_2x2x2_volume(volume.data(), static_cast<std::int32_t>(height), static_cast<std::int32_t>(width),
+                                           static_cast<std::int32_t>(g.out_depth), static_cast<std::int32_t>(g.plane.out_height),
+                                           static_cast<std::int32_t>(g.plane.out_width), pooled.data() + 1, pooled_at.data() + 1);
+        CAPTURE(depth);
+        CAPTURE(height);
+        CAPTURE(width);
+        CHECK(same_pooling(pooled, pooled_at, expected, expected_at));
+        ++volumes;
+      }
+    }
+  }
+  CHECK(volumes == 3 * 2 * 39);
+}
+
 #else
 
-TEST_CASE("MaxPool 2x2 rows: not in this build") {
+TEST_CASE("MaxPool 2x2 and MaxPool3D 2x2x2 rows: not in this build") {
   // Counted as a skip (SKIP_REGULAR_EXPRESSION): the build targets no AVX-512, and the scalar scan
   // pools every plane.
   std::printf("hpf-skip: not in this configuration: max_pool_rows.hpp needs a build for AVX-512\n");

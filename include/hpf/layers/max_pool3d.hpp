@@ -4,6 +4,7 @@
 
 #include <hpf/layers/bind.hpp>
 #include <hpf/layers/context.hpp>
+#include <hpf/layers/detail/max_pool_rows.hpp>
 #include <hpf/layers/detail/pooling.hpp>
 #include <hpf/layers/detail/volume_window.hpp>
 #include <hpf/layers/options.hpp>
@@ -15,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 namespace hpf {
 
@@ -84,6 +86,22 @@ class MaxPool3DImpl {
     const VolumeGeometry g = g_;
     const std::size_t n = x.extent(1);
     const auto argmax = tape.argmax;
+#if HPF_MAX_POOL_ROWS
+    if constexpr (std::is_same_v<T, float> && std::is_same_v<typename Space::memory_space, Kokkos::HostSpace>) {
+      if (g.pad() == 0 && g.kernel() == 2 && g.stride() == 2) {
+        const auto height = static_cast<std::int32_t>(g.plane.height), width = static_cast<std::int32_t>(g.plane.width);
+        Kokkos::parallel_for("hpf::MaxPool3D::forward", Kokkos::RangePolicy<Space>(ctx.space, 0, g.channels() * n),
+                             [=](const std::size_t v) {
+                               max_pool_2x2x2_volume(&x(v / n, v % n, 0), height, width,
+                                                     static_cast<std::int32_t>(g.out_depth),
+                                                     static_cast<std::int32_t>(g.plane.out_height),
+                                                     static_cast<std::int32_t>(g.plane.out_width), &y(v / n, v % n, 0),
+                                                     &argmax(v * g.out_spatial()));
+                             });
+        return;
+      }
+    }
+#endif
     // One work item per (channel, sample) volume.
     Kokkos::parallel_for(
         "hpf::MaxPool3D::forward", Kokkos::RangePolicy<Space>(ctx.space, 0, g.channels() * n),
