@@ -21,11 +21,16 @@ std::uint32_t bits_of(float v) {
   return b;
 }
 
-/// Whether the vector pooling wrote the scalar scan's maxima and argmaxes, bit for bit, and
-/// nothing on either side (the buffers hold one output more at each end).
-bool same_pooling(const std::vector<float>& pooled, const std::vector<std::int32_t>& pooled_at,
-                  const std::vector<float>& expected, const std::vector<std::int32_t>& expected_at) {
-  bool same = pooled_at == expected_at && pooled.size() == expected.size();
+/// Pools with the scalar scan and with the vector rows, each into buffers of `outputs` and one
+/// more at each end: whether both wrote the same maxima and argmaxes, bit for bit, and nothing
+/// outside.
+template <class Scan, class Rows>
+bool pools_alike(std::size_t outputs, Scan scan, Rows rows) {
+  std::vector<float> expected(outputs + 2, 7.0f), pooled(outputs + 2, 7.0f);
+  std::vector<std::int32_t> expected_at(outputs + 2, -7), pooled_at(outputs + 2, -7);
+  scan(expected.data() + 1, expected_at.data() + 1);
+  rows(pooled.data() + 1, pooled_at.data() + 1);
+  bool same = pooled_at == expected_at;
   for (std::size_t o = 0; same && o < pooled.size(); ++o) same = bits_of(pooled[o]) == bits_of(expected[o]);
   return same;
 }
@@ -55,18 +60,17 @@ TEST_CASE("MaxPool 2x2 rows: the maxima and argmaxes of the scalar scan, bit for
       for (bool special : {false, true}) {
         const hpf::detail::WindowGeometry g(1, height, width, 2, 2, 0);
         const std::vector<float> image = plane(height * width, static_cast<unsigned>(height * 1000 + width), special);
-        // One output past the plane on each side: neither may write there.
-        const std::size_t outputs = g.out_spatial();
-        std::vector<float> expected(outputs + 2, 7.0f), pooled(outputs + 2, 7.0f);
-        std::vector<std::int32_t> expected_at(outputs + 2, -7), pooled_at(outputs + 2, -7);
-        hpf::detail::pool_plane<2, 2>(g, image.data(), expected.data() + 1, expected_at.data() + 1);
-        hpf::detail::max_pool_2x2_plane(image.data(), static_cast<std::int32_t>(width),
-                                        static_cast<std::int32_t>(g.out_height), static_cast<std::int32_t>(g.out_width),
-                                        pooled.data() + 1, pooled_at.data() + 1);
+        const bool same = pools_alike(
+            g.out_spatial(), [&](float* out, std::int32_t* at) { hpf::detail::pool_plane<2, 2>(g, image.data(), out, at); },
+            [&](float* out, std::int32_t* at) {
+              hpf::detail::max_pool_2x2_plane(image.data(), static_cast<std::int32_t>(width),
+                                              static_cast<std::int32_t>(g.out_height),
+                                              static_cast<std::int32_t>(g.out_width), out, at);
+            });
         CAPTURE(height);
         CAPTURE(width);
         CAPTURE(special);
-        CHECK(same_pooling(pooled, pooled_at, expected, expected_at));
+        CHECK(same);
         ++planes;
       }
     }
@@ -81,17 +85,18 @@ TEST_CASE("MaxPool3D 2x2x2 rows: the maxima and argmaxes of the scalar scan, bit
       for (std::size_t width = 2; width <= 40; ++width) {
         const hpf::detail::VolumeGeometry g(1, depth, height, width, 2, 2, 0);
         const std::vector<float> volume = plane(g.in_spatial(), static_cast<unsigned>(depth * 100 + height * 10 + width), true);
-        const std::size_t outputs = g.out_spatial();
-        std::vector<float> expected(outputs + 2, 7.0f), pooled(outputs + 2, 7.0f);
-        std::vector<std::int32_t> expected_at(outputs + 2, -7), pooled_at(outputs + 2, -7);
-        hpf::detail::pool_volume<2>(g, volume.data(), expected.data() + 1, expected_at.data() + 1);
-        hpf::detail::max_pool_2x2x2_volume(volume.data(), static_cast<std::int32_t>(height), static_cast<std::int32_t>(width),
-                                           static_cast<std::int32_t>(g.out_depth), static_cast<std::int32_t>(g.plane.out_height),
-                                           static_cast<std::int32_t>(g.plane.out_width), pooled.data() + 1, pooled_at.data() + 1);
+        const bool same = pools_alike(
+            g.out_spatial(), [&](float* out, std::int32_t* at) { hpf::detail::pool_volume<2>(g, volume.data(), out, at); },
+            [&](float* out, std::int32_t* at) {
+              hpf::detail::max_pool_2x2x2_volume(volume.data(), static_cast<std::int32_t>(height),
+                                                 static_cast<std::int32_t>(width), static_cast<std::int32_t>(g.out_depth),
+                                                 static_cast<std::int32_t>(g.plane.out_height),
+                                                 static_cast<std::int32_t>(g.plane.out_width), out, at);
+            });
         CAPTURE(depth);
         CAPTURE(height);
         CAPTURE(width);
-        CHECK(same_pooling(pooled, pooled_at, expected, expected_at));
+        CHECK(same);
         ++volumes;
       }
     }
