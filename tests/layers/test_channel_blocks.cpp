@@ -193,7 +193,7 @@ TEST_CASE("channel blocks: not in this build") {
   std::printf("hpf-skip: not in this configuration: channel_blocks.hpp's moves need a build for AVX-512 with oneDNN\n");
 }
 
-TEST_CASE("channel blocks: bf16 moves not in this build") {  // hpf.layers.test_channel_blocks.bf16's
+TEST_CASE("channel blocks: bf16 moves not in this build") {  // what hpf.layers.test_channel_blocks.bf16 runs
   std::printf("hpf-skip: not in this configuration: channel_blocks.hpp's moves need a build for AVX-512 with oneDNN\n");
 }
 
