@@ -16,7 +16,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
-#include <type_traits>
 
 namespace hpf {
 
@@ -98,8 +97,8 @@ class MaxPoolImpl {
     const std::size_t n = x.extent(1);
     const auto argmax = tape.argmax;
 #if HPF_MAX_POOL_ROWS
-    if constexpr (std::is_same_v<T, float> && std::is_same_v<typename Space::memory_space, Kokkos::HostSpace>) {
-      if (g.pad == 0 && g.kernel == 2 && g.stride == 2) {
+    if constexpr (max_pool_rows_for<T, Space>) {
+      if (max_pool_rows_fit(g)) {
         Kokkos::parallel_for("hpf::MaxPool::forward", Kokkos::RangePolicy<Space>(ctx.space, 0, g.channels * n),
                              [=](const std::size_t plane) {
                                max_pool_2x2_plane(&x(plane / n, plane % n, 0), static_cast<std::int32_t>(g.width),

@@ -16,7 +16,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
-#include <type_traits>
 
 namespace hpf {
 
@@ -87,8 +86,8 @@ class MaxPool3DImpl {
     const std::size_t n = x.extent(1);
     const auto argmax = tape.argmax;
 #if HPF_MAX_POOL_ROWS
-    if constexpr (std::is_same_v<T, float> && std::is_same_v<typename Space::memory_space, Kokkos::HostSpace>) {
-      if (g.pad() == 0 && g.kernel() == 2 && g.stride() == 2) {
+    if constexpr (max_pool_rows_for<T, Space>) {
+      if (max_pool_rows_fit(g.plane)) {
         const auto height = static_cast<std::int32_t>(g.plane.height), width = static_cast<std::int32_t>(g.plane.width);
         Kokkos::parallel_for("hpf::MaxPool3D::forward", Kokkos::RangePolicy<Space>(ctx.space, 0, g.channels() * n),
                              [=](const std::size_t v) {

@@ -2,8 +2,13 @@
 #ifndef HPF_LAYERS_DETAIL_MAX_POOL_ROWS_HPP
 #define HPF_LAYERS_DETAIL_MAX_POOL_ROWS_HPP
 
+#include <hpf/layers/detail/window.hpp>
+
+#include <Kokkos_Core.hpp>
+
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #if defined(__AVX512F__)
 #include <immintrin.h>
@@ -13,6 +18,14 @@
 #endif
 
 namespace hpf::detail {
+
+/// Whether MaxPool and MaxPool3D of element type T on Space pool with the vector rows below (where
+/// HPF_MAX_POOL_ROWS): float, on the host.
+template <class T, class Space>
+inline constexpr bool max_pool_rows_for =
+    std::is_same_v<T, float> && std::is_same_v<typename Space::memory_space, Kokkos::HostSpace>;
+/// Whether a window is one the rows take: two pixels wide, stride 2, unpadded (a volume's: its plane's).
+inline bool max_pool_rows_fit(const WindowGeometry& g) { return g.pad == 0 && g.kernel == 2 && g.stride == 2; }
 
 #if HPF_MAX_POOL_ROWS
 /// \brief One line of max-pooling windows two pixels wide with stride 2 and no padding, 16
