@@ -33,13 +33,14 @@ sys.path.insert(0, HERE)
 import bench_harness as h  # noqa: E402
 import provenance  # noqa: E402
 
-# compare_single_process.py's models and settings: name: (description, batch, steps per block, warm-up steps,
+# compare_two_cores.py's models and settings: name: (description, batch, steps per block, warm-up steps,
 # blocks); the batch is hpf_bench_train_throughput's default, given to the 2-rank runs as their global batch.
 MODELS = {
     "mlp": ("MLP 784-512-512-10, batch 128, Fashion-MNIST", 128, 100, 20, 5),
     "cnn": ("CNN conv32-pool-conv64-pool-fc128-fc10, batch 64, Fashion-MNIST", 64, 20, 5, 5),
     "resnet20": ("ResNet-20 (option A), batch 64, synthetic 3x32x32", 64, 5, 2, 3),
     "gpt": ("GPT of examples/03_language_model (4 blocks, D 64, 4 heads, 64 bytes), batch 32, Adam", 32, 10, 2, 3),
+    "cosmoflow": ("CosmoFlow<32>: 3-D CNN on 4 x 32^3 volumes, 4 targets, batch 8, SGD", 8, 3, 1, 3),
 }
 SECTION = "precision"
 THREADS = (1, 2)  # hpf_bench_train_throughput and PyTorch; hpf also with Kokkos OpenMP and as 2 ranks x 1 thread
