@@ -1,7 +1,11 @@
 #include <hpf/layers/batch_norm.hpp>
+#include <hpf/layers/conv2d.hpp>
+#include <hpf/layers/conv3d.hpp>
 #include <hpf/layers/dense.hpp>
 #include <hpf/layers/flatten.hpp>
 #include <hpf/layers/identity.hpp>
+#include <hpf/layers/max_pool.hpp>
+#include <hpf/layers/max_pool3d.hpp>
 #include <hpf/layers/relu.hpp>
 #include <hpf/model/chain.hpp>
 #include <hpf/model/network.hpp>
@@ -185,6 +189,64 @@ TEST_CASE("Chain: a ReLU after BatchNorm or Residual runs in their passes, with 
     CHECK(fused.output == apart.output);
     CHECK(fused.gradients == apart.gradients);
     CHECK(fused.input_gradient == apart.input_gradient);
+  }
+}
+
+namespace {
+/// One step of Fused and of Apart (Fused with an Identity that keeps its ReLU from the next
+/// layer), from the same parameters: the same bits, and `fused_region` ran in place of the ReLU's
+/// backward (pushed `fused_count` times).
+template <class Fused, class Apart>
+void same_step_without_relu_backward(const std::string& fused_region, std::size_t fused_count) {
+  const auto parameters = initial_parameters<Fused>();
+  const StepResult fused = one_step<Fused>(parameters);
+  CHECK(count_of("hpf::ReLU::backward") == 0);
+  CHECK(count_of(fused_region) == fused_count);
+  const StepResult apart = one_step<Apart>(parameters);
+  CHECK(count_of("hpf::ReLU::backward") == 1);
+  CHECK(fused.output == apart.output);
+  CHECK(fused.gradients == apart.gradients);
+  CHECK(fused.input_gradient == apart.input_gradient);
+  // The ReLU zeroed some of the gradient reaching the convolution: the mask mattered.
+  CHECK(std::count(apart.input_gradient.begin(), apart.input_gradient.end(), 0.0) <
+        static_cast<std::ptrdiff_t>(apart.input_gradient.size()));
+}
+}  // namespace
+
+TEST_CASE("Chain: a max pool after a ReLU takes the ReLU's backward into its own, with the same bits") {
+  // Convolution outputs of either sign: the ReLU zeroes about half of them, whole windows too (ties
+  // at zero, whose maximum is the first).
+  SUBCASE("Conv2D, ReLU, MaxPool<2>") {
+    using Fused = hpf::Sequential<hpf::Input<2, 6, 6>, hpf::Conv2D<3, 3, hpf::Pad<1>>, hpf::ReLU, hpf::MaxPool<2>,
+                                  hpf::Flatten, hpf::Dense<3>>;
+    using Apart = hpf::Sequential<hpf::Input<2, 6, 6>, hpf::Conv2D<3, 3, hpf::Pad<1>>, hpf::ReLU, hpf::Identity,
+                                  hpf::MaxPool<2>, hpf::Flatten, hpf::Dense<3>>;
+    same_step_without_relu_backward<Fused, Apart>("hpf::MaxPool::backward", 1);
+  }
+  SUBCASE("overlapping windows: several windows add at one position") {
+    using Fused = hpf::Sequential<hpf::Input<2, 6, 6>, hpf::Conv2D<3, 3, hpf::Pad<1>>, hpf::ReLU,
+                                  hpf::MaxPool<3, hpf::Stride<1>>, hpf::Flatten, hpf::Dense<3>>;
+    using Apart = hpf::Sequential<hpf::Input<2, 6, 6>, hpf::Conv2D<3, 3, hpf::Pad<1>>, hpf::ReLU, hpf::Identity,
+                                  hpf::MaxPool<3, hpf::Stride<1>>, hpf::Flatten, hpf::Dense<3>>;
+    same_step_without_relu_backward<Fused, Apart>("hpf::MaxPool::backward", 1);
+  }
+  SUBCASE("Conv3D, ReLU, MaxPool3D<2>") {
+    using Fused = hpf::Sequential<hpf::Input<2, 4, 4, 4>, hpf::Conv3D<3, 3, hpf::Pad<1>>, hpf::ReLU, hpf::MaxPool3D<2>,
+                                  hpf::Flatten, hpf::Dense<3>>;
+    using Apart = hpf::Sequential<hpf::Input<2, 4, 4, 4>, hpf::Conv3D<3, 3, hpf::Pad<1>>, hpf::ReLU, hpf::Identity,
+                                  hpf::MaxPool3D<2>, hpf::Flatten, hpf::Dense<3>>;
+    same_step_without_relu_backward<Fused, Apart>("hpf::MaxPool3D::backward", 1);
+  }
+  SUBCASE("BatchNorm before the ReLU keeps taking its backward") {
+    using M = hpf::Sequential<hpf::Input<2, 4, 4>, hpf::BatchNorm, hpf::ReLU, hpf::MaxPool<2>, hpf::Flatten, hpf::Dense<3>>;
+    one_step<M>(initial_parameters<M>());
+    CHECK(count_of("hpf::BatchNorm::backward_relu") == 1);
+    CHECK(count_of("hpf::ReLU::") == 0);
+  }
+  SUBCASE("a first layer's ReLU runs its own backward (its input gradient is the caller's)") {
+    using M = hpf::Sequential<hpf::Input<2, 4, 4>, hpf::ReLU, hpf::MaxPool<2>, hpf::Flatten, hpf::Dense<3>>;
+    one_step<M>(initial_parameters<M>());
+    CHECK(count_of("hpf::ReLU::backward") == 1);
   }
 }
 

@@ -91,6 +91,13 @@ constexpr bool applies_next_relu_backward() {
   if constexpr (requires { Bound::applies_next_relu_backward; }) return Bound::applies_next_relu_backward;
   return false;
 }
+/// The layer can apply the backward of a ReLU before it in its own backward pass (its impl has
+/// backward_after_relu, given that ReLU's output as its input): a chain then runs the two as one.
+template <class Bound>
+constexpr bool applies_previous_relu_backward() {
+  if constexpr (requires { Bound::applies_previous_relu_backward; }) return Bound::applies_previous_relu_backward;
+  return false;
+}
 
 /// What a layer bound to InvalidShape is: every fact empty, so one error does not cascade.
 struct InvalidBound {

@@ -130,25 +130,33 @@ class MaxPoolImpl {
         });
   }
 
-  void backward(const Context<T, Space>& ctx, ConstActivation<T, Space>, ConstActivation<T, Space>,
+  void backward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, ConstActivation<T, Space>,
                 ConstActivation<T, Space> dy, Activation<T, Space> dx, tape_type& tape) const {
+    add_gradients<false>(ctx, x, dy, dx, tape);
+  }
+  /// backward, then the backward of the ReLU before the pool, whose output is x: the gradient at
+  /// the ReLU's input, in one pass (a chain runs the two as one).
+  void backward_after_relu(const Context<T, Space>& ctx, ConstActivation<T, Space> x, ConstActivation<T, Space>,
+                           ConstActivation<T, Space> dy, Activation<T, Space> dx, tape_type& tape) const {
+    add_gradients<true>(ctx, x, dy, dx, tape);
+  }
+
+  // The kernel (public: CUDA forbids device lambdas in private member functions).
+  template <bool AfterRelu>
+  void add_gradients(const Context<T, Space>& ctx, ConstActivation<T, Space> x, ConstActivation<T, Space> dy,
+                     Activation<T, Space> dx, tape_type& tape) const {
     if (is_empty(dx)) return;
     trace::Region region("hpf::MaxPool::backward");
     const WindowGeometry g = g_;
     const std::size_t n = dx.extent(1);
     const auto argmax = tape.argmax;
-    // Per plane: zero the input gradient, then add each window's gradient at its maximum. A plane
-    // is one work item, so overlapping windows never race.
     Kokkos::parallel_for(
         "hpf::MaxPool::backward", Kokkos::RangePolicy<Space>(ctx.space, 0, g.channels * n),
         KOKKOS_LAMBDA(const std::size_t plane) {
           const std::size_t c = plane / n, j = plane % n;
           const std::size_t outputs = g.out_height * g.out_width;
-          T* grad_in = &dx(c, j, 0);
-          const T* grad_out = &dy(c, j, 0);
-          const std::int32_t* where = &argmax(plane * outputs);
-          for (std::size_t i = 0; i < g.height * g.width; ++i) grad_in[i] = T(0);
-          for (std::size_t o = 0; o < outputs; ++o) grad_in[where[o]] += grad_out[o];
+          add_at_maxima<AfterRelu>(&dx(c, j, 0), g.height * g.width, &dy(c, j, 0), &argmax(plane * outputs), outputs,
+                                   AfterRelu ? &x(c, j, 0) : nullptr);
         });
   }
 
@@ -158,6 +166,7 @@ class MaxPoolImpl {
 
 struct max_pool_kernels {
   static constexpr bool saves_indices = true;  // the argmax of every output, for backward
+  static constexpr bool applies_previous_relu_backward = true;  // backward_after_relu
   template <class T, class Space>
   using type = MaxPoolImpl<T, Space>;
 };

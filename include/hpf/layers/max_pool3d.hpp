@@ -115,24 +115,31 @@ class MaxPool3DImpl {
         });
   }
 
-  void backward(const Context<T, Space>& ctx, ConstActivation<T, Space>, ConstActivation<T, Space>,
+  void backward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, ConstActivation<T, Space>,
                 ConstActivation<T, Space> dy, Activation<T, Space> dx, tape_type& tape) const {
+    add_gradients<false>(ctx, x, dy, dx, tape);
+  }
+  /// backward, then the backward of the ReLU before the pool, whose output is x (as MaxPool's).
+  void backward_after_relu(const Context<T, Space>& ctx, ConstActivation<T, Space> x, ConstActivation<T, Space>,
+                           ConstActivation<T, Space> dy, Activation<T, Space> dx, tape_type& tape) const {
+    add_gradients<true>(ctx, x, dy, dx, tape);
+  }
+
+  // The kernel (public: CUDA forbids device lambdas in private member functions).
+  template <bool AfterRelu>
+  void add_gradients(const Context<T, Space>& ctx, ConstActivation<T, Space> x, ConstActivation<T, Space> dy,
+                     Activation<T, Space> dx, tape_type& tape) const {
     if (is_empty(dx)) return;
     trace::Region region("hpf::MaxPool3D::backward");
     const VolumeGeometry g = g_;
     const std::size_t n = dx.extent(1);
     const auto argmax = tape.argmax;
-    // Per volume (one work item, so overlapping windows never race): zero, then add each
-    // window's gradient at its maximum, in output order.
     Kokkos::parallel_for(
         "hpf::MaxPool3D::backward", Kokkos::RangePolicy<Space>(ctx.space, 0, g.channels() * n),
         KOKKOS_LAMBDA(const std::size_t v) {
           const std::size_t c = v / n, j = v % n, outputs = g.out_spatial();
-          T* grad_in = &dx(c, j, 0);
-          const T* grad_out = &dy(c, j, 0);
-          const std::int32_t* where = &argmax(v * outputs);
-          for (std::size_t i = 0; i < g.in_spatial(); ++i) grad_in[i] = T(0);
-          for (std::size_t o = 0; o < outputs; ++o) grad_in[where[o]] += grad_out[o];
+          add_at_maxima<AfterRelu>(&dx(c, j, 0), g.in_spatial(), &dy(c, j, 0), &argmax(v * outputs), outputs,
+                                   AfterRelu ? &x(c, j, 0) : nullptr);
         });
   }
 
@@ -142,6 +149,7 @@ class MaxPool3DImpl {
 
 struct max_pool3d_kernels {
   static constexpr bool saves_indices = true;  // the argmax of every output, for backward
+  static constexpr bool applies_previous_relu_backward = true;  // backward_after_relu
   template <class T, class Space>
   using type = MaxPool3DImpl<T, Space>;
 };

@@ -124,6 +124,28 @@ struct chain_facts<type_list<Bound...>> {
     for (std::size_t i = 0; i < count; ++i) r[i] = can[i] && applies_next_relu_forward[i];
     return r;
   }();
+  /// Child I applies the backward of child I-1, a ReLU, in its own backward (MaxPool: a window's
+  /// gradient passes where the ReLU's output at its maximum is positive): one pass instead of two,
+  /// the same bits. Not where the child before the ReLU applies it already, nor for a first
+  /// child's ReLU (whose input gradient is the caller's).
+  static constexpr std::array<bool, count> applies_previous_relu_backward = [] {
+    constexpr std::array<bool, count> can{{hpf::applies_previous_relu_backward<Bound>()...}};
+    constexpr std::array<bool, count> relu{{is_relu<Bound>()...}};
+    std::array<bool, count> r{};
+    for (std::size_t i = 2; i < count; ++i) r[i] = can[i] && relu[i - 1] && !applies_next_relu_backward[i - 2];
+    return r;
+  }();
+  /// Which of the two gradient buffers holds the gradient at child I's output (I < count - 1; the
+  /// last child's is the caller's): they alternate, but a ReLU whose backward the next child
+  /// applies passes its output gradient's buffer on as its input gradient's.
+  static constexpr std::array<std::size_t, count> gradient_buffer = [] {
+    std::array<std::size_t, count> r{};
+    if constexpr (count >= 2) {
+      r[count - 2] = (count - 2) % 2;
+      for (std::size_t i = count - 2; i-- > 0;) r[i] = applies_previous_relu_backward[i + 2] ? r[i + 1] : 1 - r[i + 1];
+    }
+    return r;
+  }();
   /// The chain itself can take the backward of a ReLU that follows it: its last child does
   /// (it has backward_relu) and runs on a buffer of its own.
   static constexpr bool ends_applying_relu_backward =
@@ -237,9 +259,11 @@ struct child_ops {
                   void* tape);
   void (*backward)(const void* child, const Context<T, Space>& ctx, ConstActivation<T, Space> x,
                    ConstActivation<T, Space> y, ConstActivation<T, Space> dy, Activation<T, Space> dx, void* tape);
-  // The same with a following ReLU applied in the child's passes (null unless it can).
+  // The same with a following ReLU applied in the child's passes, and backward with a preceding
+  // ReLU's (null unless it can).
   decltype(forward) forward_relu;
   decltype(backward) backward_relu;
+  decltype(backward) backward_after_relu;
   std::string_view name;  ///< the layer kind, for per-layer trace spans
 };
 template <class Impl, class T, class Space>
@@ -276,6 +300,12 @@ struct erased_child {
     if constexpr (relu_backward)
       static_cast<const Impl*>(child)->backward_relu(ctx, x, y, dy, dx, *static_cast<tape_type*>(tape));
   }
+  static void backward_after_relu(const void* child, const Context<T, Space>& ctx, ConstActivation<T, Space> x,
+                                  ConstActivation<T, Space> y, ConstActivation<T, Space> dy, Activation<T, Space> dx,
+                                  void* tape) {
+    if constexpr (relu_before)
+      static_cast<const Impl*>(child)->backward_after_relu(ctx, x, y, dy, dx, *static_cast<tape_type*>(tape));
+  }
   static constexpr bool relu_forward = requires(const Impl& layer, const Context<T, Space>& ctx,
                                                 ConstActivation<T, Space> x, Activation<T, Space> y, tape_type& tape) {
     layer.forward_relu(ctx, x, y, tape);
@@ -284,9 +314,14 @@ struct erased_child {
                                                  ConstActivation<T, Space> x, Activation<T, Space> y, tape_type& tape) {
     layer.backward_relu(ctx, x, x, x, y, tape);
   };
+  static constexpr bool relu_before = requires(const Impl& layer, const Context<T, Space>& ctx,
+                                               ConstActivation<T, Space> x, Activation<T, Space> y, tape_type& tape) {
+    layer.backward_after_relu(ctx, x, x, x, y, tape);
+  };
   static constexpr child_ops<T, Space> ops{&bind, &reserve, &workspace, &scratch, &forward, &backward,
                                            relu_forward ? &forward_relu : nullptr,
-                                           relu_backward ? &backward_relu : nullptr, short_type_name<Impl>()};
+                                           relu_backward ? &backward_relu : nullptr,
+                                           relu_before ? &backward_after_relu : nullptr, short_type_name<Impl>()};
 };
 
 /// Run-time chain: children in order, each child's output buffered per micro-batch in the tape
@@ -446,7 +481,7 @@ class ChainImpl<type_list<Bound...>, T, Space, NameBase, Paired> {
       return writes_caller_output(i) ? y : ConstActivation<T, Space>(stored_output(i, tape, n));
     };
     const auto output_gradient = [&](std::size_t i) {
-      return i + 1 == count ? dy : ConstActivation<T, Space>(gradient_view(i, gradients, i % 2, n));
+      return i + 1 == count ? dy : ConstActivation<T, Space>(gradient_view(i, gradients, facts::gradient_buffer[i], n));
     };
     for (std::size_t i = count; i-- > 0;) {
       const bool gradient_in_wanted = input_gradient_wanted || facts::parameters_before[i] > 0;
@@ -458,10 +493,12 @@ class ChainImpl<type_list<Bound...>, T, Space, NameBase, Paired> {
       if (i == 0) {
         grad_in = dx;
       } else if (gradient_in_wanted) {
-        grad_in = gradient_view(i - 1, gradients, (i - 1) % 2, n);
+        grad_in = gradient_view(i - 1, gradients, facts::gradient_buffer[i - 1], n);
       }
       const trace::LayerSpan span(ops_[i]->name, NameBase + i);
-      if (i > 0 && facts::applies_next_relu_backward[i - 1]) {  // this ReLU's backward runs in child i-1's
+      // This ReLU's backward runs in child i-1's or in child i+1's.
+      if ((i > 0 && facts::applies_next_relu_backward[i - 1]) ||
+          (i + 1 < count && facts::applies_previous_relu_backward[i + 1])) {
         if (ctx.gradients_ready) ctx.gradients_ready(parameter_begin_[i]);
         continue;
       }
@@ -470,6 +507,8 @@ class ChainImpl<type_list<Bound...>, T, Space, NameBase, Paired> {
         ops_[i]->backward_relu(children[i], inner, in, relu_y, dy, grad_in, tapes[i]);
       } else if (facts::applies_next_relu_backward[i]) {  // given the next child's (a ReLU's) output and output gradient
         ops_[i]->backward_relu(children[i], inner, in, output(i + 1), output_gradient(i + 1), grad_in, tapes[i]);
+      } else if (facts::applies_previous_relu_backward[i]) {  // grad_in: the gradient at the ReLU's input
+        ops_[i]->backward_after_relu(children[i], inner, in, output(i), output_gradient(i), grad_in, tapes[i]);
       } else {
         ops_[i]->backward(children[i], inner, in, output(i), output_gradient(i), grad_in, tapes[i]);
       }

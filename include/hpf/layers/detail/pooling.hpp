@@ -3,6 +3,7 @@
 #define HPF_LAYERS_DETAIL_POOLING_HPP
 
 #include <hpf/layers/bind.hpp>
+#include <hpf/layers/detail/elementwise.hpp>
 #include <hpf/layers/detail/volume_window.hpp>
 #include <hpf/layers/detail/window.hpp>
 #include <hpf/tensor/spatial_part.hpp>
@@ -59,6 +60,25 @@ struct pool_window_crosses_slabs {
                 "(height / G; depth / G for MaxPool3D/AvgPool3D)");
 };
 
+/// A plane's (volume's) input gradient from its windows' output gradients, `where` their maxima:
+/// zero, then each window's gradient added at its maximum, in output order (one work item per
+/// plane, so overlapping windows never race). With AfterRelu the pool's input is a ReLU's output
+/// `relu_out`, and the result is the gradient at the ReLU's input: a window's gradient passes
+/// where the ReLU's output at its maximum is positive. Every window adding at one position sees
+/// the same value there, so these are the bits of the ReLU's own backward over the sums.
+template <bool AfterRelu, class T>
+KOKKOS_INLINE_FUNCTION void add_at_maxima(T* grad_in, std::size_t inputs, const T* grad_out, const std::int32_t* where,
+                                          std::size_t outputs, const T* relu_out) {
+  for (std::size_t i = 0; i < inputs; ++i) grad_in[i] = T(0);
+  for (std::size_t o = 0; o < outputs; ++o) {
+    if constexpr (AfterRelu) {
+      grad_in[where[o]] += relu_gradient(grad_out[o], relu_out[where[o]]);
+    } else {
+      grad_in[where[o]] += grad_out[o];
+    }
+  }
+}
+
 template <class Impl, std::size_t Kernel, std::size_t Stride, std::size_t Pad, class In>
 struct bound_pool {
   static_assert(In::rank == 3, "hpf::MaxPool/AvgPool: the input must be an image (channels, height, width)");
@@ -85,6 +105,7 @@ struct bound_pool {
                                   .activations = outputs, .saved_indices = Impl::saves_indices ? outputs : 0};
   static constexpr bool backward_reads_output = false;
   static constexpr bool in_place = false;
+  static constexpr bool applies_previous_relu_backward = Impl::applies_previous_relu_backward;  // backward_after_relu
   static constexpr std::size_t leaves = 1;
   template <class T, class Space>
   struct impl : Impl::template type<T, Space> {
@@ -133,6 +154,7 @@ struct bound_pool3d {
                                   .activations = outputs, .saved_indices = Impl::saves_indices ? outputs : 0};
   static constexpr bool backward_reads_output = false;
   static constexpr bool in_place = false;
+  static constexpr bool applies_previous_relu_backward = Impl::applies_previous_relu_backward;  // backward_after_relu
   static constexpr std::size_t leaves = 1;
   template <class T, class Space>
   struct impl : Impl::template type<T, Space> {
