@@ -7,6 +7,7 @@
 #include <hpf/layers/options.hpp>
 #include <hpf/layers/parameters.hpp>
 #include <hpf/trace/region.hpp>
+#include <hpf/layers/detail/max_pool_backward.hpp>
 #include <hpf/layers/detail/max_pool_rows.hpp>
 #include <hpf/layers/detail/pooling.hpp>
 #include <hpf/layers/detail/window.hpp>
@@ -77,7 +78,7 @@ KOKKOS_INLINE_FUNCTION void pool_plane(const WindowGeometry& g, const T* KOKKOS_
 /// Max pooling; the tape keeps each window's argmax (see pool_plane). Padding never wins: a
 /// window always holds at least one pixel (pad <= kernel / 2).
 template <class T, class Space>
-class MaxPoolImpl {
+class MaxPoolImpl : public MaxPoolBackward<MaxPoolImpl<T, Space>, T, Space> {
  public:
   struct tape_type {
     Kokkos::View<std::int32_t*, memory_space_t<Space>> argmax;
@@ -130,34 +131,10 @@ class MaxPoolImpl {
         });
   }
 
-  void backward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, ConstActivation<T, Space>,
-                ConstActivation<T, Space> dy, Activation<T, Space> dx, tape_type& tape) const {
-    add_gradients<false>(ctx, x, dy, dx, tape);
-  }
-  /// backward, then the backward of the ReLU before the pool, whose output is x: the gradient at
-  /// the ReLU's input, in one pass (a chain runs the two as one).
-  void backward_after_relu(const Context<T, Space>& ctx, ConstActivation<T, Space> x, ConstActivation<T, Space>,
-                           ConstActivation<T, Space> dy, Activation<T, Space> dx, tape_type& tape) const {
-    add_gradients<true>(ctx, x, dy, dx, tape);
-  }
-
-  // The kernel (public: CUDA forbids device lambdas in private member functions).
-  template <bool AfterRelu>
-  void add_gradients(const Context<T, Space>& ctx, ConstActivation<T, Space> x, ConstActivation<T, Space> dy,
-                     Activation<T, Space> dx, tape_type& tape) const {
-    if (is_empty(dx)) return;
-    trace::Region region("hpf::MaxPool::backward");
-    const WindowGeometry g = g_;
-    const std::size_t n = dx.extent(1);
-    const auto argmax = tape.argmax;
-    Kokkos::parallel_for(
-        "hpf::MaxPool::backward", Kokkos::RangePolicy<Space>(ctx.space, 0, g.channels * n),
-        KOKKOS_LAMBDA(const std::size_t plane) {
-          const std::size_t c = plane / n, j = plane % n;
-          const std::size_t outputs = g.out_height * g.out_width;
-          add_at_maxima<AfterRelu>(&dx(c, j, 0), g.height * g.width, &dy(c, j, 0), &argmax(plane * outputs), outputs,
-                                   AfterRelu ? &x(c, j, 0) : nullptr);
-        });
+  // What MaxPoolBackward reads.
+  static constexpr const char* backward_region = "hpf::MaxPool::backward";
+  typename MaxPoolBackward<MaxPoolImpl, T, Space>::Planes planes() const {
+    return {g_.channels, g_.height * g_.width, g_.out_height * g_.out_width};
   }
 
  private:

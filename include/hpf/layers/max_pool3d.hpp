@@ -4,6 +4,7 @@
 
 #include <hpf/layers/bind.hpp>
 #include <hpf/layers/context.hpp>
+#include <hpf/layers/detail/max_pool_backward.hpp>
 #include <hpf/layers/detail/max_pool_rows.hpp>
 #include <hpf/layers/detail/pooling.hpp>
 #include <hpf/layers/detail/volume_window.hpp>
@@ -66,7 +67,7 @@ KOKKOS_INLINE_FUNCTION void pool_volume(const VolumeGeometry& g, const T* KOKKOS
 /// 3-D max pooling; the tape keeps each window's argmax within its volume (PyTorch's indices).
 /// Padding never wins: a window always holds at least one voxel (pad <= kernel / 2).
 template <class T, class Space>
-class MaxPool3DImpl {
+class MaxPool3DImpl : public MaxPoolBackward<MaxPool3DImpl<T, Space>, T, Space> {
  public:
   struct tape_type {
     Kokkos::View<std::int32_t*, memory_space_t<Space>> argmax;
@@ -115,32 +116,10 @@ class MaxPool3DImpl {
         });
   }
 
-  void backward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, ConstActivation<T, Space>,
-                ConstActivation<T, Space> dy, Activation<T, Space> dx, tape_type& tape) const {
-    add_gradients<false>(ctx, x, dy, dx, tape);
-  }
-  /// backward, then the backward of the ReLU before the pool, whose output is x (as MaxPool's).
-  void backward_after_relu(const Context<T, Space>& ctx, ConstActivation<T, Space> x, ConstActivation<T, Space>,
-                           ConstActivation<T, Space> dy, Activation<T, Space> dx, tape_type& tape) const {
-    add_gradients<true>(ctx, x, dy, dx, tape);
-  }
-
-  // The kernel (public: CUDA forbids device lambdas in private member functions).
-  template <bool AfterRelu>
-  void add_gradients(const Context<T, Space>& ctx, ConstActivation<T, Space> x, ConstActivation<T, Space> dy,
-                     Activation<T, Space> dx, tape_type& tape) const {
-    if (is_empty(dx)) return;
-    trace::Region region("hpf::MaxPool3D::backward");
-    const VolumeGeometry g = g_;
-    const std::size_t n = dx.extent(1);
-    const auto argmax = tape.argmax;
-    Kokkos::parallel_for(
-        "hpf::MaxPool3D::backward", Kokkos::RangePolicy<Space>(ctx.space, 0, g.channels() * n),
-        KOKKOS_LAMBDA(const std::size_t v) {
-          const std::size_t c = v / n, j = v % n, outputs = g.out_spatial();
-          add_at_maxima<AfterRelu>(&dx(c, j, 0), g.in_spatial(), &dy(c, j, 0), &argmax(v * outputs), outputs,
-                                   AfterRelu ? &x(c, j, 0) : nullptr);
-        });
+  // What MaxPoolBackward reads.
+  static constexpr const char* backward_region = "hpf::MaxPool3D::backward";
+  typename MaxPoolBackward<MaxPool3DImpl, T, Space>::Planes planes() const {
+    return {g_.channels(), g_.in_spatial(), g_.out_spatial()};
   }
 
  private:

@@ -3,7 +3,6 @@
 #define HPF_LAYERS_DETAIL_POOLING_HPP
 
 #include <hpf/layers/bind.hpp>
-#include <hpf/layers/detail/elementwise.hpp>
 #include <hpf/layers/detail/volume_window.hpp>
 #include <hpf/layers/detail/window.hpp>
 #include <hpf/tensor/spatial_part.hpp>
@@ -59,25 +58,6 @@ struct pool_window_crosses_slabs {
                 "a window as large as its stride, no padding, and a stride that divides each member's rows "
                 "(height / G; depth / G for MaxPool3D/AvgPool3D)");
 };
-
-/// A plane's (volume's) input gradient from its windows' output gradients, `where` their maxima:
-/// zero, then each window's gradient added at its maximum, in output order (one work item per
-/// plane, so overlapping windows never race). With AfterRelu the pool's input is a ReLU's output
-/// `relu_out`, and the result is the gradient at the ReLU's input: a window's gradient passes
-/// where the ReLU's output at its maximum is positive. Every window adding at one position sees
-/// the same value there, so these are the bits of the ReLU's own backward over the sums.
-template <bool AfterRelu, class T>
-KOKKOS_INLINE_FUNCTION void add_at_maxima(T* grad_in, std::size_t inputs, const T* grad_out, const std::int32_t* where,
-                                          std::size_t outputs, const T* relu_out) {
-  for (std::size_t i = 0; i < inputs; ++i) grad_in[i] = T(0);
-  for (std::size_t o = 0; o < outputs; ++o) {
-    if constexpr (AfterRelu) {
-      grad_in[where[o]] += relu_gradient(grad_out[o], relu_out[where[o]]);
-    } else {
-      grad_in[where[o]] += grad_out[o];
-    }
-  }
-}
 
 template <class Impl, std::size_t Kernel, std::size_t Stride, std::size_t Pad, class In>
 struct bound_pool {
