@@ -207,7 +207,7 @@ void same_step_without_relu_backward(const std::string& fused_region, std::size_
   CHECK(fused.output == apart.output);
   CHECK(fused.gradients == apart.gradients);
   CHECK(fused.input_gradient == apart.input_gradient);
-  // The ReLU zeroed some of the gradient reaching the convolution: the mask mattered.
+  // The gradient reached the input through the pool and the ReLU (not all of it zero).
   CHECK(std::count(apart.input_gradient.begin(), apart.input_gradient.end(), 0.0) <
         static_cast<std::ptrdiff_t>(apart.input_gradient.size()));
 }
