@@ -133,7 +133,7 @@ class MaxPoolImpl : public MaxPoolBackward<MaxPoolImpl<T, Space>, T, Space> {
 
   // What MaxPoolBackward reads.
   static constexpr const char* backward_region = "hpf::MaxPool::backward";
-  typename MaxPoolBackward<MaxPoolImpl, T, Space>::Planes planes() const {
+  MaxPoolPlanes planes() const {
     return {g_.channels, g_.height * g_.width, g_.out_height * g_.out_width};
   }
 

@@ -118,7 +118,7 @@ class MaxPool3DImpl : public MaxPoolBackward<MaxPool3DImpl<T, Space>, T, Space> 
 
   // What MaxPoolBackward reads.
   static constexpr const char* backward_region = "hpf::MaxPool3D::backward";
-  typename MaxPoolBackward<MaxPool3DImpl, T, Space>::Planes planes() const {
+  MaxPoolPlanes planes() const {
     return {g_.channels(), g_.in_spatial(), g_.out_spatial()};
   }
 

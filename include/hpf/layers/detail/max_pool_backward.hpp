@@ -32,18 +32,18 @@ KOKKOS_INLINE_FUNCTION void add_at_maxima(T* grad_in, std::size_t inputs, const 
   }
 }
 
+/// A max pool's planes (volumes): how many there are per sample, and how many values one has in
+/// and out.
+struct MaxPoolPlanes {
+  std::size_t channels, inputs, outputs;
+};
+
 /// The backward of a max pool over images or volumes (MaxPool, MaxPool3D), alone or with the
 /// ReLU before it. `Impl` derives from it and gives its tape's `argmax` (each window's maximum
-/// within its plane or volume), `planes()` (channels, inputs and outputs of one plane) and its
-/// `backward_region`.
+/// within its plane or volume), `planes()` and its `backward_region`.
 template <class Impl, class T, class Space>
 class MaxPoolBackward {
  public:
-  /// How many values one (channel, sample) plane or volume has in and out.
-  struct Planes {
-    std::size_t channels, inputs, outputs;
-  };
-
   template <class Tape>
   void backward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, ConstActivation<T, Space>,
                 ConstActivation<T, Space> dy, Activation<T, Space> dx, Tape& tape) const {
@@ -63,7 +63,7 @@ class MaxPoolBackward {
                      Activation<T, Space> dx, const Argmax& argmax) const {
     if (is_empty(dx)) return;
     trace::Region region(Impl::backward_region);
-    const Planes p = static_cast<const Impl&>(*this).planes();
+    const MaxPoolPlanes p = static_cast<const Impl&>(*this).planes();
     const std::size_t n = dx.extent(1);
     Kokkos::parallel_for(
         Impl::backward_region, Kokkos::RangePolicy<Space>(ctx.space, 0, p.channels * n),
