@@ -27,6 +27,9 @@ Two steps, as a user would take them:
       --set held-out --profile /var/tmp/fabric-1gbit.json
   scripts/fabric/emulate.sh with 2 1gbit -- sh -c '/usr/bin/python3 benchmarks/oracle/held_out.py measure \
       --set held-out --label fabric-1gbit --old-profile "" --mpiexec "$HPF_FABRIC_MPIEXEC" --mpiexec-flags ""'
+  # in bf16 products (hpf::Mixed<hpf::bf16>): calibrated so when frozen, then canaried, predicted and run so
+  /usr/bin/python3 benchmarks/oracle/held_out.py freeze --label local-bf16 --set held-out --precision bf16
+  /usr/bin/python3 benchmarks/oracle/held_out.py measure --set held-out --label local-bf16
   # 3. the ablation over every published held-out run, pooled (the terms kept or deleted by it)
   /usr/bin/python3 benchmarks/oracle/held_out.py pooled --labels local,fabric-1gbit,fabric-25gbit
 
@@ -236,8 +239,15 @@ def run_env():
     return h.bench_env(h.BLAS_SETTINGS["haswell"][0], 1)
 
 
+def precision_words(args):
+    """The products' precision as hpf-oracle and the benchmark take it: nothing for float; under
+    bf16 every calibration, canary, prediction and run of the label is hpf::Mixed<hpf::bf16>'s."""
+    precision = getattr(args, "precision", "float")
+    return [] if precision == "float" else ["--precision", precision]
+
+
 def oracle(args, command, words, profile, extra=()):
-    cmd = [args.oracle, command] + words + ["--profile", profile, "--json"] + list(extra)
+    cmd = [args.oracle, command] + words + ["--profile", profile, "--json"] + precision_words(args) + list(extra)
     done = subprocess.run(cmd, capture_output=True, text=True, env=run_env()[0])
     if done.returncode != 0:
         raise RuntimeError(f"{h.command_text(cmd)}: {done.stderr.strip()}")
@@ -277,7 +287,7 @@ def canary_on_every_rank(args, c):
               'sed "s/^/rank $r: /" >&2')
     cmd = [args.mpiexec] + shlex.split(args.mpiexec_flags) + [
         "-n", str(c["ranks"]), "sh", "-c", tagged, "sh", args.oracle, "predict"] + oracle_words(c) + [
-        "--profile", args.frozen_profile, "--canary", str(args.canary_seconds)]
+        "--profile", args.frozen_profile, "--canary", str(args.canary_seconds)] + precision_words(args)
     done = subprocess.run(cmd, capture_output=True, text=True, env=run_env()[0])
     found = {}
     for m in re.finditer(r"rank (\d+): .*?" + CANARY_LINE, done.stderr):
@@ -350,7 +360,7 @@ def bench_cmd(args, c, predicted_s):
     cmd = [args.mpiexec] + shlex.split(args.mpiexec_flags) + [
         "-n", str(c["ranks"]), args.hpf, "--model", c["model"], "--batch", str(MODELS[c["model"]][1]),
         "--stages", str(c["stages"]), "--micro-batches", str(c["micro"]), "--schedule", c["schedule"],
-        "--steps", str(steps), "--warmup", str(warmup), "--repeats", str(args.blocks)]
+        "--steps", str(steps), "--warmup", str(warmup), "--repeats", str(args.blocks)] + precision_words(args)
     return cmd + (["--split", c["split"]] if c["split"] else [])
 
 
@@ -555,6 +565,8 @@ def report(data):
     fabric, aging = frozen.get("fabric"), data.get("old_profile") is not None
     canaried = bool(rows) and CANARY_EACH_RUN in rows[0]
     where = f", 2 emulated hosts at {fabric}" if fabric else ""
+    precision = frozen.get("precision")
+    where += f", {precision} products" if precision else ""
     out = [f"## Performance oracle, {which} set{where}: predicted against measured step time, a frozen oracle", ""]
     out.append(f"Written by `benchmarks/oracle/held_out.py measure --set {which}` from "
                f"`{os.path.relpath(data_path(data['label'], which), ROOT)}`. Oracle frozen at commit "
@@ -567,6 +579,8 @@ def report(data):
                   "Every rank on its own core, bound to it; ")
                + (f"calibrated, canaried and measured with {' '.join(f'{k}={v}' for k, v in frozen['calibrated_with'].items())}; "
                   if frozen.get("calibrated_with") else "")
+               + (f"Every calibration, canary, prediction and run with {precision} products (`--precision {precision}`: "
+                  f"`hpf::Mixed<hpf::{precision}>`, NetworkOptions::matmul_precision); " if precision else "")
                + f"each configuration {run['rounds']} runs interleaved with "
                f"the others, {run['blocks_per_run']} blocks of at least {run['block_seconds']:g} s each: the mean "
                "of the blocks and its 95 % confidence interval.")
@@ -802,7 +816,7 @@ def freeze(args):
         for split in [""] + splits:
             h.log(f"calibrating {model}{' (' + split + ' member)' if split else ''} into {profile}")
             subprocess.run([args.oracle, "calibrate", "--model", model, "--profile", profile]
-                           + (["--split", split] if split else []), check=True, env=run_env()[0], stdout=subprocess.DEVNULL)
+                           + (["--split", split] if split else []) + precision_words(args), check=True, env=run_env()[0], stdout=subprocess.DEVNULL)
     record = {"commit": git("rev-parse", "--short=12", "HEAD"), "trees": source_trees(),
               "frozen_at": datetime.datetime.now().isoformat(timespec="seconds"),
               "profile": os.path.relpath(profile, ROOT), "profile_sha256": sha256(profile),
@@ -814,6 +828,8 @@ def freeze(args):
     record["memory"] = {model: describe_memory(args, model) for model in models}
     if args.fabric:  # measured only on that fabric (its communication is in the profile)
         record["fabric"] = args.fabric
+    if args.precision != "float":  # every calibration, canary, prediction and run in it
+        record["precision"] = args.precision
     with open(frozen_path(args.label), "w") as f:
         json.dump(record, f, indent=1)
         f.write("\n")
@@ -825,7 +841,7 @@ def describe_memory(args, model):
     """{process_mib, data_mib[, process_before_training_mib]} of `hpf_bench_parallel_throughput
     --describe-memory` on one rank, run as the measured runs are."""
     cmd = [args.mpiexec] + shlex.split(args.mpiexec_flags) + ["-n", "1", args.hpf, "--model", model, "--batch",
-                                                               str(MODELS[model][1]), "--describe-memory"]
+                                                               str(MODELS[model][1]), "--describe-memory"] + precision_words(args)
     out = subprocess.run(cmd, capture_output=True, text=True, check=True, env=run_env()[0]).stdout
     m = re.search(r"MEMORY model=\S+ process_mib=([0-9.]+) data_mib=([0-9.]+)(?: process_before_training_mib=([0-9.]+))?", out)
     if not m:
@@ -852,6 +868,9 @@ def measure_set(args):
                  f"{frozen['commit']}: a held-out run predicts with the frozen oracle only")
     args.frozen_profile = os.path.join(ROOT, frozen["profile"])
     args.frozen_memory = frozen.get("memory", {})
+    args.precision = frozen.get("precision", "float")
+    if args.precision != "float" and args.old_profile == os.path.join(ROOT, DEFAULT_OLD_PROFILE):
+        args.old_profile = ""  # the committed aging profile is calibrated in float only
     if sha256(args.frozen_profile) != frozen["profile_sha256"]:
         sys.exit(f"held_out.py: {frozen['profile']} changed since it was frozen")
     if h.machine_of(frozen.get("machine", "")) != h.machine_of(h.machine_description()):
@@ -912,6 +931,9 @@ def parse_args():
     p.add_argument("--fabric", default="", help="freeze: the emulated fabric the profile's communication was "
                    "measured on (e.g. 1gbit): the label is measured there only")
     p.add_argument("--models", default="", help="measure: a subset of the set's models (a trial, not a publication)")
+    p.add_argument("--precision", default="float", choices=("float", "bf16"),
+                   help="freeze: the products' precision of every calibration, canary, prediction and run of the "
+                   "label (bf16: hpf::Mixed<hpf::bf16>, NetworkOptions::matmul_precision); measure takes the frozen one")
     h.add_oracle_binary_options(p, ROOT)
     p.add_argument("--old-profile", default=os.path.join(ROOT, DEFAULT_OLD_PROFILE),
                    help="the aging profile predicted from with and without the canary (default: the committed local.json; "

@@ -120,6 +120,24 @@ with tempfile.TemporaryDirectory() as scratch:
     if H.h.profile_of_other_machine(os.path.join(scratch, "here.json"), root):
         failures.append("this host's own profile was refused")
 
+# A label frozen in bf16 runs everything in bf16: its calibrations, canaries, predictions and runs
+# take --precision bf16, and its section says so; a float label's take none.
+import argparse  # noqa: E402
+
+one = H.config("gpt", 2, 2, 2, "1f1b")
+for precision, words in (("float", []), ("bf16", ["--precision", "bf16"])):
+    run_args = argparse.Namespace(precision=precision, block_seconds=3.0, mpiexec="mpiexec", mpiexec_flags="",
+                                  hpf="hpf_bench_parallel_throughput", blocks=2)
+    cmd = H.bench_cmd(run_args, one, 0.02)
+    runs_so = cmd[-2:] == words if words else "--precision" not in cmd
+    if H.precision_words(run_args) != words or not runs_so:
+        failures.append(f"a {precision} label's runs do not take {words or 'no precision'}")
+if "held-out" in published:
+    bf16 = copy.deepcopy(data)
+    bf16["frozen"]["precision"] = "bf16"
+    if "bf16 products" not in H.report(bf16).splitlines()[0] or "bf16 products" in H.report(data):
+        failures.append("the section does not say that a bf16 label's products were bf16 (or a float one's say so)")
+
 for f in failures:
     print("FAILED:", f)
 print(f"checked: {', '.join(checked) or 'nothing'}; with the canary before each run: {', '.join(canaried) or 'none'}")
