@@ -579,7 +579,7 @@ def report(data):
                   "Every rank on its own core, bound to it; ")
                + (f"calibrated, canaried and measured with {' '.join(f'{k}={v}' for k, v in frozen['calibrated_with'].items())}; "
                   if frozen.get("calibrated_with") else "")
-               + (f"Every calibration, canary, prediction and run with {precision} products (`--precision {precision}`: "
+               + (f"every calibration, canary, prediction and run with {precision} products (`--precision {precision}`: "
                   f"`hpf::Mixed<hpf::{precision}>`, NetworkOptions::matmul_precision); " if precision else "")
                + f"each configuration {run['rounds']} runs interleaved with "
                f"the others, {run['blocks_per_run']} blocks of at least {run['block_seconds']:g} s each: the mean "
