@@ -107,7 +107,7 @@ class BatchNormImpl {
             const T* in = &x(c, 0, 0);
             T* out = &y(c, 0, 0);
             Kokkos::parallel_for(Kokkos::TeamThreadRange(team, m), [&](const std::size_t i) {
-              out[i] = activate<Relu>(in[i] * scale + shift);
+              out[i] = relu_if<Relu>(in[i] * scale + shift);
             });
           });
       return;
@@ -130,7 +130,7 @@ class BatchNormImpl {
           const T inv_std = T(1) / math::sqrt(var + T(epsilon));
           const T scale = gamma(c) * inv_std, shift = beta(c) - mean * scale;
           Kokkos::parallel_for(Kokkos::TeamThreadRange(team, m), [&](const std::size_t i) {
-            out[i] = activate<Relu>(in[i] * scale + shift);
+            out[i] = relu_if<Relu>(in[i] * scale + shift);
           });
           Kokkos::single(Kokkos::PerTeam(team), [&]() {
             mean_out(c) = mean;
@@ -186,12 +186,6 @@ class BatchNormImpl {
   }
 
  protected:
-  /// v, or relu(v).
-  template <bool Relu>
-  KOKKOS_INLINE_FUNCTION static T activate(T v) {
-    if constexpr (Relu) return relu(v);
-    return v;
-  }
   std::size_t channels_;
   Vector<T, Space> gamma_, gamma_grad_, beta_, beta_grad_, running_mean_, running_var_, batches_tracked_;
 };

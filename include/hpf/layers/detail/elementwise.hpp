@@ -21,6 +21,13 @@ KOKKOS_INLINE_FUNCTION T relu(T v) {
   return v > T(0) ? v : T(0);
 }
 
+/// v, or with Relu relu(v): a layer that may apply a ReLU after its own result.
+template <bool Relu, class T>
+KOKKOS_INLINE_FUNCTION T relu_if(T v) {
+  if constexpr (Relu) return relu(v);
+  return v;
+}
+
 /// `keep ? value : T(0)`, the same bits, without a branch on the host: inside a reduction's
 /// unrolled lanes a select became a branch per element and stopped the compiler vectorising
 /// (BatchNorm's backward with a ReLU mask ran 25x slower).

@@ -130,7 +130,7 @@ class SpatialBatchNormImpl : public Base {
     Kokkos::parallel_for(
         "hpf::BatchNorm::slab_normalize", Kokkos::RangePolicy<Space>(ctx.space, 0, channels), KOKKOS_LAMBDA(const std::size_t c) {
           const T scale = gamma(c) * inv_std_out(c), shift = beta(c) - mean_out(c) * scale;
-          for (std::size_t i = c * m_held; i < (c + 1) * m_held; ++i) out[i] = Base::template activate<Relu>(in[i] * scale + shift);
+          for (std::size_t i = c * m_held; i < (c + 1) * m_held; ++i) out[i] = relu_if<Relu>(in[i] * scale + shift);
         });
   }
 
