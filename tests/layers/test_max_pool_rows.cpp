@@ -51,26 +51,64 @@ std::vector<float> plane(std::size_t size, unsigned seed, bool special) {
   return values;
 }
 
+/// `values` through hpf's ReLU: what the layer before a pool that reads through it would have written.
+std::vector<float> through_relu(std::vector<float> values) {
+  for (auto& v : values) v = hpf::detail::relu(v);
+  return values;
+}
+
+/// The scalar scans of a plane and a volume, as pools_alike runs them.
+template <bool Relu>
+auto plane_scan(const hpf::detail::WindowGeometry& g, const std::vector<float>& image) {
+  return [&g, &image](float* out, std::int32_t* at) { hpf::detail::pool_plane<2, 2, Relu>(g, image.data(), out, at); };
+}
+template <bool Relu>
+auto volume_scan(const hpf::detail::VolumeGeometry& g, const std::vector<float>& volume) {
+  return [&g, &volume](float* out, std::int32_t* at) { hpf::detail::pool_volume<2, Relu>(g, volume.data(), out, at); };
+}
+
+/// A plane pooled by the vector rows against the scalar scan; with Relu also against the scan of
+/// the ReLU's output (read through the ReLU: the same maxima and argmaxes).
+template <bool Relu>
+bool plane_alike(const hpf::detail::WindowGeometry& g, const std::vector<float>& image) {
+  const auto rows = [&](float* out, std::int32_t* at) {
+    hpf::detail::max_pool_2x2_plane<Relu>(image.data(), static_cast<std::int32_t>(g.width),
+                                          static_cast<std::int32_t>(g.out_height), static_cast<std::int32_t>(g.out_width),
+                                          out, at);
+  };
+  const std::vector<float> relu_output = through_relu(image);
+  return pools_alike(g.out_spatial(), plane_scan<Relu>(g, image), rows) &&
+         (!Relu || pools_alike(g.out_spatial(), plane_scan<false>(g, relu_output), rows));
+}
+
+/// The same for a volume.
+template <bool Relu>
+bool volume_alike(const hpf::detail::VolumeGeometry& g, const std::vector<float>& volume) {
+  const auto rows = [&](float* out, std::int32_t* at) {
+    hpf::detail::max_pool_2x2x2_volume<Relu>(volume.data(), static_cast<std::int32_t>(g.plane.height),
+                                             static_cast<std::int32_t>(g.plane.width), static_cast<std::int32_t>(g.out_depth),
+                                             static_cast<std::int32_t>(g.plane.out_height),
+                                             static_cast<std::int32_t>(g.plane.out_width), out, at);
+  };
+  const std::vector<float> relu_output = through_relu(volume);
+  return pools_alike(g.out_spatial(), volume_scan<Relu>(g, volume), rows) &&
+         (!Relu || pools_alike(g.out_spatial(), volume_scan<false>(g, relu_output), rows));
+}
+
 }  // namespace
 
-TEST_CASE("MaxPool 2x2 rows: the maxima and argmaxes of the scalar scan, bit for bit") {
+TEST_CASE("MaxPool 2x2 rows: the maxima and argmaxes of the scalar scan, bit for bit, alone and after a ReLU") {
   int planes = 0;
   for (std::size_t height : {2u, 3u, 5u, 14u}) {
     for (std::size_t width = 2; width <= 70; ++width) {
       for (bool special : {false, true}) {
         const hpf::detail::WindowGeometry g(1, height, width, 2, 2, 0);
         const std::vector<float> image = plane(height * width, static_cast<unsigned>(height * 1000 + width), special);
-        const bool same = pools_alike(
-            g.out_spatial(), [&](float* out, std::int32_t* at) { hpf::detail::pool_plane<2, 2>(g, image.data(), out, at); },
-            [&](float* out, std::int32_t* at) {
-              hpf::detail::max_pool_2x2_plane(image.data(), static_cast<std::int32_t>(width),
-                                              static_cast<std::int32_t>(g.out_height),
-                                              static_cast<std::int32_t>(g.out_width), out, at);
-            });
         CAPTURE(height);
         CAPTURE(width);
         CAPTURE(special);
-        CHECK(same);
+        CHECK(plane_alike<false>(g, image));
+        CHECK(plane_alike<true>(g, image));
         ++planes;
       }
     }
@@ -78,25 +116,18 @@ TEST_CASE("MaxPool 2x2 rows: the maxima and argmaxes of the scalar scan, bit for
   CHECK(planes == 4 * 69 * 2);
 }
 
-TEST_CASE("MaxPool3D 2x2x2 rows: the maxima and argmaxes of the scalar scan, bit for bit") {
+TEST_CASE("MaxPool3D 2x2x2 rows: the maxima and argmaxes of the scalar scan, bit for bit, alone and after a ReLU") {
   int volumes = 0;
   for (std::size_t depth : {2u, 3u, 4u}) {
     for (std::size_t height : {2u, 5u}) {
       for (std::size_t width = 2; width <= 40; ++width) {
         const hpf::detail::VolumeGeometry g(1, depth, height, width, 2, 2, 0);
         const std::vector<float> volume = plane(g.in_spatial(), static_cast<unsigned>(depth * 100 + height * 10 + width), true);
-        const bool same = pools_alike(
-            g.out_spatial(), [&](float* out, std::int32_t* at) { hpf::detail::pool_volume<2>(g, volume.data(), out, at); },
-            [&](float* out, std::int32_t* at) {
-              hpf::detail::max_pool_2x2x2_volume(volume.data(), static_cast<std::int32_t>(height),
-                                                 static_cast<std::int32_t>(width), static_cast<std::int32_t>(g.out_depth),
-                                                 static_cast<std::int32_t>(g.plane.out_height),
-                                                 static_cast<std::int32_t>(g.plane.out_width), out, at);
-            });
         CAPTURE(depth);
         CAPTURE(height);
         CAPTURE(width);
-        CHECK(same);
+        CHECK(volume_alike<false>(g, volume));
+        CHECK(volume_alike<true>(g, volume));
         ++volumes;
       }
     }

@@ -82,18 +82,20 @@ template <class Net>
 void set_parameters(Net& net, const std::vector<double>& parameters) {
   REQUIRE(net.parameters().size() == parameters.size());
   auto host = Kokkos::create_mirror_view(net.parameters());
-  for (std::size_t i = 0; i < parameters.size(); ++i) host(i) = parameters[i];
+  using T = typename decltype(host)::value_type;
+  for (std::size_t i = 0; i < parameters.size(); ++i) host(i) = static_cast<T>(parameters[i]);
   Kokkos::deep_copy(net.parameters(), host);
 }
-template <class M>
+/// In T (double unless named; float runs the host's vector kernels where they exist).
+template <class M, class T = double>
 StepResult one_step(const std::vector<double>& parameters) {
   constexpr std::size_t n = 4;
   using Space = Kokkos::DefaultExecutionSpace;
-  hpf::Network<M, double> net;
+  hpf::Network<M, T> net;
   set_parameters(net, parameters);
   auto tape = net.make_tape(n);
   hpf_test::fill_uniform(net.input(tape, n), 7);
-  hpf::Buffer<double, Space> dy("dy", 3 * n), dx("dx", M::input_shape::size * n);
+  hpf::Buffer<T, Space> dy("dy", 3 * n), dx("dx", M::input_shape::size * n);
   hpf_test::fill_uniform(dy, 8);
   regions.clear();
   Kokkos::Tools::Experimental::set_push_region_callback(record_region);
@@ -104,9 +106,9 @@ StepResult one_step(const std::vector<double>& parameters) {
   Kokkos::Tools::Experimental::set_push_region_callback(nullptr);
   return {hpf_test::to_host(net.output(tape)), hpf_test::to_host(net.gradients()), hpf_test::to_host(dx), regions};
 }
-template <class M>
+template <class M, class T = double>
 std::vector<double> initial_parameters() {
-  hpf::Network<M, double> net;
+  hpf::Network<M, T> net;
   return hpf_test::to_host(net.parameters());
 }
 }  // namespace
@@ -193,16 +195,18 @@ TEST_CASE("Chain: a ReLU after BatchNorm or Residual runs in their passes, with 
 }
 
 namespace {
-/// One step of Fused and of Apart (Fused with an Identity that keeps its ReLU from the next
-/// layer), from the same parameters: the same bits, and `fused_region` ran in place of the ReLU's
-/// backward (pushed `fused_count` times).
-template <class Fused, class Apart>
-void same_step_without_relu_backward(const std::string& fused_region, std::size_t fused_count) {
-  const auto parameters = initial_parameters<Fused>();
-  const StepResult fused = one_step<Fused>(parameters);
-  CHECK(count_of("hpf::ReLU::backward") == 0);
-  CHECK(count_of(fused_region) == fused_count);
-  const StepResult apart = one_step<Apart>(parameters);
+/// One step in T of Fused and of Apart (Fused with an Identity that keeps its ReLU from the next
+/// layer), from the same parameters: the same bits, and the pool (its regions named `pool`) ran in
+/// place of the ReLU, forward and backward.
+template <class Fused, class Apart, class T = double>
+void same_step_without_relu(const std::string& pool) {
+  const auto parameters = initial_parameters<Fused, T>();
+  const StepResult fused = one_step<Fused, T>(parameters);
+  CHECK(count_of("hpf::ReLU::") == 0);
+  CHECK(count_of(pool + "::forward") == 1);
+  CHECK(count_of(pool + "::backward") == 1);
+  const StepResult apart = one_step<Apart, T>(parameters);
+  CHECK(count_of("hpf::ReLU::forward") == 1);
   CHECK(count_of("hpf::ReLU::backward") == 1);
   CHECK(fused.output == apart.output);
   CHECK(fused.gradients == apart.gradients);
@@ -213,40 +217,66 @@ void same_step_without_relu_backward(const std::string& fused_region, std::size_
 }
 }  // namespace
 
-TEST_CASE("Chain: a max pool after a ReLU takes the ReLU's backward into its own, with the same bits") {
+TEST_CASE("Chain: a max pool after a ReLU takes the ReLU into its own passes, with the same bits") {
   // Convolution outputs of either sign: the ReLU zeroes about half of them, whole windows too (ties
-  // at zero, whose maximum is the first).
-  SUBCASE("Conv2D, ReLU, MaxPool<2>") {
-    using Fused = hpf::Sequential<hpf::Input<2, 6, 6>, hpf::Conv2D<3, 3, hpf::Pad<1>>, hpf::ReLU, hpf::MaxPool<2>,
-                                  hpf::Flatten, hpf::Dense<3>>;
-    using Apart = hpf::Sequential<hpf::Input<2, 6, 6>, hpf::Conv2D<3, 3, hpf::Pad<1>>, hpf::ReLU, hpf::Identity,
-                                  hpf::MaxPool<2>, hpf::Flatten, hpf::Dense<3>>;
-    same_step_without_relu_backward<Fused, Apart>("hpf::MaxPool::backward", 1);
-  }
+  // at zero, whose maximum is the first). In float, 2-wide windows of stride 2 run the vector rows.
+  using Conv2DReLU = hpf::Sequential<hpf::Input<2, 6, 6>, hpf::Conv2D<3, 3, hpf::Pad<1>>, hpf::ReLU, hpf::MaxPool<2>,
+                                     hpf::Flatten, hpf::Dense<3>>;
+  using Conv2DApart = hpf::Sequential<hpf::Input<2, 6, 6>, hpf::Conv2D<3, 3, hpf::Pad<1>>, hpf::ReLU, hpf::Identity,
+                                      hpf::MaxPool<2>, hpf::Flatten, hpf::Dense<3>>;
+  using Conv3DReLU = hpf::Sequential<hpf::Input<2, 4, 4, 4>, hpf::Conv3D<3, 3, hpf::Pad<1>>, hpf::ReLU,
+                                     hpf::MaxPool3D<2>, hpf::Flatten, hpf::Dense<3>>;
+  using Conv3DApart = hpf::Sequential<hpf::Input<2, 4, 4, 4>, hpf::Conv3D<3, 3, hpf::Pad<1>>, hpf::ReLU, hpf::Identity,
+                                      hpf::MaxPool3D<2>, hpf::Flatten, hpf::Dense<3>>;
+  SUBCASE("Conv2D, ReLU, MaxPool<2>") { same_step_without_relu<Conv2DReLU, Conv2DApart>("hpf::MaxPool"); }
+  SUBCASE("Conv2D, ReLU, MaxPool<2> in float") { same_step_without_relu<Conv2DReLU, Conv2DApart, float>("hpf::MaxPool"); }
   SUBCASE("overlapping windows: several windows add at one position") {
     using Fused = hpf::Sequential<hpf::Input<2, 6, 6>, hpf::Conv2D<3, 3, hpf::Pad<1>>, hpf::ReLU,
                                   hpf::MaxPool<3, hpf::Stride<1>>, hpf::Flatten, hpf::Dense<3>>;
     using Apart = hpf::Sequential<hpf::Input<2, 6, 6>, hpf::Conv2D<3, 3, hpf::Pad<1>>, hpf::ReLU, hpf::Identity,
                                   hpf::MaxPool<3, hpf::Stride<1>>, hpf::Flatten, hpf::Dense<3>>;
-    same_step_without_relu_backward<Fused, Apart>("hpf::MaxPool::backward", 1);
+    same_step_without_relu<Fused, Apart>("hpf::MaxPool");
   }
-  SUBCASE("Conv3D, ReLU, MaxPool3D<2>") {
-    using Fused = hpf::Sequential<hpf::Input<2, 4, 4, 4>, hpf::Conv3D<3, 3, hpf::Pad<1>>, hpf::ReLU, hpf::MaxPool3D<2>,
-                                  hpf::Flatten, hpf::Dense<3>>;
-    using Apart = hpf::Sequential<hpf::Input<2, 4, 4, 4>, hpf::Conv3D<3, 3, hpf::Pad<1>>, hpf::ReLU, hpf::Identity,
-                                  hpf::MaxPool3D<2>, hpf::Flatten, hpf::Dense<3>>;
-    same_step_without_relu_backward<Fused, Apart>("hpf::MaxPool3D::backward", 1);
+  SUBCASE("padded windows") {
+    using Fused = hpf::Sequential<hpf::Input<2, 6, 6>, hpf::Conv2D<3, 3, hpf::Pad<1>>, hpf::ReLU,
+                                  hpf::MaxPool<3, hpf::Stride<2>, hpf::Pad<1>>, hpf::Flatten, hpf::Dense<3>>;
+    using Apart = hpf::Sequential<hpf::Input<2, 6, 6>, hpf::Conv2D<3, 3, hpf::Pad<1>>, hpf::ReLU, hpf::Identity,
+                                  hpf::MaxPool<3, hpf::Stride<2>, hpf::Pad<1>>, hpf::Flatten, hpf::Dense<3>>;
+    same_step_without_relu<Fused, Apart>("hpf::MaxPool");
   }
-  SUBCASE("BatchNorm before the ReLU keeps taking its backward") {
+  SUBCASE("Conv3D, ReLU, MaxPool3D<2>") { same_step_without_relu<Conv3DReLU, Conv3DApart>("hpf::MaxPool3D"); }
+  SUBCASE("Conv3D, ReLU, MaxPool3D<2> in float") {
+    same_step_without_relu<Conv3DReLU, Conv3DApart, float>("hpf::MaxPool3D");
+  }
+  SUBCASE("BatchNorm before the ReLU keeps taking it") {
     using M = hpf::Sequential<hpf::Input<2, 4, 4>, hpf::BatchNorm, hpf::ReLU, hpf::MaxPool<2>, hpf::Flatten, hpf::Dense<3>>;
     one_step<M>(initial_parameters<M>());
+    CHECK(count_of("hpf::BatchNorm::forward_relu") == 1);
     CHECK(count_of("hpf::BatchNorm::backward_relu") == 1);
     CHECK(count_of("hpf::ReLU::") == 0);
   }
-  SUBCASE("a first layer's ReLU runs its own backward (its input gradient is the caller's)") {
+  SUBCASE("a first layer's ReLU runs itself (its output and input gradient are the chain's own)") {
     using M = hpf::Sequential<hpf::Input<2, 4, 4>, hpf::ReLU, hpf::MaxPool<2>, hpf::Flatten, hpf::Dense<3>>;
     one_step<M>(initial_parameters<M>());
+    CHECK(count_of("hpf::ReLU::forward") == 1);
     CHECK(count_of("hpf::ReLU::backward") == 1);
+  }
+  SUBCASE("a ReLU with a buffer of its own (the layer before reads its output) runs forward") {
+    // The second ReLU keeps its own output (the first reads its output in backward): the pool
+    // takes its backward only, from that output.
+    using Fused = hpf::Sequential<hpf::Input<2, 6, 6>, hpf::Conv2D<3, 3, hpf::Pad<1>>, hpf::ReLU, hpf::ReLU,
+                                  hpf::MaxPool<2>, hpf::Flatten, hpf::Dense<3>>;
+    using Apart = hpf::Sequential<hpf::Input<2, 6, 6>, hpf::Conv2D<3, 3, hpf::Pad<1>>, hpf::ReLU, hpf::ReLU,
+                                  hpf::Identity, hpf::MaxPool<2>, hpf::Flatten, hpf::Dense<3>>;
+    const auto parameters = initial_parameters<Fused>();
+    const StepResult fused = one_step<Fused>(parameters);
+    CHECK(count_of("hpf::ReLU::forward") == 2);
+    CHECK(count_of("hpf::ReLU::backward") == 1);
+    const StepResult apart = one_step<Apart>(parameters);
+    CHECK(count_of("hpf::ReLU::backward") == 2);
+    CHECK(fused.output == apart.output);
+    CHECK(fused.gradients == apart.gradients);
+    CHECK(fused.input_gradient == apart.input_gradient);
   }
 }
 

@@ -85,7 +85,7 @@ class AvgPoolImpl : public ParameterFreeLayer {
 
 struct avg_pool_kernels {
   static constexpr bool saves_indices = false;
-  static constexpr bool applies_previous_relu_backward = false;
+  static constexpr bool applies_previous_relu = false;
   template <class T, class Space>
   using type = AvgPoolImpl<T, Space>;
 };

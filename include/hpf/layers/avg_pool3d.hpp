@@ -96,7 +96,7 @@ class AvgPool3DImpl : public ParameterFreeLayer {
 
 struct avg_pool3d_kernels {
   static constexpr bool saves_indices = false;
-  static constexpr bool applies_previous_relu_backward = false;
+  static constexpr bool applies_previous_relu = false;
   template <class T, class Space>
   using type = AvgPool3DImpl<T, Space>;
 };

@@ -91,11 +91,12 @@ constexpr bool applies_next_relu_backward() {
   if constexpr (requires { Bound::applies_next_relu_backward; }) return Bound::applies_next_relu_backward;
   return false;
 }
-/// The layer can apply the backward of a ReLU before it in its own backward pass (its impl has
-/// backward_after_relu, given that ReLU's output as its input): a chain then runs the two as one.
+/// The layer can apply a ReLU before it in its own passes: forward (its impl has
+/// forward_after_relu, given the ReLU's input) and backward (backward_after_relu, given the ReLU's
+/// output or input: positive at the same places). A chain then runs the two as one.
 template <class Bound>
-constexpr bool applies_previous_relu_backward() {
-  if constexpr (requires { Bound::applies_previous_relu_backward; }) return Bound::applies_previous_relu_backward;
+constexpr bool applies_previous_relu() {
+  if constexpr (requires { Bound::applies_previous_relu; }) return Bound::applies_previous_relu;
   return false;
 }
 

@@ -129,10 +129,20 @@ struct chain_facts<type_list<Bound...>> {
   /// the same bits. Not where the child before the ReLU applies it already, nor for a first
   /// child's ReLU (whose input gradient is the caller's).
   static constexpr std::array<bool, count> applies_previous_relu_backward = [] {
-    constexpr std::array<bool, count> can{{hpf::applies_previous_relu_backward<Bound>()...}};
+    constexpr std::array<bool, count> can{{hpf::applies_previous_relu<Bound>()...}};
     constexpr std::array<bool, count> relu{{is_relu<Bound>()...}};
     std::array<bool, count> r{};
     for (std::size_t i = 2; i < count; ++i) r[i] = can[i] && relu[i - 1] && !applies_next_relu_backward[i - 2];
+    return r;
+  }();
+  /// Child I also applies that ReLU forward (MaxPool: it reads its input through the ReLU), where
+  /// the ReLU runs in place and the child before it does not apply it: the ReLU's output is then
+  /// never written, and its buffer keeps the ReLU's input, positive where the output is, which is
+  /// all the pool's backward reads of it. The same bits, argmaxes included.
+  static constexpr std::array<bool, count> applies_previous_relu_forward = [] {
+    std::array<bool, count> r{};
+    for (std::size_t i = 2; i < count; ++i)
+      r[i] = applies_previous_relu_backward[i] && in_place[i - 1] && !applies_next_relu_forward[i - 2];
     return r;
   }();
   /// Which of the two gradient buffers holds the gradient at child I's output (I < count - 1; the
@@ -259,10 +269,11 @@ struct child_ops {
                   void* tape);
   void (*backward)(const void* child, const Context<T, Space>& ctx, ConstActivation<T, Space> x,
                    ConstActivation<T, Space> y, ConstActivation<T, Space> dy, Activation<T, Space> dx, void* tape);
-  // The same with a following ReLU applied in the child's passes, and backward with a preceding
-  // ReLU's (null unless it can).
+  // The same with a following ReLU applied in the child's passes, and with a preceding ReLU's
+  // (null unless it can).
   decltype(forward) forward_relu;
   decltype(backward) backward_relu;
+  decltype(forward) forward_after_relu;
   decltype(backward) backward_after_relu;
   std::string_view name;  ///< the layer kind, for per-layer trace spans
 };
@@ -300,6 +311,11 @@ struct erased_child {
     if constexpr (relu_backward)
       static_cast<const Impl*>(child)->backward_relu(ctx, x, y, dy, dx, *static_cast<tape_type*>(tape));
   }
+  static void forward_after_relu(const void* child, const Context<T, Space>& ctx, ConstActivation<T, Space> x,
+                                 Activation<T, Space> y, void* tape) {
+    if constexpr (relu_before)
+      static_cast<const Impl*>(child)->forward_after_relu(ctx, x, y, *static_cast<tape_type*>(tape));
+  }
   static void backward_after_relu(const void* child, const Context<T, Space>& ctx, ConstActivation<T, Space> x,
                                   ConstActivation<T, Space> y, ConstActivation<T, Space> dy, Activation<T, Space> dx,
                                   void* tape) {
@@ -316,11 +332,13 @@ struct erased_child {
   };
   static constexpr bool relu_before = requires(const Impl& layer, const Context<T, Space>& ctx,
                                                ConstActivation<T, Space> x, Activation<T, Space> y, tape_type& tape) {
+    layer.forward_after_relu(ctx, x, y, tape);
     layer.backward_after_relu(ctx, x, x, x, y, tape);
   };
   static constexpr child_ops<T, Space> ops{&bind, &reserve, &workspace, &scratch, &forward, &backward,
                                            relu_forward ? &forward_relu : nullptr,
                                            relu_backward ? &backward_relu : nullptr,
+                                           relu_before ? &forward_after_relu : nullptr,
                                            relu_before ? &backward_after_relu : nullptr, short_type_name<Impl>()};
 };
 
@@ -407,8 +425,11 @@ class ChainImpl<type_list<Bound...>, T, Space, NameBase, Paired> {
     for (std::size_t i = 0; i < count; ++i) {
       const trace::LayerSpan span(ops_[i]->name, NameBase + i);
       if (fuse && i > 0 && facts::applies_next_relu_forward[i - 1]) continue;  // child i-1 applied this ReLU
+      if (fuse && i + 1 < count && facts::applies_previous_relu_forward[i + 1]) continue;  // child i+1 applies it
       const Activation<T, Space> out = output_at(i, y, tape, n);
-      const auto run = fuse && facts::applies_next_relu_forward[i] ? ops_[i]->forward_relu : ops_[i]->forward;
+      const auto run = fuse && facts::applies_next_relu_forward[i]       ? ops_[i]->forward_relu
+                       : fuse && facts::applies_previous_relu_forward[i] ? ops_[i]->forward_after_relu
+                                                                         : ops_[i]->forward;
       run(children[i], ctx, input_of(i, x, y, tape, n), out, tapes[i]);
       if (ctx.after_forward) ctx.after_forward(NameBase + i, ops_[i]->name, out);
       if (ctx.between_layers) ctx.between_layers();

@@ -85,7 +85,7 @@ struct bound_pool {
                                   .activations = outputs, .saved_indices = Impl::saves_indices ? outputs : 0};
   static constexpr bool backward_reads_output = false;
   static constexpr bool in_place = false;
-  static constexpr bool applies_previous_relu_backward = Impl::applies_previous_relu_backward;  // backward_after_relu
+  static constexpr bool applies_previous_relu = Impl::applies_previous_relu;  // forward_ and backward_after_relu
   static constexpr std::size_t leaves = 1;
   template <class T, class Space>
   struct impl : Impl::template type<T, Space> {
@@ -134,7 +134,7 @@ struct bound_pool3d {
                                   .activations = outputs, .saved_indices = Impl::saves_indices ? outputs : 0};
   static constexpr bool backward_reads_output = false;
   static constexpr bool in_place = false;
-  static constexpr bool applies_previous_relu_backward = Impl::applies_previous_relu_backward;  // backward_after_relu
+  static constexpr bool applies_previous_relu = Impl::applies_previous_relu;  // forward_ and backward_after_relu
   static constexpr std::size_t leaves = 1;
   template <class T, class Space>
   struct impl : Impl::template type<T, Space> {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-#ifndef HPF_LAYERS_DETAIL_MAX_POOL_BACKWARD_HPP
-#define HPF_LAYERS_DETAIL_MAX_POOL_BACKWARD_HPP
+#ifndef HPF_LAYERS_DETAIL_MAX_POOL_PASSES_HPP
+#define HPF_LAYERS_DETAIL_MAX_POOL_PASSES_HPP
 
 #include <hpf/layers/context.hpp>
 #include <hpf/layers/detail/elementwise.hpp>
@@ -15,9 +15,10 @@ namespace hpf::detail {
 
 /// A plane's (volume's) input gradient from its windows' output gradients, `where` their maxima:
 /// zero, then each window's gradient added at its maximum, in output order (one work item per
-/// plane, so overlapping windows never race). With AfterRelu the pool's input is a ReLU's output
-/// `relu_out`, and the result is the gradient at the ReLU's input: a window's gradient passes
-/// where the ReLU's output at its maximum is positive. Every window adding at one position sees
+/// plane, so overlapping windows never race). With AfterRelu the pool's input `relu_out` is a
+/// ReLU's output (or its input, where the pool took the ReLU forward too: positive at the same
+/// places), and the result is the gradient at the ReLU's input: a window's gradient passes where
+/// the ReLU's output at its maximum is positive. Every window adding at one position sees
 /// the same value there, so these are the bits of the ReLU's own backward over the sums.
 template <bool AfterRelu, class T>
 KOKKOS_INLINE_FUNCTION void add_at_maxima(T* grad_in, std::size_t inputs, const T* grad_out, const std::int32_t* where,
@@ -38,19 +39,31 @@ struct MaxPoolPlanes {
   std::size_t channels, inputs, outputs;
 };
 
-/// The backward of a max pool over images or volumes (MaxPool, MaxPool3D), alone or with the
-/// ReLU before it. `Impl` derives from it and gives its tape's `argmax` (each window's maximum
-/// within its plane or volume), `planes()` and its `backward_region`.
+/// The passes of a max pool over images or volumes (MaxPool, MaxPool3D), alone or with the ReLU
+/// before it. `Impl` derives from it and gives its forward kernel `pool<Relu>` (Relu: each value
+/// read through the ReLU), its tape's `argmax` (each window's maximum within its plane or
+/// volume), `planes()` and its `backward_region`.
 template <class Impl, class T, class Space>
-class MaxPoolBackward {
+class MaxPoolPasses {
  public:
+  template <class Tape>
+  void forward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, Activation<T, Space> y, Tape& tape) const {
+    static_cast<const Impl&>(*this).template pool<false>(ctx, x, y, tape);
+  }
+  /// forward of the ReLU before the pool, then the pool, given that ReLU's input: each value read
+  /// through the ReLU (a chain runs the two as one, and never writes the ReLU's output).
+  template <class Tape>
+  void forward_after_relu(const Context<T, Space>& ctx, ConstActivation<T, Space> x, Activation<T, Space> y,
+                          Tape& tape) const {
+    static_cast<const Impl&>(*this).template pool<true>(ctx, x, y, tape);
+  }
   template <class Tape>
   void backward(const Context<T, Space>& ctx, ConstActivation<T, Space> x, ConstActivation<T, Space>,
                 ConstActivation<T, Space> dy, Activation<T, Space> dx, Tape& tape) const {
     add_gradients<false>(ctx, x, dy, dx, tape.argmax);
   }
-  /// backward, then the backward of the ReLU before the pool, whose output is x: the gradient at
-  /// the ReLU's input, in one pass (a chain runs the two as one).
+  /// backward, then the backward of the ReLU before the pool, whose output (or input) is x: the
+  /// gradient at the ReLU's input, in one pass (a chain runs the two as one).
   template <class Tape>
   void backward_after_relu(const Context<T, Space>& ctx, ConstActivation<T, Space> x, ConstActivation<T, Space>,
                            ConstActivation<T, Space> dy, Activation<T, Space> dx, Tape& tape) const {
@@ -77,4 +90,4 @@ class MaxPoolBackward {
 
 }  // namespace hpf::detail
 
-#endif  // HPF_LAYERS_DETAIL_MAX_POOL_BACKWARD_HPP
+#endif  // HPF_LAYERS_DETAIL_MAX_POOL_PASSES_HPP
