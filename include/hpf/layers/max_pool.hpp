@@ -106,9 +106,9 @@ class MaxPoolImpl : public MaxPoolPasses<MaxPoolImpl<T, Space>, T, Space> {
         Kokkos::parallel_for("hpf::MaxPool::forward", Kokkos::RangePolicy<Space>(ctx.space, 0, g.channels * n),
                              [=](const std::size_t plane) {
                                max_pool_2x2_plane<Relu>(&x(plane / n, plane % n, 0), static_cast<std::int32_t>(g.width),
-                                                  static_cast<std::int32_t>(g.out_height),
-                                                  static_cast<std::int32_t>(g.out_width), &y(plane / n, plane % n, 0),
-                                                  &argmax(plane * g.out_height * g.out_width));
+                                                        static_cast<std::int32_t>(g.out_height),
+                                                        static_cast<std::int32_t>(g.out_width), &y(plane / n, plane % n, 0),
+                                                        &argmax(plane * g.out_height * g.out_width));
                              });
         return;
       }

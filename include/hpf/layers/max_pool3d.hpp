@@ -94,10 +94,10 @@ class MaxPool3DImpl : public MaxPoolPasses<MaxPool3DImpl<T, Space>, T, Space> {
         Kokkos::parallel_for("hpf::MaxPool3D::forward", Kokkos::RangePolicy<Space>(ctx.space, 0, g.channels() * n),
                              [=](const std::size_t v) {
                                max_pool_2x2x2_volume<Relu>(&x(v / n, v % n, 0), height, width,
-                                                     static_cast<std::int32_t>(g.out_depth),
-                                                     static_cast<std::int32_t>(g.plane.out_height),
-                                                     static_cast<std::int32_t>(g.plane.out_width), &y(v / n, v % n, 0),
-                                                     &argmax(v * g.out_spatial()));
+                                                           static_cast<std::int32_t>(g.out_depth),
+                                                           static_cast<std::int32_t>(g.plane.out_height),
+                                                           static_cast<std::int32_t>(g.plane.out_width), &y(v / n, v % n, 0),
+                                                           &argmax(v * g.out_spatial()));
                              });
         return;
       }
