@@ -49,6 +49,13 @@ def bench_env(coretype, threads=1, extra=None):
     return env, overrides
 
 
+def precision_words(args):
+    """The products' precision as hpf-oracle and the benchmarks take it, from `args.precision`:
+    nothing for float (or no such argument), else `--precision P`."""
+    precision = getattr(args, "precision", "float")
+    return [] if precision == "float" else ["--precision", precision]
+
+
 def command_text(cmd, overrides=None):
     """The shell line that reproduces a run: `VAR=value ... program args`."""
     prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in (overrides or {}).items())

@@ -239,15 +239,8 @@ def run_env():
     return h.bench_env(h.BLAS_SETTINGS["haswell"][0], 1)
 
 
-def precision_words(args):
-    """The products' precision as hpf-oracle and the benchmark take it: nothing for float; under
-    bf16 every calibration, canary, prediction and run of the label is hpf::Mixed<hpf::bf16>'s."""
-    precision = getattr(args, "precision", "float")
-    return [] if precision == "float" else ["--precision", precision]
-
-
 def oracle(args, command, words, profile, extra=()):
-    cmd = [args.oracle, command] + words + ["--profile", profile, "--json"] + precision_words(args) + list(extra)
+    cmd = [args.oracle, command] + words + ["--profile", profile, "--json"] + h.precision_words(args) + list(extra)
     done = subprocess.run(cmd, capture_output=True, text=True, env=run_env()[0])
     if done.returncode != 0:
         raise RuntimeError(f"{h.command_text(cmd)}: {done.stderr.strip()}")
@@ -287,7 +280,7 @@ def canary_on_every_rank(args, c):
               'sed "s/^/rank $r: /" >&2')
     cmd = [args.mpiexec] + shlex.split(args.mpiexec_flags) + [
         "-n", str(c["ranks"]), "sh", "-c", tagged, "sh", args.oracle, "predict"] + oracle_words(c) + [
-        "--profile", args.frozen_profile, "--canary", str(args.canary_seconds)] + precision_words(args)
+        "--profile", args.frozen_profile, "--canary", str(args.canary_seconds)] + h.precision_words(args)
     done = subprocess.run(cmd, capture_output=True, text=True, env=run_env()[0])
     found = {}
     for m in re.finditer(r"rank (\d+): .*?" + CANARY_LINE, done.stderr):
@@ -360,7 +353,7 @@ def bench_cmd(args, c, predicted_s):
     cmd = [args.mpiexec] + shlex.split(args.mpiexec_flags) + [
         "-n", str(c["ranks"]), args.hpf, "--model", c["model"], "--batch", str(MODELS[c["model"]][1]),
         "--stages", str(c["stages"]), "--micro-batches", str(c["micro"]), "--schedule", c["schedule"],
-        "--steps", str(steps), "--warmup", str(warmup), "--repeats", str(args.blocks)] + precision_words(args)
+        "--steps", str(steps), "--warmup", str(warmup), "--repeats", str(args.blocks)] + h.precision_words(args)
     return cmd + (["--split", c["split"]] if c["split"] else [])
 
 
@@ -816,7 +809,8 @@ def freeze(args):
         for split in [""] + splits:
             h.log(f"calibrating {model}{' (' + split + ' member)' if split else ''} into {profile}")
             subprocess.run([args.oracle, "calibrate", "--model", model, "--profile", profile]
-                           + (["--split", split] if split else []) + precision_words(args), check=True, env=run_env()[0], stdout=subprocess.DEVNULL)
+                           + (["--split", split] if split else []) + h.precision_words(args),
+                           check=True, env=run_env()[0], stdout=subprocess.DEVNULL)
     record = {"commit": git("rev-parse", "--short=12", "HEAD"), "trees": source_trees(),
               "frozen_at": datetime.datetime.now().isoformat(timespec="seconds"),
               "profile": os.path.relpath(profile, ROOT), "profile_sha256": sha256(profile),
@@ -841,7 +835,7 @@ def describe_memory(args, model):
     """{process_mib, data_mib[, process_before_training_mib]} of `hpf_bench_parallel_throughput
     --describe-memory` on one rank, run as the measured runs are."""
     cmd = [args.mpiexec] + shlex.split(args.mpiexec_flags) + ["-n", "1", args.hpf, "--model", model, "--batch",
-                                                               str(MODELS[model][1]), "--describe-memory"] + precision_words(args)
+                                                               str(MODELS[model][1]), "--describe-memory"] + h.precision_words(args)
     out = subprocess.run(cmd, capture_output=True, text=True, check=True, env=run_env()[0]).stdout
     m = re.search(r"MEMORY model=\S+ process_mib=([0-9.]+) data_mib=([0-9.]+)(?: process_before_training_mib=([0-9.]+))?", out)
     if not m:

@@ -228,7 +228,7 @@ def calibrate(args):
     env, overrides = h.bench_env(h.BLAS_SETTINGS[args.setting][0], 1)
     seconds = {}
     for model in args.models:
-        cmd = [args.oracle, "calibrate", "--model", model, "--profile", args.profile] + precision_words(args)
+        cmd = [args.oracle, "calibrate", "--model", model, "--profile", args.profile] + h.precision_words(args)
         start = time.monotonic()
         proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         if proc.returncode != 0:
@@ -258,7 +258,7 @@ def configurations(args):
 # --- the oracle ------------------------------------------------------------------------------------
 def oracle_call(args, words):
     """(parsed JSON or None, error text, seconds) of one hpf-oracle query."""
-    cmd = [args.oracle] + words + ["--profile", args.profile, "--json"] + precision_words(args)
+    cmd = [args.oracle] + words + ["--profile", args.profile, "--json"] + h.precision_words(args)
     start = time.monotonic()
     try:
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
@@ -271,12 +271,6 @@ def oracle_call(args, words):
         return json.loads(proc.stdout), "", seconds
     except json.JSONDecodeError as e:
         return None, f"not JSON ({e}): {proc.stdout.strip()[:200]}", seconds
-
-
-def precision_words(args):
-    """The products' precision, as hpf-oracle and the benchmark take it (nothing for float)."""
-    precision = getattr(args, "precision", "float")
-    return [] if precision == "float" else ["--precision", precision]
 
 
 def predict_words(c):
@@ -423,7 +417,7 @@ def bench_cmd(args, c, exe=None):
             + ["-n", str(c.ranks), exe or args.hpf, "--model", c.model, "--batch", str(batch(c)),
                "--stages", str(c.stages), "--micro-batches", str(c.micro), "--schedule",
                "1f1b" if c.stages == 1 else c.schedule, "--steps", str(steps), "--warmup", str(warmup),
-               "--repeats", str(BLOCKS)] + precision_words(args))
+               "--repeats", str(BLOCKS)] + h.precision_words(args))
 
 
 def floats(value):
@@ -1028,13 +1022,13 @@ def report(args, rows, verdicts, rejected, overrides, runs, oracle_times):
     oracle = h.repo_relative(args.oracle_shown, ROOT)
     profile = h.repo_relative(args.profile, ROOT)
     for model in calibrated:
-        out.append(h.command_text([oracle, "calibrate", "--model", model, "--profile", profile] + precision_words(args),
+        out.append(h.command_text([oracle, "calibrate", "--model", model, "--profile", profile] + h.precision_words(args),
                                   overrides))
     out.append(f"{oracle} predict --model M --ranks P --batch B --stages S --micro-batches M --schedule X "
-               f"--profile {profile} --json{' '.join([''] + precision_words(args))}   # per configuration")
+               f"--profile {profile} --json{' '.join([''] + h.precision_words(args))}   # per configuration")
     for v in verdicts:
         out.append(h.command_text([oracle] + rank_words(v["model"], v["ranks"]) + ["--profile", profile, "--json"]
-                                  + precision_words(args)))
+                                  + h.precision_words(args)))
     out.append("```")
     out.append("")
     if not args.from_csv:

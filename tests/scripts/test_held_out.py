@@ -5,6 +5,7 @@ include/ and tools/ were the frozen commit's (checked against git history), the 
 unchanged, and every figure what the data file renders. Then each of those conditions broken on a
 copy must fail the check: a re-priced run, one measured before the freeze, other sources, an
 edited figure, and in runs that ran the canary before each run, a changed canary prediction."""
+import argparse
 import copy
 import importlib.util
 import json
@@ -122,15 +123,13 @@ with tempfile.TemporaryDirectory() as scratch:
 
 # A label frozen in bf16 runs everything in bf16: its calibrations, canaries, predictions and runs
 # take --precision bf16, and its section says so; a float label's take none.
-import argparse  # noqa: E402
-
 one = H.config("gpt", 2, 2, 2, "1f1b")
 for precision, words in (("float", []), ("bf16", ["--precision", "bf16"])):
     run_args = argparse.Namespace(precision=precision, block_seconds=3.0, mpiexec="mpiexec", mpiexec_flags="",
                                   hpf="hpf_bench_parallel_throughput", blocks=2)
     cmd = H.bench_cmd(run_args, one, 0.02)
     runs_so = cmd[-2:] == words if words else "--precision" not in cmd
-    if H.precision_words(run_args) != words or not runs_so:
+    if H.h.precision_words(run_args) != words or not runs_so:
         failures.append(f"a {precision} label's runs do not take {words or 'no precision'}")
 if "held-out" in published:
     bf16 = copy.deepcopy(data)
