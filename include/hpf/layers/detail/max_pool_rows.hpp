@@ -29,11 +29,11 @@ inline bool max_pool_rows_fit(const WindowGeometry& g) { return g.pad == 0 && g.
 
 #if HPF_MAX_POOL_ROWS
 /// v, or with Relu relu(v) lane by lane, with relu's bits (v > 0 ? v : +0): VMAXPS returns its
-/// second operand, +0, where v is NaN or a zero of either sign. No mask register: the pool's
-/// compares into masks bound its speed, and a compare more per pixel made it 1.5x slower.
+/// second operand, +0, where v is NaN or a zero of either sign; one instruction per pixel vector.
+/// (The masked form with every lane selected: see channel_blocks.hpp.)
 template <bool Relu>
 inline __m512 relu_lanes_if(__m512 v) {
-  if constexpr (Relu) return _mm512_mask_max_ps(v, 0xffff, v, _mm512_setzero_ps());  // (masked: see channel_blocks.hpp)
+  if constexpr (Relu) return _mm512_mask_max_ps(v, 0xffff, v, _mm512_setzero_ps());
   return v;
 }
 
