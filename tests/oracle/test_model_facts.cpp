@@ -90,6 +90,19 @@ static_assert(oracle::stage_memory(two[0], {.slots = slots_needed(Schedule::gpip
                                             .first = true, .last = false, .replicas = 2})
                   .activations == 4224);
 
+// What of the two gradient buffers a backward writes, by hand. The whole Tiny, buffers of 32 per
+// sample: the pool takes the ReLU's backward and writes the gradient at the conv's output (32) into
+// buffer 1, where the flatten's (8) goes too; the loss's (3) and the dense's (8) into buffer 0.
+// Cut at 3: the first stage [conv, relu, pool] writes the conv's (32) and never buffer 0; the
+// second [flatten, dense, loss], buffers of 8, writes the flatten's (8, the gradient it sends) and
+// the dense's (3). Cut at 2: [conv, relu] writes the conv's gradient (32) through the ReLU.
+// Allocated at 4 samples, 2 * 32 * 4 * 4 = 1024 bytes, of which 32 * 4 * 4 = 512 not resident.
+static_assert(oracle::stage_memory(two[0], [] {
+                oracle::MemoryInputs in = stage0_inputs;
+                in.gradient_buffer_unwritten_elements = (2 * 32 - 32) * 4;
+                return in;
+              }()).unwritten == 512);
+
 template <class Model, std::size_t S>
 void check_stages_match_partition() {
   constexpr auto facts = stage_facts_v<Model, Balanced<S>>;
@@ -113,6 +126,21 @@ TEST_CASE("stage facts from the unit table equal the partition's stages, and run
   check_stages_match_partition<zoo::ResNet20, 2>();
   check_stages_match_partition<zoo::ResNet20, 4>();
   check_stages_match_partition<zoo::PreActResNet164, 3>();
+}
+
+TEST_CASE("the gradient buffers a stage's backward writes: a pool that takes the ReLU's backward leaves one short") {
+  const std::span<const oracle::UnitFacts> units = tiny_units;
+  CHECK(oracle::stage_gradient_buffers_written(units, 0, 6, true, true) == 32 + 8);
+  CHECK(oracle::stage_gradient_buffers_written(units, 0, 3, true, false) == 32);
+  CHECK(oracle::stage_gradient_buffers_written(units, 3, 6, false, true) == 8 + 3);
+  CHECK(oracle::stage_gradient_buffers_written(units, 0, 2, true, false) == 32);
+  // The chain's own roles agree: the pool's input gradient and the conv's output gradient share
+  // buffer 1 (the ReLU passes it on).
+  using facts = hpf::detail::chain_facts<Tiny::bound_layers>;
+  static_assert(facts::roles[2].applies_previous_relu_backward && facts::roles[2].applies_previous_relu_forward);
+  static_assert(facts::roles[0].gradient_buffer == 1 && facts::roles[1].gradient_buffer == 1);
+  static_assert(hpf::detail::gradient_buffers_written(facts::children.data(), facts::roles.data(), facts::count, false) ==
+                std::array<std::size_t, 2>{8, 32});
 }
 
 TEST_CASE("a Repeat is one unit per copy: ResNet-1001's table has a row per block") {

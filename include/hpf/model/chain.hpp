@@ -8,6 +8,7 @@
 #include <hpf/layers/protocol.hpp>
 #include <hpf/meta/type_list.hpp>
 #include <hpf/meta/type_name.hpp>
+#include <hpf/model/chain_roles.hpp>
 #include <hpf/tensor/views.hpp>
 #include <hpf/trace/span.hpp>
 
@@ -93,77 +94,23 @@ struct chain_facts<type_list<Bound...>> {
   static constexpr std::array<std::size_t, count> output_channels{{Bound::output_shape::channels...}};
   static constexpr std::array<std::size_t, count> output_spatial{{Bound::output_shape::spatial...}};
 
-  /// Child I writes its output over its input, the output of child I-1: it can run in place and
-  /// child I-1's backward does not read that output. The first child never does (its input is
-  /// the caller's). The last child's output is the caller's: when it runs in place, child I-1
-  /// writes there instead of into a buffer of its own (if it has one to give up), so a block
-  /// that ends in a ReLU, as a ResNet's does, keeps one activation less.
-  static constexpr std::array<bool, count> in_place = [] {
-    constexpr std::array<bool, count> runs{{runs_in_place<Bound>()...}};
-    constexpr std::array<bool, count> reads{{backward_reads_output<Bound>()...}};
-    std::array<bool, count> r{};
-    for (std::size_t i = 1; i + 1 < count; ++i) r[i] = runs[i] && !reads[i - 1];
-    if (count >= 2) r[count - 1] = runs[count - 1] && !reads[count - 2] && !r[count - 2];
+  /// Each child's role: in place, fused with a neighbouring ReLU, which gradient buffer
+  /// (hpf::detail::ChainRole).
+  static constexpr std::array<ChainChild, count> children{{chain_child<Bound>()...}};
+  static constexpr std::array<ChainRole, count> roles = [] {
+    std::array<ChainRole, count> r{};
+    assign_chain_roles(children.data(), count, r.data());
     return r;
   }();
   /// The last child runs in place on the caller's output, which child count-2 writes.
-  static constexpr bool last_in_place = in_place[count - 1];
-  /// Child I applies child I+1, an in-place ReLU, in its own pass forward (BatchNorm or Residual,
-  /// then ReLU) or backward (BatchNorm): one pass over the values instead of two. The results are
-  /// the same bits as running both.
-  static constexpr std::array<bool, count> applies_next_relu_forward = [] {
-    constexpr std::array<bool, count> can{{hpf::applies_next_relu_forward<Bound>()...}};
-    constexpr std::array<bool, count> relu{{is_relu<Bound>()...}};
-    std::array<bool, count> r{};
-    for (std::size_t i = 0; i + 1 < count; ++i) r[i] = can[i] && relu[i + 1] && in_place[i + 1];
-    return r;
-  }();
-  static constexpr std::array<bool, count> applies_next_relu_backward = [] {
-    constexpr std::array<bool, count> can{{hpf::applies_next_relu_backward<Bound>()...}};
-    std::array<bool, count> r{};
-    for (std::size_t i = 0; i < count; ++i) r[i] = can[i] && applies_next_relu_forward[i];
-    return r;
-  }();
-  /// Child I applies the backward of child I-1, a ReLU, in its own backward (MaxPool: a window's
-  /// gradient passes where the ReLU's output at its maximum is positive): one pass instead of two,
-  /// the same bits. Not where the child before the ReLU applies it already, nor for a first
-  /// child's ReLU (whose input gradient is the caller's).
-  static constexpr std::array<bool, count> applies_previous_relu_backward = [] {
-    constexpr std::array<bool, count> can{{hpf::applies_previous_relu<Bound>()...}};
-    constexpr std::array<bool, count> relu{{is_relu<Bound>()...}};
-    std::array<bool, count> r{};
-    for (std::size_t i = 2; i < count; ++i) r[i] = can[i] && relu[i - 1] && !applies_next_relu_backward[i - 2];
-    return r;
-  }();
-  /// Child I also applies that ReLU forward (MaxPool: it reads its input through the ReLU), where
-  /// the ReLU runs in place and the child before it does not apply it: the ReLU's output is then
-  /// never written, and its buffer keeps the ReLU's input, positive where the output is, which is
-  /// all the pool's backward reads of it. The same bits, argmaxes included.
-  static constexpr std::array<bool, count> applies_previous_relu_forward = [] {
-    std::array<bool, count> r{};
-    for (std::size_t i = 2; i < count; ++i)
-      r[i] = applies_previous_relu_backward[i] && in_place[i - 1] && !applies_next_relu_forward[i - 2];
-    return r;
-  }();
-  /// Which of the two gradient buffers holds the gradient at child I's output (I < count - 1; the
-  /// last child's is the caller's): they alternate, but a ReLU whose backward the next child
-  /// applies passes its output gradient's buffer on as its input gradient's.
-  static constexpr std::array<std::size_t, count> gradient_buffer = [] {
-    std::array<std::size_t, count> r{};
-    if constexpr (count >= 2) {
-      r[count - 2] = (count - 2) % 2;
-      for (std::size_t i = count - 2; i-- > 0;) r[i] = applies_previous_relu_backward[i + 2] ? r[i + 1] : 1 - r[i + 1];
-    }
-    return r;
-  }();
+  static constexpr bool last_in_place = roles[count - 1].in_place;
   /// The chain itself can take the backward of a ReLU that follows it: its last child does
   /// (it has backward_relu) and runs on a buffer of its own.
-  static constexpr bool ends_applying_relu_backward =
-      hpf::applies_next_relu_backward<at_t<type_list<Bound...>, count - 1>>() && !last_in_place;
+  static constexpr bool ends_applying_relu_backward = children[count - 1].can_apply_next_relu_backward && !last_in_place;
   /// Which stored buffer holds child I's output (its own, or an in-place predecessor's).
   static constexpr std::array<std::size_t, count> storage = [] {
     std::array<std::size_t, count> r{};
-    for (std::size_t i = 0; i < count; ++i) r[i] = in_place[i] ? r[i - 1] : i;
+    for (std::size_t i = 0; i < count; ++i) r[i] = roles[i].in_place ? r[i - 1] : i;
     return r;
   }();
   /// Parameters of children 0..I-1. When the caller wants no input gradient, a child with none
@@ -178,7 +125,7 @@ struct chain_facts<type_list<Bound...>> {
     LayerCost c{};
     for (std::size_t i = 0; i < count; ++i) {
       c += costs[i];
-      if (in_place[i]) c.activations -= costs[i].activations;  // shares its input's buffer
+      if (roles[i].in_place) c.activations -= costs[i].activations;  // shares its input's buffer
     }
     return c;
   }();
@@ -424,12 +371,12 @@ class ChainImpl<type_list<Bound...>, T, Space, NameBase, Paired> {
     const bool fuse = !ctx.after_forward;
     for (std::size_t i = 0; i < count; ++i) {
       const trace::LayerSpan span(ops_[i]->name, NameBase + i);
-      if (fuse && i > 0 && facts::applies_next_relu_forward[i - 1]) continue;  // child i-1 applied this ReLU
-      if (fuse && i + 1 < count && facts::applies_previous_relu_forward[i + 1]) continue;  // child i+1 applies it
+      if (fuse && i > 0 && facts::roles[i - 1].applies_next_relu_forward) continue;  // child i-1 applied this ReLU
+      if (fuse && i + 1 < count && facts::roles[i + 1].applies_previous_relu_forward) continue;  // child i+1 applies it
       const Activation<T, Space> out = output_at(i, y, tape, n);
-      const auto run = fuse && facts::applies_next_relu_forward[i]       ? ops_[i]->forward_relu
-                       : fuse && facts::applies_previous_relu_forward[i] ? ops_[i]->forward_after_relu
-                                                                         : ops_[i]->forward;
+      const auto run = fuse && facts::roles[i].applies_next_relu_forward       ? ops_[i]->forward_relu
+                       : fuse && facts::roles[i].applies_previous_relu_forward ? ops_[i]->forward_after_relu
+                                                                               : ops_[i]->forward;
       run(children[i], ctx, input_of(i, x, y, tape, n), out, tapes[i]);
       if (ctx.after_forward) ctx.after_forward(NameBase + i, ops_[i]->name, out);
       if (ctx.between_layers) ctx.between_layers();
@@ -502,10 +449,10 @@ class ChainImpl<type_list<Bound...>, T, Space, NameBase, Paired> {
       return writes_caller_output(i) ? y : ConstActivation<T, Space>(stored_output(i, tape, n));
     };
     const auto output_gradient = [&](std::size_t i) {
-      return i + 1 == count ? dy : ConstActivation<T, Space>(gradient_view(i, gradients, facts::gradient_buffer[i], n));
+      return i + 1 == count ? dy : ConstActivation<T, Space>(gradient_view(i, gradients, facts::roles[i].gradient_buffer, n));
     };
     for (std::size_t i = count; i-- > 0;) {
-      const bool gradient_in_wanted = input_gradient_wanted || facts::parameters_before[i] > 0;
+      const bool gradient_in_wanted = wants_input_gradient(input_gradient_wanted, facts::parameters_before[i]);
       if (!gradient_in_wanted && facts::parameters_before[i + 1] == 0) {  // nothing to learn here or below
         if (ctx.gradients_ready) ctx.gradients_ready(parameter_begin_[i]);
         continue;
@@ -514,21 +461,20 @@ class ChainImpl<type_list<Bound...>, T, Space, NameBase, Paired> {
       if (i == 0) {
         grad_in = dx;
       } else if (gradient_in_wanted) {
-        grad_in = gradient_view(i - 1, gradients, facts::gradient_buffer[i - 1], n);
+        grad_in = gradient_view(i - 1, gradients, facts::roles[i - 1].gradient_buffer, n);
       }
       const trace::LayerSpan span(ops_[i]->name, NameBase + i);
       // This ReLU's backward runs in child i-1's or in child i+1's.
-      if ((i > 0 && facts::applies_next_relu_backward[i - 1]) ||
-          (i + 1 < count && facts::applies_previous_relu_backward[i + 1])) {
+      if (backward_applied_by_neighbour(facts::roles.data(), count, i)) {
         if (ctx.gradients_ready) ctx.gradients_ready(parameter_begin_[i]);
         continue;
       }
       const ConstActivation<T, Space> in = input_of(i, x, y, tape, n);
       if (Relu && i + 1 == count) {  // the following ReLU's output and output gradient
         ops_[i]->backward_relu(children[i], inner, in, relu_y, dy, grad_in, tapes[i]);
-      } else if (facts::applies_next_relu_backward[i]) {  // given the next child's (a ReLU's) output and output gradient
+      } else if (facts::roles[i].applies_next_relu_backward) {  // given the next child's (a ReLU's) output and output gradient
         ops_[i]->backward_relu(children[i], inner, in, output(i + 1), output_gradient(i + 1), grad_in, tapes[i]);
-      } else if (facts::applies_previous_relu_backward[i]) {  // grad_in: the gradient at the ReLU's input
+      } else if (facts::roles[i].applies_previous_relu_backward) {  // grad_in: the gradient at the ReLU's input
         ops_[i]->backward_after_relu(children[i], inner, in, output(i), output_gradient(i), grad_in, tapes[i]);
       } else {
         ops_[i]->backward(children[i], inner, in, output(i), output_gradient(i), grad_in, tapes[i]);

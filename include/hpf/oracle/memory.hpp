@@ -31,9 +31,10 @@ struct MemoryBreakdown {
   /// packed weights, columns, a vendor's scratch) summed over the stage's layers, and the
   /// group's gathered parts.
   std::size_t split_buffers = 0;
-  /// Of the workspace and split_buffers, the bytes in pages never written (a vendor's scratchpad
-  /// is sized for the largest of its primitives' needs, and the kernels that run write less):
-  /// allocated, so in total(), but not resident.
+  /// Of the workspace, split_buffers and scratch, the bytes in pages never written (a vendor's
+  /// scratchpad is sized for the largest of its primitives' needs, and the kernels that run write
+  /// less; a gradient buffer may never hold the largest gradient it is sized for): allocated, so
+  /// in total(), but not resident.
   std::size_t unwritten = 0;
 
   constexpr std::size_t total() const noexcept {
@@ -81,6 +82,9 @@ struct MemoryInputs {
   /// (UnitTiming::workspace_resident_elements: the largest need less the most written).
   std::size_t split_buffer_unwritten_elements = 0;
   std::size_t workspace_unwritten_elements = 0;
+  /// Of the stage chain's two gradient buffers, the elements its backward never writes
+  /// (stage_gradient_buffers_written).
+  std::size_t gradient_buffer_unwritten_elements = 0;
 };
 
 /// Peak bytes of one rank of stage `stage` (the allocation hpf makes for it, exactly as the engine
@@ -108,7 +112,8 @@ constexpr MemoryBreakdown stage_memory(const StageFacts& stage, const MemoryInpu
   m.runtime = in.runtime_bytes;
   m.split_buffers = in.split_buffer_elements * d;
   m.unwritten = (std::min(in.split_buffer_unwritten_elements, in.split_buffer_elements) +
-                 std::min(in.workspace_unwritten_elements, in.workspace_elements)) * d;
+                 std::min(in.workspace_unwritten_elements, in.workspace_elements) +
+                 std::min(in.gradient_buffer_unwritten_elements, 2 * stage.largest_inner_output * c)) * d;
   return m;
 }
 

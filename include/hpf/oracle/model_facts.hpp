@@ -3,6 +3,7 @@
 #define HPF_ORACLE_MODEL_FACTS_HPP
 
 #include <hpf/layers/cost.hpp>
+#include <hpf/model/chain_roles.hpp>
 #include <hpf/parallel/partition.hpp>
 
 #include <algorithm>
@@ -23,8 +24,7 @@ struct UnitFacts {
   std::size_t first_leaf = 0, end_leaf = 0;
   LayerCost cost{};
   std::size_t input_elements = 0, output_elements = 0;  ///< per sample
-  bool runs_in_place = false;          ///< may write its output over its input
-  bool backward_reads_output = false;  ///< its backward reads its own output
+  hpf::detail::ChainChild chain{};     ///< what a stage's chain knows of its top-level layer
   bool repeated = false;               ///< one copy of a Repeat's block (re-materialization applies)
 };
 
@@ -65,8 +65,7 @@ struct model_facts {
         r[k].cost = arrays::unit_facts[u];
         r[k].input_elements = arrays::input_elements[u];
         r[k].output_elements = arrays::output_elements[u];
-        r[k].runs_in_place = arrays::runs_in_place[u];
-        r[k].backward_reads_output = arrays::backward_reads_output[u];
+        r[k].chain = arrays::chain_children[u];
         r[k].repeated = copies > 1;
       }
     }
@@ -99,10 +98,10 @@ constexpr StageFacts stage_facts(std::span<const UnitFacts> units, std::size_t b
     if (new_child) {
       if (children > 0) s.largest_inner_output = std::max(s.largest_inner_output, s.output_elements);
       before_newest_in_place = newest_in_place;
-      newest_in_place = children > 0 && u.runs_in_place && !previous_reads_output;
+      newest_in_place = children > 0 && u.chain.runs_in_place && !previous_reads_output;
       newest_saving = newest_in_place ? u.cost.activations : 0;
       in_place_saving += newest_saving;
-      previous_reads_output = u.backward_reads_output;
+      previous_reads_output = u.chain.backward_reads_output;
       ++children;
     }
     previous_layer = u.layer;
@@ -112,6 +111,28 @@ constexpr StageFacts stage_facts(std::span<const UnitFacts> units, std::size_t b
   const bool last_in_place = newest_in_place && !before_newest_in_place;
   s.cost.activations -= in_place_saving - (last_in_place ? 0 : newest_saving);
   return s;
+}
+
+/// Per sample, the elements of the stage chain's two gradient buffers that its backward writes
+/// (hpf::detail::gradient_buffers_written), both together. The first stage forms no input
+/// gradient.
+inline std::size_t stage_gradient_buffers_written(std::span<const UnitFacts> units, std::size_t begin, std::size_t end,
+                                                  bool first, bool last) {
+  std::vector<hpf::detail::ChainChild> children;  // the top-level layers; a Repeat's copies in the stage are one
+  std::size_t previous_layer = 0;
+  for (const UnitFacts& u : units) {
+    if (!in_stage(u, begin, end, last)) continue;
+    if (children.empty() || u.layer != previous_layer) {
+      children.push_back(u.chain);
+      children.back().parameters = 0;
+    }
+    children.back().parameters += u.cost.parameters;
+    previous_layer = u.layer;
+  }
+  std::vector<hpf::detail::ChainRole> roles(children.size());
+  hpf::detail::assign_chain_roles(children.data(), children.size(), roles.data());
+  const auto written = hpf::detail::gradient_buffers_written(children.data(), roles.data(), children.size(), !first);
+  return written[0] + written[1];
 }
 
 /// Stage facts of a compiled partition of Model (Cuts<...> or Balanced<S>), at compile time.

@@ -800,6 +800,9 @@ inline Prediction detail::predict_calibrated(const ModelView& model, const Plan&
     }
     for (const UnitFacts& u : stage_runs[s]) copies[u.layer] = 0;
     in.workspace_unwritten_elements = in.workspace_elements - std::min(in.workspace_elements, workspace_written);
+    const std::size_t buffers_written =
+        stage_gradient_buffers_written(stage_runs[s], plan.bounds[s], plan.bounds[s + 1], in.first, in.last);
+    in.gradient_buffer_unwritten_elements = (2 * facts[s].largest_inner_output - buffers_written) * capacity;
     in.bf16_staging_bytes = staging.bytes();
     if (plan.recompute) in.recompute_saved_elements = detail::recompute_saved_elements(model, plan.bounds[s], plan.bounds[s + 1], in.last);
     out.stage_memory.push_back(stage_memory(facts[s], in));

@@ -116,8 +116,7 @@ struct layer_arrays<type_list<Layers...>, type_list<Bound...>> {
   static constexpr std::array<LayerCost, sizeof...(Layers)> unit_facts{{unit_facts_of<Layers, Bound>()...}};
   static constexpr std::array<std::size_t, sizeof...(Layers)> input_elements{{Bound::input_shape::size...}};
   static constexpr std::array<std::size_t, sizeof...(Layers)> output_elements{{Bound::output_shape::size...}};
-  static constexpr std::array<bool, sizeof...(Layers)> runs_in_place{{hpf::runs_in_place<Bound>()...}};
-  static constexpr std::array<bool, sizeof...(Layers)> backward_reads_output{{hpf::backward_reads_output<Bound>()...}};
+  static constexpr std::array<ChainChild, sizeof...(Layers)> chain_children{{chain_child<Bound>()...}};
   static constexpr std::array<std::size_t, sizeof...(Layers)> copies{{copies_of<Layers>()...}};
   static constexpr std::array<bool, sizeof...(Layers)> repeats{{is_repeat_of<Layers>()...}};
 };
