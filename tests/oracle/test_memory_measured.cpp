@@ -110,7 +110,8 @@ Peak check(std::size_t batch, std::size_t micro, hpf::Schedule schedule, bool re
                                .schedule = schedule, .bounds = {bounds.begin(), bounds.end()}, .recompute = recompute,
                                .split = Strategy::split};
   // Memory only: the profile has no communication fits and the times are not looked at.
-  const auto predicted = hpf::oracle::predict(hpf::oracle::view_of<RankModel>("model", 1, precision), plan, profile);
+  const auto view = hpf::oracle::view_of<RankModel>("model", 1, precision);
+  const auto predicted = hpf::oracle::predict(view, plan, profile);
   const double expected = static_cast<double>(predicted.stage_memory[stage].total());
   CAPTURE(plan.describe());
   CAPTURE(recompute);
@@ -126,25 +127,22 @@ Peak check(std::size_t batch, std::size_t micro, hpf::Schedule schedule, bool re
   CHECK(std::abs(measured - expected) <= std::max(0.02 * expected, 1024.0));
   // Of the stage chain's two gradient buffers, at the scratch's start, the backward writes what
   // the oracle says: their tails it never writes stay out of the predicted resident set.
-  if (!Strategy::split.divides_layers()) {
-    const auto view = hpf::oracle::view_of<RankModel>("model", 1, precision);
-    const bool first = stage == 0, last = stage + 1 == stages;
-    const std::size_t buffers =
-        2 * hpf::oracle::stage_facts(view.units, bounds[stage], bounds[stage + 1], last).largest_inner_output * capacity;
-    const std::size_t written =
-        hpf::oracle::stage_gradient_buffers_written(view.units, bounds[stage], bounds[stage + 1], first, last) * capacity;
-    const std::size_t d = view.scalar_bytes;
-    REQUIRE(scratch_bytes.size() >= buffers * d);
-    std::size_t measured_written = 0;  // values, each of d bytes
-    for (std::size_t i = 0; i < buffers; ++i) {
-      const auto value = scratch_bytes.begin() + static_cast<std::ptrdiff_t>(i * d);
-      measured_written += std::any_of(value, value + static_cast<std::ptrdiff_t>(d), [](unsigned char b) { return b != never_written; });
-    }
-    CAPTURE(buffers);
-    CHECK(measured_written == written);
-    const hpf::oracle::MemoryBreakdown& m = predicted.stage_memory[stage];
-    CHECK(m.unwritten >= (buffers - written) * d);  // with the workspace's unwritten pages
+  const bool first = stage == 0, last = stage + 1 == stages;
+  const std::size_t buffers =
+      2 * hpf::oracle::stage_facts(view.units, bounds[stage], bounds[stage + 1], last).largest_inner_output * capacity;
+  const std::size_t written =
+      hpf::oracle::stage_gradient_buffers_written(view.units, bounds[stage], bounds[stage + 1], first, last) * capacity;
+  const std::size_t d = view.scalar_bytes;
+  REQUIRE(scratch_bytes.size() >= buffers * d);
+  std::size_t measured_written = 0;  // values, each of d bytes
+  for (std::size_t i = 0; i < buffers; ++i) {
+    const auto value = scratch_bytes.begin() + static_cast<std::ptrdiff_t>(i * d);
+    measured_written += std::any_of(value, value + static_cast<std::ptrdiff_t>(d), [](unsigned char b) { return b != never_written; });
   }
+  CAPTURE(buffers);
+  CHECK(measured_written == written);
+  const hpf::oracle::MemoryBreakdown& m = predicted.stage_memory[stage];
+  CHECK(m.unwritten >= (buffers - written) * d);  // with the workspace's unwritten pages
   return {measured, expected};
 }
 

@@ -82,18 +82,30 @@ constexpr bool in_stage(const UnitFacts& u, std::size_t begin, std::size_t end, 
   return begin <= u.first_leaf && u.end_leaf <= end;
 }
 
-/// The facts of the stage [begin, end) of a model with `units`. The stage is a chain of its
-/// top-level layers (a Repeat's copies in it are one child). As in Chain: a child but the first
+/// Calls visit(unit, starts_child) for each unit of the stage [begin, end), in order. The stage is
+/// a chain of its top-level layers: a Repeat's copies in it are one child, the others each one.
+template <class Visit>
+constexpr void for_each_stage_unit(std::span<const UnitFacts> units, std::size_t begin, std::size_t end, bool last,
+                                   Visit&& visit) {
+  bool any = false;
+  std::size_t previous_layer = 0;
+  for (const UnitFacts& u : units) {
+    if (!in_stage(u, begin, end, last)) continue;
+    visit(u, !any || u.layer != previous_layer);
+    any = true;
+    previous_layer = u.layer;
+  }
+}
+
+/// The facts of the stage [begin, end) of a model with `units`. As in Chain: a child but the first
 /// runs in place when it can and its predecessor's backward does not read its output; the last
 /// child (whose output is the stage's) only if its predecessor has a buffer of its own, which it
 /// then gives up.
 constexpr StageFacts stage_facts(std::span<const UnitFacts> units, std::size_t begin, std::size_t end, bool last) {
   StageFacts s{.first_leaf = begin, .end_leaf = end};
-  std::size_t children = 0, previous_layer = 0, in_place_saving = 0, newest_saving = 0;
+  std::size_t children = 0, in_place_saving = 0, newest_saving = 0;
   bool previous_reads_output = false, newest_in_place = false, before_newest_in_place = false;
-  for (const UnitFacts& u : units) {
-    if (!in_stage(u, begin, end, last)) continue;
-    const bool new_child = children == 0 || u.layer != previous_layer;
+  for_each_stage_unit(units, begin, end, last, [&](const UnitFacts& u, bool new_child) {
     if (children == 0) s.input_elements = u.input_elements;
     if (new_child) {
       if (children > 0) s.largest_inner_output = std::max(s.largest_inner_output, s.output_elements);
@@ -104,10 +116,9 @@ constexpr StageFacts stage_facts(std::span<const UnitFacts> units, std::size_t b
       previous_reads_output = u.chain.backward_reads_output;
       ++children;
     }
-    previous_layer = u.layer;
     s.cost += u.cost;
     s.output_elements = u.output_elements;
-  }
+  });
   const bool last_in_place = newest_in_place && !before_newest_in_place;
   s.cost.activations -= in_place_saving - (last_in_place ? 0 : newest_saving);
   return s;
@@ -118,17 +129,14 @@ constexpr StageFacts stage_facts(std::span<const UnitFacts> units, std::size_t b
 /// gradient.
 inline std::size_t stage_gradient_buffers_written(std::span<const UnitFacts> units, std::size_t begin, std::size_t end,
                                                   bool first, bool last) {
-  std::vector<hpf::detail::ChainChild> children;  // the top-level layers; a Repeat's copies in the stage are one
-  std::size_t previous_layer = 0;
-  for (const UnitFacts& u : units) {
-    if (!in_stage(u, begin, end, last)) continue;
-    if (children.empty() || u.layer != previous_layer) {
+  std::vector<hpf::detail::ChainChild> children;
+  for_each_stage_unit(units, begin, end, last, [&](const UnitFacts& u, bool new_child) {
+    if (new_child) {
       children.push_back(u.chain);
-      children.back().parameters = 0;
+      children.back().parameters = 0;  // a Repeat piece's: its copies' in the stage
     }
     children.back().parameters += u.cost.parameters;
-    previous_layer = u.layer;
-  }
+  });
   std::vector<hpf::detail::ChainRole> roles(children.size());
   hpf::detail::assign_chain_roles(children.data(), children.size(), roles.data());
   const auto written = hpf::detail::gradient_buffers_written(children.data(), roles.data(), children.size(), !first);
