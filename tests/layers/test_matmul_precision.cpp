@@ -138,6 +138,13 @@ TEST_CASE("MatmulPrecision::bf16: Conv2D on oneDNN and on im2col + GEMM") {
   }
 }
 
+TEST_CASE("MatmulPrecision::bf16: a weight gradient summed over several sub-batches") {
+  // oneDNN's bf16 weight gradient runs sub-batches of about 8192 output pixels, each its own sum:
+  // 8, 8 and 4 images of 32x32 here.
+  using Large = hpf::Sequential<hpf::Input<16, 32, 32>, hpf::Conv2D<16, 3, hpf::Pad<1>, hpf::NoBias>>;
+  check_exact<Large>(automatic, 20);
+}
+
 TEST_CASE("MatmulPrecision::bf16: convolutions over fewer than 4 input channels compute in float") {
   static_assert(hpf::bf16_convolution_min_channels == 4);
   using Rgb = hpf::Sequential<hpf::Input<3, 9, 8>, hpf::Conv2D<16, 3, hpf::Pad<1>>>;

@@ -299,13 +299,12 @@ class OneDnnConvolution {
   };
 
   /// How the weight gradient of a batch is split: sub-batches of `chunk` images, whose sums are
-  /// added in groups of sub_batches_per_group, groups spread over `lanes`.
+  /// added in groups of `per_group` sub-batches, groups spread over `lanes`.
   struct WeightSplit {
-    std::size_t chunk = 1, chunks = 0, groups = 0, lanes = 1;
+    std::size_t chunk = 1, chunks = 0, per_group = 1, groups = 0, lanes = 1;
     std::size_t group_floats = 0;  // a group's sum
     std::size_t lane_floats = 0;   // a lane's blocked copies and one sub-batch's sum
   };
-  static constexpr std::size_t sub_batches_per_group = 8;
 
   /// A whole batch's input or output gradient, converted in one call into the layout the
   /// weight-gradient sub-batches want, when that layout keeps each image in one piece (images
@@ -479,7 +478,7 @@ class OneDnnConvolution {
   /// Weight and bias gradients, a few images at a time: each sub-batch's sum is computed
   /// separately, so no float accumulation chain runs over the whole batch (oneDNN's kernels sum
   /// N*OH*OW products in one chain, which loses digits on large batches). Sub-batch sums are added
-  /// within groups of sub_batches_per_group, and the groups' sums to hpf's gradient in order, so
+  /// within groups of sub_batches_per_group(), and the groups' sums to hpf's gradient in order, so
   /// the order of additions does not depend on the threads: with several lanes, groups run side
   /// by side, oneDNN on one thread in each (a 1-image sub-batch leaves oneDNN's own threads little
   /// to share: ResNet-20 on 2 threads ran at 1031 images/s, against 1176 with whole-batch chains).
@@ -546,8 +545,8 @@ class OneDnnConvolution {
     sum.weight = dnnl::memory(sum_weight_desc, engine(), sum_space);
     if (bias_)
       sum.bias = dnnl::memory(whole.backward_weights.diff_bias_desc(), engine(), sum_space + Slots::floats(sum_weight_desc));
-    const std::size_t begin = group * sub_batches_per_group;
-    const std::size_t end = std::min(begin + sub_batches_per_group, split.chunks);
+    const std::size_t begin = group * split.per_group;
+    const std::size_t end = std::min(begin + split.per_group, split.chunks);
     for (std::size_t c = begin; c < end; ++c) {
       const std::size_t first = c * split.chunk;
       const std::size_t images = std::min(split.chunk, n - first);
@@ -620,7 +619,8 @@ class OneDnnConvolution {
     WeightSplit split;
     split.chunk = std::min(weight_gradient_chunk(n), std::max<std::size_t>(n, 1));
     split.chunks = (n + split.chunk - 1) / split.chunk;
-    split.groups = (split.chunks + sub_batches_per_group - 1) / sub_batches_per_group;
+    split.per_group = sub_batches_per_group();
+    split.groups = (split.chunks + split.per_group - 1) / split.per_group;
     split.lanes = std::max<std::size_t>(std::min(lanes_, split.groups), 1);
     const Plan& whole = weight_plan(split.chunk, n);
     split.group_floats = Slots::floats(whole.backward_weights.diff_weights_desc()) +
@@ -680,10 +680,19 @@ class OneDnnConvolution {
   /// GEMM's. Measured on ResNet-20 (batch 64, float, against float64): one chain per batch gave a
   /// median update error of 1.4e-3, sub-batches of 1024 pixels 3.7e-4, of 256 pixels 2.8e-5
   /// (im2col + GEMM: 4.2e-5), at the same speed (336-338 images/s, 1 core).
+  /// With bf16 inputs, about 8192 pixels: rounding the inputs (2^-9 of each product) costs the
+  /// sum far more digits than float chains of that length lose, while each sub-batch is a call
+  /// whose fixed cost AMX's short kernels do not hide: on ResNet-20 (batch 64, bf16, one core of
+  /// a Xeon with AMX, interleaved runs) sub-batches of 256 pixels ran a step in 105 ms, of 2048 in
+  /// 96-104, of 8192 in 94-97, one sub-batch per batch in 93-97.
   std::size_t weight_gradient_chunk(std::size_t n) const {
-    constexpr std::size_t pixels = 256;
+    const std::size_t pixels = compute_ == dnnl::memory::data_type::bf16 ? 8192 : 256;
     return std::clamp<std::size_t>(pixels / g_.out_spatial(), 1, std::max<std::size_t>(n, 1));
   }
+  /// Sub-batches whose sums a group adds before its sum joins the gradient: 8 in float (fewer
+  /// group sums to keep); one with bf16's fewer, larger sub-batches, so that lanes still have
+  /// groups to share (ResNet-20's 16x16 layers at batch 64: 2 sub-batches of 32 images).
+  std::size_t sub_batches_per_group() const { return compute_ == dnnl::memory::data_type::bf16 ? 1 : 8; }
 
   /// Whether Winograd's algorithm runs this layer forward and for both gradients: oneDNN has it
   /// on this CPU (3x3, stride 1, AVX-512), and the layer has at least 32 channels in and out.
