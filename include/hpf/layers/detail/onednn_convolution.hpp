@@ -683,7 +683,7 @@ class OneDnnConvolution {
   /// With bf16 inputs, about 8192 pixels: rounding the inputs (2^-9 of each product) costs the
   /// sum far more digits than float chains of that length lose, while each sub-batch is a call
   /// whose fixed cost AMX's short kernels do not hide: on ResNet-20 (batch 64, bf16, one core of
-  /// a Xeon with AMX, interleaved runs) sub-batches of 256 pixels ran a step in 105 ms, of 2048 in
+  /// a Xeon with AMX, hand runs) sub-batches of 256 pixels ran a step in 104-105 ms, of 2048 in
   /// 96-104, of 8192 in 94-97, one sub-batch per batch in 93-97.
   std::size_t weight_gradient_chunk(std::size_t n) const {
     const std::size_t pixels = compute_ == dnnl::memory::data_type::bf16 ? 8192 : 256;
