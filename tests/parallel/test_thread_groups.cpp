@@ -12,6 +12,8 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -110,16 +112,22 @@ std::size_t differing_bits(const std::vector<V>& a, const std::vector<V>& b) {
   return n;
 }
 
-/// While alive, the BLAS computes on one thread, as it does for each shard side by side (unless
-/// OPENBLAS_NUM_THREADS says otherwise). hpf's own kernels give the same bits on any number of
-/// threads; a BLAS need not: OpenBLAS 0.3.21's SGEMM on an AMD Zen 5 (family 26) rounds the MLP's
-/// products (batch 16 against 784 or 512 features) differently on 2 threads than on 1, with its
-/// Haswell and SkylakeX kernels, and its DGEMM on a Zen 4 (family 25) the CNN's in double.
+/// While alive, the BLAS computes on one thread, as it does for each shard side by side, whatever
+/// OPENBLAS_NUM_THREADS and OMP_NUM_THREADS say (OpenBLAS' OpenMP build runs on OpenMP's count).
+/// hpf's own kernels give the same bits on any number of threads; a BLAS need not: OpenBLAS
+/// 0.3.21's SGEMM on an AMD Zen 5 (family 26) rounds the MLP's products (batch 16 against 784 or
+/// 512 features) differently on 2 threads than on 1, with its Haswell and SkylakeX kernels, and
+/// its DGEMM on a Zen 4 (family 25) and on a Xeon (family 6 model 167) the CNN's in double.
 struct OneBlasThread {
-  OneBlasThread() { hpf::system::match_library_threads(1); }
-  ~OneBlasThread() { hpf::system::match_library_threads(Space().concurrency()); }
+  const int saved_blas = hpf::system::blas_threads(), saved_openmp = omp_get_max_threads();
+  OneBlasThread() { set(1, 1); }
+  ~OneBlasThread() { set(saved_blas, saved_openmp); }
   OneBlasThread(const OneBlasThread&) = delete;
   OneBlasThread& operator=(const OneBlasThread&) = delete;
+  static void set(int blas, int openmp) {
+    if (const auto set_blas = hpf::system::detail::openblas().set_threads; set_blas && blas > 0) set_blas(blas);
+    omp_set_num_threads(openmp);
+  }
 };
 
 /// Trains the shards one after another (the BLAS on one thread, as side by side) and side by side

@@ -78,11 +78,14 @@ inline void select_blas_kernels(char** argv) {
 /// \brief Gives the libraries hpf calls outside Kokkos kernels (OpenBLAS; oneDNN through OpenMP)
 /// as many threads as the process's host execution space has: 1 with Kokkos Serial, T with Kokkos
 /// OpenMP on T threads. Those cores are free while such a call runs; larger pools would compete
-/// with the other ranks of the node (OpenBLAS' pthreads spin in sched_yield). OPENBLAS_NUM_THREADS
-/// and OMP_NUM_THREADS, when set, win.
+/// with the other ranks of the node (OpenBLAS' pthreads spin in sched_yield). The variable each
+/// library follows, when set, wins: OPENBLAS_NUM_THREADS for OpenBLAS' pthreads build,
+/// OMP_NUM_THREADS for OpenMP's (oneDNN, and OpenBLAS' OpenMP build, which runs on OpenMP's count
+/// and whose openblas_set_num_threads sets that count).
 inline void match_library_threads(int host_threads) {
   const int threads = host_threads > 0 ? host_threads : 1;
-  if (!std::getenv("OPENBLAS_NUM_THREADS") && detail::openblas().set_threads) detail::openblas().set_threads(threads);
+  const char* blas_variable = blas_threading() == "OpenMP" ? "OMP_NUM_THREADS" : "OPENBLAS_NUM_THREADS";
+  if (!std::getenv(blas_variable) && detail::openblas().set_threads) detail::openblas().set_threads(threads);
   if (!std::getenv("OMP_NUM_THREADS")) {
     using set_threads_fn = void (*)(int);
     if (auto f = reinterpret_cast<set_threads_fn>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"))) f(threads);
