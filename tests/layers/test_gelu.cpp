@@ -66,6 +66,10 @@ TEST_CASE("GELUTanh in float: the vectorising tanh keeps output and gradient wit
   for (double u = -12; u <= 12; u += 1.0 / 64) {
     CHECK(std::abs(static_cast<double>(hpf::detail::gelu_tanh(static_cast<float>(u))) - std::tanh(static_cast<double>(static_cast<float>(u)))) < 4e-7);
   }
+  // Saturated ends: exactly +-1, so that the derivative's 1 - tanh^2 vanishes there as tanhf's.
+  CHECK(hpf::detail::gelu_tanh(8.0f) == 1.0f);
+  CHECK(hpf::detail::gelu_tanh(-30.0f) == -1.0f);
+  CHECK(hpf::detail::gelu_derivative<hpf::GeluForm::tanh>(-8.0f) == 0.0f);
   for (double v = -8; v <= 8; v += 1.0 / 32) {
     const float x = static_cast<float>(v);
     const double exact = hpf::detail::gelu<hpf::GeluForm::tanh>(static_cast<double>(x));

@@ -33,6 +33,25 @@ KOKKOS_INLINE_FUNCTION float clamp_magnitude(float u, float limit) {
 #endif
 }
 
+/// value where |u| < limit (> 0), else +-1 with u's sign: a function's saturated end, without
+/// a selection on a float comparison (the magnitudes compare as bits). NaN u gives +-1 on the
+/// host, as clamp_magnitude's +-limit would.
+KOKKOS_INLINE_FUNCTION float unit_beyond(float u, float limit, float value) {
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+  return u <= -limit ? -1.0f : (u >= limit ? 1.0f : value);
+#else
+  std::uint32_t bits = 0, limit_bits = 0, value_bits = 0;
+  std::memcpy(&bits, &u, sizeof bits);
+  std::memcpy(&limit_bits, &limit, sizeof limit_bits);
+  std::memcpy(&value_bits, &value, sizeof value_bits);
+  const std::uint32_t inside = 0u - std::uint32_t((bits & 0x7fffffffu) < limit_bits);  // all ones or none
+  const std::uint32_t unit = 0x3f800000u | (bits & 0x80000000u);
+  value_bits = (value_bits & inside) | (unit & ~inside);
+  std::memcpy(&value, &value_bits, sizeof value);
+  return value;
+#endif
+}
+
 /// e^x. float on the host: Cody-Waite reduction and Cephes' polynomial, at most 1.01 ulp from e^x
 /// with or without FMA contraction; results below float's range round to 0 (subnormals as
 /// std::exp's), above it inf, NaN stays NaN. double, and any device: math::exp (double is
