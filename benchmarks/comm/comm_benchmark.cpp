@@ -28,9 +28,10 @@
 //   rested     one message after the link rested --rest-us (default 20 ms; rank 0 busy, the peer
 //              polling its posted receive): rank 0 sends, the peer answers with 4 bytes; time =
 //              that round trip less the 4-byte answer's own one-way time (half a rested 4-byte
-//              round trip, measured first, and at most half the fastest round trip of the size). A shaped link (a token bucket, a policer) passes what
-//              its burst covers at line rate, so a rested message is faster than `latency`'s
-//              back-to-back ones; 15 repetitions (the rests dominate), polled without pause
+//              round trip, measured first; at most half the size's fastest round trip). A shaped
+//              link (a token bucket, a policer) passes what its burst covers at line rate, so a
+//              rested message is faster than `latency`'s back-to-back ones; 15 repetitions (the
+//              rests dominate), polled without pause
 //   steal      compute lost to traffic: both ranks of the pair run a fixed busy loop, testing
 //              their requests every few tens of microseconds as training does between layers,
 //              alone and while a message of the size goes each way; time = the loop's extra time

@@ -2,14 +2,13 @@
 #include <hpf/data/idx.hpp>
 
 #include <data/idx_files.hpp>
+#include <support/scoped_env.hpp>
 
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <array>
-#include <cstdlib>
 #include <numeric>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,29 +36,6 @@ void write_tiny_fashion_mnist(const hpf_test::TempDir& dir) {
   write_tiny(dir / "train-images-idx3-ubyte.gz", dir / "train-labels-idx1-ubyte.gz", 12);
   write_tiny(dir / "t10k-images-idx3-ubyte.gz", dir / "t10k-labels-idx1-ubyte.gz", 5);
 }
-
-// Sets an environment variable for one scope, restoring the old value after.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    set(value);
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-  ~ScopedEnv() { set(old_ ? old_->c_str() : nullptr); }
-
- private:
-  void set(const char* value) const {
-    if (value != nullptr) {
-      ::setenv(name_, value, 1);
-    } else {
-      ::unsetenv(name_);
-    }
-  }
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 std::string full(const std::filesystem::path& file) { return std::filesystem::absolute(file).string(); }
 
@@ -130,7 +106,7 @@ TEST_CASE("load_fashion_mnist: directory from HPF_FASHION_MNIST_DIR") {
   hpf_test::TempDir dir;
   write_tiny_fashion_mnist(dir);
   {
-    const ScopedEnv env("HPF_FASHION_MNIST_DIR", dir.path().c_str());
+    const hpf_test::ScopedEnv env("HPF_FASHION_MNIST_DIR", dir.path().c_str());
     CHECK(hpf::data::fashion_mnist_directory() == dir.path());
     const auto [train, test] = hpf::data::load_fashion_mnist();
     CHECK(train.size() == 12);
@@ -142,7 +118,7 @@ TEST_CASE("load_fashion_mnist: directory from HPF_FASHION_MNIST_DIR") {
     CHECK(sharded.test.holds(1));
   }
   {
-    const ScopedEnv env("HPF_FASHION_MNIST_DIR", nullptr);
+    const hpf_test::ScopedEnv env("HPF_FASHION_MNIST_DIR", nullptr);
     CHECK(hpf::data::fashion_mnist_directory() == debian_directory);
   }
 }

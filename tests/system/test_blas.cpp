@@ -1,5 +1,7 @@
 #include <hpf/system/blas.hpp>
 
+#include <support/scoped_env.hpp>
+
 #include <Kokkos_Core.hpp>
 #include <KokkosBlas3_gemm.hpp>
 
@@ -7,9 +9,7 @@
 
 #include <omp.h>
 
-#include <cstdlib>
 #include <fstream>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,43 +45,18 @@ TEST_CASE("BLAS: with Kokkos OpenMP, OpenBLAS runs on the OpenMP threads") {
   CHECK(hpf::system::blas_description().find("OpenMP threads") != std::string::npos);
 }
 
-namespace {
-/// Sets an environment variable (or unsets it: nullopt) while alive, then puts back what was there.
-class ScopedVariable {
- public:
-  ScopedVariable(const char* name, std::optional<std::string> value) : name_(name) {
-    if (const char* was = std::getenv(name)) saved_ = was;
-    set(value);
-  }
-  ~ScopedVariable() { set(saved_); }
-  ScopedVariable(const ScopedVariable&) = delete;
-  ScopedVariable& operator=(const ScopedVariable&) = delete;
-
- private:
-  void set(const std::optional<std::string>& value) const {
-    if (value) {
-      setenv(name_, value->c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-  const char* name_;
-  std::optional<std::string> saved_;
-};
-}  // namespace
-
 // OpenBLAS' OpenMP build runs on OpenMP's thread count and its openblas_set_num_threads sets that
 // count: the variable it follows is OMP_NUM_THREADS, not OPENBLAS_NUM_THREADS.
 TEST_CASE("BLAS: match_library_threads leaves OpenBLAS' OpenMP build to OMP_NUM_THREADS, not OPENBLAS_NUM_THREADS") {
   const int openmp_before = omp_get_max_threads();
   {
-    const ScopedVariable omp("OMP_NUM_THREADS", "3"), blas("OPENBLAS_NUM_THREADS", std::nullopt);
+    const hpf_test::ScopedEnv omp("OMP_NUM_THREADS", "3"), blas("OPENBLAS_NUM_THREADS", nullptr);
     omp_set_num_threads(3);  // as the runtime read it at start
     hpf::system::match_library_threads(1);
     CHECK(omp_get_max_threads() == 3);  // the user's count stays, oneDNN's and OpenBLAS' alike
   }
   {
-    const ScopedVariable omp("OMP_NUM_THREADS", std::nullopt), blas("OPENBLAS_NUM_THREADS", "1");
+    const hpf_test::ScopedEnv omp("OMP_NUM_THREADS", nullptr), blas("OPENBLAS_NUM_THREADS", "1");
     hpf::system::detail::openblas().set_threads(1);
     hpf::system::match_library_threads(2);
     CHECK(omp_get_max_threads() == 2);
