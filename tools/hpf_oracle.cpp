@@ -59,14 +59,14 @@ const char* const usage_text =
     "                            [--memory-budget MIB] [--max-stages S] [--top N] [--recompute] [--precision P]\n"
     "                            [--exchange-precision full|bf16] [--stage-precision full|bf16]\n"
     "                            [--layer-splits] [--search-cuts] [--json] [--repeat N]\n"
-    "                            [--process-mib X] [--data-mib X]\n"
+    "                            [--process-mib X] [--data-mib X] [--without tapes-in-flight]\n"
     "                            [--canary S | --compute-scale X]\n"
     "       hpf-oracle predict   --model NAME --ranks P --batch B --stages S --micro-batches M\n"
     "                            [--schedule 1f1b|gpipe] [--cuts L1,L2,...] [--profile FILE] [--cluster FILE]\n"
     "                            [--recompute] [--precision P] [--exchange-precision full|bf16]\n"
     "                            [--stage-precision full|bf16]\n"
     "                            [--split filter:G|channel:G|spatial:G] [--canary S | --compute-scale X]\n"
-    "                            [--closed-form] [--process-mib X] [--data-mib X]\n"
+    "                            [--closed-form] [--without tapes-in-flight] [--process-mib X] [--data-mib X]\n"
     "                            [--json]\n"
     "       hpf-oracle partition --model NAME --ranks P --batch B --stages S --micro-batches M\n"
     "                            [predict's options but --cuts]\n"
@@ -88,6 +88,8 @@ const char* const usage_text =
     "           the micro-batch the plan computes (rank, recommend: each rank's share of the batch)\n"
     "  --compute-scale: multiply the profile's compute by X (a ratio --canary printed earlier)\n"
     "  --closed-form: ParaDL's closed form on the same calibration instead of the played step\n"
+    "  --without tapes-in-flight: the oracle without that term (its ablation): passes take their\n"
+    "             calibrated time however many micro-batches' tapes a schedule keeps alive\n"
     "  --repeat: ask the query N times in this process (the first runs cold: caches, threads); --json\n"
     "            adds warm_query_us, the median of the others\n"
     "  --threads: predict the strategies on up to N threads (default: the host's cores), one per 50,000\n"
@@ -124,6 +126,7 @@ struct Args {
   double memory_budget_mib = 0;
   double process_mib = 0, data_mib = 0;  ///< the base of the predicted resident set
   bool json = false, recompute = false, layer_splits = false, search_cuts = false, closed_form = false;
+  bool without_tapes_in_flight = false;
   double canary_seconds = 0;  ///< 0: no canary
   double compute_scale = 1;
   hpf::LayerSplit split{};
@@ -211,6 +214,10 @@ Args parse(int argc, char** argv) {
     else if (flag == "--schedule") a.schedule = value;
     else if (flag == "--data") a.data = value;
     else if (flag == "--precision") a.precision = value;
+    else if (flag == "--without" && (a.command == "predict" || a.command == "rank")) {
+      if (value != "tapes-in-flight") fail("--without: the oracle's terms that can be left out: tapes-in-flight");
+      a.without_tapes_in_flight = true;
+    }
     else if (flag == "--exchange-precision" && a.command != "calibrate") a.exchange_precision = value;
     else if (flag == "--stage-precision" && a.command != "calibrate") a.stage_precision = value;
     else if (flag == "--ranks") a.ranks = count(flag, value);
@@ -548,6 +555,7 @@ int run(const Args& a) {
     return 0;
   }
   MachineProfile profile = load_profile(a.profile);
+  if (a.without_tapes_in_flight) drop_tapes_in_flight(profile);
   if (a.canary_seconds > 0) {
     const std::optional<hpf::data::Dataset> data = samples<Model>(a, 128);
     const Canary c = canary<Model>(profile, a.canary_seconds, matmul_precision(a), data ? &*data : nullptr, canary_batch(a));

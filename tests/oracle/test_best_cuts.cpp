@@ -6,6 +6,7 @@
 #include <hpf/oracle/recommend.hpp>
 
 #include <doctest/doctest.h>
+#include <support/tiny_oracle.hpp>
 
 #include <cstddef>
 #include <stdexcept>
@@ -34,7 +35,7 @@ oracle::MachineProfile skewed_profile() {
   for (const std::string& key : oracle::layer_keys<Model>()) {
     const bool slow = key.find("ReLU") != std::string::npos || key.find("MaxPool") != std::string::npos;
     const double f = (slow ? 4e-3 : 1e-3) * (1 + 0.01 * static_cast<double>(i++));
-    p.units[key] = {{1, 64}, {f, 64 * f}, {2 * f, 128 * f}, {0, 0}, {0, 0}, {}, {}, {}, {}, {}, {}, {}, {}};
+    p.units[key] = hpf_test::linear_unit(f, 2 * f);
   }
   return p;
 }

@@ -61,6 +61,40 @@ TEST_CASE("two stages: the bubble is (S - 1) micro-batch forward and backward un
   }
 }
 
+TEST_CASE("tapes in flight: a schedule that keeps many micro-batches' tapes pays its share of what 8 of them added") {
+  const auto view = oracle::view_of<Tiny>("tiny");
+  auto profile = linear_profile();
+  // Calibrated as a whole model: one micro-batch's tape, and 8 of them in flight.
+  const double per_sample = static_cast<double>(oracle::tape_bytes_per_sample(Tiny::input_shape::size, Tiny::cost, sizeof(float)));
+  for (auto& [key, t] : profile.units) {
+    t.in_flight_forward_ratio = {1.5, 1.5};
+    t.in_flight_backward_ratio = {1.25, 1.25};
+    t.tape_bytes = {per_sample, 64 * per_sample};
+    t.in_flight_bytes = {8 * per_sample, 8 * 64 * per_sample};
+  }
+  const auto compute = [&](const oracle::Plan& plan, const oracle::MachineProfile& p) { return oracle::predict(view, plan, p).compute_s; };
+  // One process, 16 samples: 6 units x (1 + 2) ms per sample as calibrated.
+  const double calibrated = 6 * 3e-3 * 16;
+  CHECK(compute(plan(1, 1, 16, 1, Schedule::one_f_one_b), profile) == doctest::Approx(calibrated));  // one tape
+  CHECK(compute(plan(1, 1, 16, 8, Schedule::one_f_one_b), profile) == doctest::Approx(calibrated));  // one reused
+  // GPipe keeps all 8: the measured factors whole; 4 of them: 3/7 of the way from one tape to 8.
+  CHECK(compute(plan(1, 1, 16, 8, Schedule::gpipe), profile) == doctest::Approx(6 * 16 * (1.5e-3 + 2.5e-3)));
+  const double share = 3.0 / 7;
+  const double four = 6 * 16 * (1e-3 * (1 + 0.5 * share) + 2e-3 * (1 + 0.25 * share));
+  CHECK(compute(plan(1, 1, 16, 4, Schedule::gpipe), profile) == doctest::Approx(four));
+  // A host's ranks share its cache: 2 replicas of 4 tapes each on one host hold 8 there; on hosts
+  // of their own, 4 each.
+  CHECK(compute(plan(1, 2, 32, 4, Schedule::gpipe), profile) == doctest::Approx(6 * 16 * (1.5e-3 + 2.5e-3)));
+  auto two_hosts = profile;
+  two_hosts.hosts = 2;
+  CHECK(compute(plan(1, 2, 32, 4, Schedule::gpipe), two_hosts) == doctest::Approx(four));
+  // Without the term (hpf-oracle --without tapes-in-flight), the calibrated times.
+  oracle::drop_tapes_in_flight(profile);
+  CHECK(compute(plan(1, 1, 16, 8, Schedule::gpipe), profile) == doctest::Approx(calibrated));
+  // The closed form never had it.
+  CHECK(oracle::closed_form(view, plan(1, 1, 16, 8, Schedule::gpipe), two_hosts).compute_s == doctest::Approx(calibrated));
+}
+
 TEST_CASE("transfers and the gradient reduction add what the fitted lines say") {
   auto profile = linear_profile();
   profile.comm["p2p_latency"].by_ranks[2] = {{0, 1e30, 1e-3, 0}};      // 1 ms per message
@@ -419,6 +453,10 @@ TEST_CASE("machine profile: compute written into a profile and read back; bad fi
   auto written = linear_profile();
   written.units.begin()->second.split_buffer_elements = {40, 80};
   written.units.begin()->second.split_buffer_resident_elements = {10, 20};
+  written.units.begin()->second.in_flight_forward_ratio = {1.25, 1.5};
+  written.units.begin()->second.in_flight_backward_ratio = {1.125, 1.0};
+  written.units.begin()->second.tape_bytes = {100, 6400};
+  written.units.begin()->second.in_flight_bytes = {800, 12800};
   profile.units = written.units;
   profile.optimizer_s_per_parameter = 3e-9;
   profile.runtime_bytes = 11264;
@@ -435,6 +473,12 @@ TEST_CASE("machine profile: compute written into a profile and read back; bad fi
   CHECK(unit.split_buffers(64) == 80);
   CHECK(unit.split_buffers_resident(64) == 20);
   CHECK(std::next(read.units.begin())->second.split_buffers_resident(64) == 0);  // none measured
+  CHECK(unit.in_flight_excess(unit.in_flight_forward_ratio, 64) == doctest::Approx(0.5));
+  CHECK(unit.in_flight_excess(unit.in_flight_backward_ratio, 1) == doctest::Approx(0.125));
+  CHECK(unit.one_tape_bytes(64) == doctest::Approx(6400));
+  CHECK(unit.tapes_in_flight_bytes(64) == doctest::Approx(12800));
+  CHECK(std::next(read.units.begin())->second.in_flight_forward_ratio.empty());  // none measured: no factor
+  CHECK(std::next(read.units.begin())->second.in_flight_excess({}, 64) == 0);
 
   // What a profile measured once but the oracle no longer prices (a link's burst, a noise probe) is ignored.
   std::ofstream(path) << R"({"format": "hpf-machine-profile", "link": {"burst_bytes": 112000, "rested_alpha_s": 6e-5,
@@ -459,6 +503,11 @@ TEST_CASE("machine profile: compute written into a profile and read back; bad fi
   CHECK_THROWS_WITH_AS(oracle::load_profile(path), doctest::Contains("is not an hpf machine profile"), oracle::ProfileError);
   std::ofstream(path) << R"({"format": "hpf-machine-profile", "compute": {"units": {"x": {"batch": [1, 2], "forward_s": [1]}}}})";
   CHECK_THROWS_WITH_AS(oracle::load_profile(path), doctest::Contains("compute.units[x].backward_s is missing"), oracle::ProfileError);
+  std::ofstream(path) << R"({"format": "hpf-machine-profile", "compute": {"units": {"x": {"batch": [1, 2], "forward_s": [1, 2],
+    "backward_s": [1, 2], "workspace_elements": [0, 0], "scratch_elements": [0, 0], "in_flight_forward_ratio": [1],
+    "in_flight_backward_ratio": [1], "tape_bytes": [1], "in_flight_bytes": [8]}}}})";
+  CHECK_THROWS_WITH_AS(oracle::load_profile(path), doctest::Contains("compute.units[x] needs arrays of one length"),
+                       oracle::ProfileError);
   CHECK_THROWS_WITH_AS(oracle::load_profile((dir / "absent.json").string()), doctest::Contains("cannot read"),
                        oracle::ProfileError);
   std::filesystem::remove_all(dir);
@@ -580,11 +629,24 @@ TEST_CASE("calibration with a filter or channel split times one member's part an
 TEST_CASE("calibration times every size within its time budget, and the first one even without budget") {
   oracle::MachineProfile profile;
   oracle::calibrate<Tiny>(profile, {.batches = {1, 2, 4}, .repeats = 3});
+  // Each size also with 8 tapes in flight: one tape's bytes as the prediction counts them.
+  const double per_sample = static_cast<double>(oracle::tape_bytes_per_sample(Tiny::input_shape::size, Tiny::cost, sizeof(float)));
   for (const auto& [key, timing] : profile.units) {
     CHECK(timing.batch == std::vector<double>{1, 2, 4});
     CHECK(timing.forward_s.size() == 3);  // a median per size
     CHECK(timing.backward_s.size() == 3);
+    CHECK(timing.tape_bytes == std::vector<double>{per_sample, 2 * per_sample, 4 * per_sample});
+    CHECK(timing.in_flight_bytes == std::vector<double>{8 * per_sample, 16 * per_sample, 32 * per_sample});
+    REQUIRE(timing.in_flight_forward_ratio.size() == 3);
+    REQUIRE(timing.in_flight_backward_ratio.size() == 3);
+    for (std::size_t i = 0; i < 3; ++i) {
+      CHECK(timing.in_flight_forward_ratio[i] > 0);
+      CHECK(timing.in_flight_backward_ratio[i] > 0);
+    }
   }
+  oracle::MachineProfile times_only;  // as a canary calibrates
+  oracle::calibrate<Tiny>(times_only, {.batches = {1}, .repeats = 1, .tapes_in_flight = false});
+  for (const auto& [key, timing] : times_only.units) CHECK(timing.in_flight_bytes.empty());
   oracle::calibrate<Tiny>(profile, {.batches = {1, 2, 4}, .repeats = 3, .max_seconds = 0});
   for (const auto& [key, timing] : profile.units) CHECK(timing.batch == std::vector<double>{1});
 }
@@ -647,7 +709,7 @@ TEST_CASE("re-materialization: each Repeat copy's forward again in backward, N b
   profile.label = "test";
   profile.cores = 64;
   for (const std::string& key : oracle::layer_keys<Blocks>()) {
-    profile.units[key] = {{1, 64}, {1e-3, 64e-3}, {2e-3, 128e-3}, {0, 0}, {0, 0}, {}, {}, {}, {}, {}, {}, {}, {}};
+    profile.units[key] = hpf_test::linear_unit(1e-3, 2e-3);
   }
   const auto view = oracle::view_of<Blocks>("blocks");
   oracle::Plan kept{.stages = 1, .replicas = 1, .batch = 4, .micro_batches = 1, .schedule = Schedule::one_f_one_b,
@@ -670,7 +732,7 @@ TEST_CASE("layer splits: the split products' share of a unit's FLOPs runs on 1/G
   profile.label = "test";
   profile.cores = 64;
   for (const std::string& key : oracle::layer_keys<Mlp2>()) {
-    profile.units[key] = {{1, 64}, {1e-3, 64e-3}, {2e-3, 128e-3}, {0, 0}, {0, 0}, {}, {}, {}, {}, {}, {}, {}, {}};
+    profile.units[key] = hpf_test::linear_unit(1e-3, 2e-3);
   }
   const auto view = oracle::view_of<Mlp2>("mlp2");
   const auto planned = [&](LayerSplit split) {
@@ -704,7 +766,8 @@ TEST_CASE("layer splits: the split products' share of a unit's FLOPs runs on 1/G
   auto members = profile;
   for (const std::string& key : oracle::layer_keys<Mlp2>(MatmulPrecision::full, LayerSplit::filter(2))) {
     CHECK(key.ends_with(" [filter:2 member]"));
-    members.units[key] = {{1, 64}, {0.5e-3, 32e-3}, {1.5e-3, 96e-3}, {0, 0}, {0, 0}, {}, {}, {}, {}, {}, {10, 640}, {}, {}};
+    members.units[key] = hpf_test::linear_unit(0.5e-3, 1.5e-3);
+    members.units[key].split_buffer_elements = {10, 640};
   }
   const auto filter = oracle::predict(view, planned(LayerSplit::filter(2)), members);
   CHECK(filter.time_s == doctest::Approx(8 * 4 * 2e-3));
@@ -758,7 +821,7 @@ TEST_CASE("layer splits: a DensePair sums over the group once each way, the weig
   profile.label = "test";
   profile.cores = 64;
   for (const std::string& key : oracle::layer_keys<Pair>()) {
-    profile.units[key] = {{1, 64}, {1e-3, 64e-3}, {2e-3, 128e-3}, {0, 0}, {0, 0}, {}, {}, {}, {}, {}, {}, {}, {}};
+    profile.units[key] = hpf_test::linear_unit(1e-3, 2e-3);
   }
   const auto view = oracle::view_of<Pair>("pair");
   for (const auto split : {LayerSplit::filter(2), LayerSplit::channel(2)}) {
@@ -793,7 +856,7 @@ TEST_CASE("spatial splits: a slab rank's calibrated layers, its halo swaps and i
   profile.label = "test";
   profile.cores = 64;
   for (const auto& keys : {oracle::layer_keys<Cnn>(), oracle::layer_keys<Slabs>()}) {
-    for (const std::string& key : keys) profile.units[key] = {{1, 64}, {1e-3, 64e-3}, {2e-3, 128e-3}, {0, 0}, {0, 0}, {}, {}, {}, {}, {}, {}, {}, {}};
+    for (const std::string& key : keys) profile.units[key] = hpf_test::linear_unit(1e-3, 2e-3);
   }
   const auto whole = oracle::view_of<Cnn>("cnn");
   const auto slabs = oracle::view_of<Slabs>("cnn");

@@ -6,6 +6,7 @@
 #include <hpf/layers/detail/bf16_staging.hpp>
 #include <hpf/model/network.hpp>
 #include <hpf/optim/optimizer.hpp>
+#include <hpf/oracle/memory.hpp>
 #include <hpf/oracle/model_view.hpp>
 #include <hpf/oracle/profile.hpp>
 #include <hpf/parallel/batch_loader.hpp>
@@ -60,6 +61,9 @@ struct CalibrationOptions {
   /// ResNet-20, half the filters took 97 % of the time), so its share of the FLOPs mispredicted
   /// it by a factor of 2.
   LayerSplit split{};
+  /// Also time each size with the tapes of up to 8 micro-batches in flight
+  /// (UnitTiming::in_flight_forward_ratio); a canary, which reads only the times, does not.
+  bool tapes_in_flight = true;
 };
 
 namespace detail {
@@ -259,6 +263,88 @@ inline SplitBufferElements split_buffer_elements(const std::map<const void*, Bac
   return elements;
 }
 
+/// Micro-batches alive together at one size (UnitTiming::in_flight_*): per top-level layer, its
+/// seconds with `tapes` tapes written in turn over its seconds with one tape reused.
+struct InFlight {
+  std::vector<double> forward_ratio, backward_ratio;
+  double tape_bytes = 0, bytes = 0;  ///< one micro-batch's tape, all the tapes timed
+};
+inline constexpr std::size_t in_flight_most_tapes = 8;                   ///< GPipe's 8 micro-batches
+inline constexpr double in_flight_most_bytes = double(std::size_t{1} << 30);  ///< the tapes' memory, at most
+
+/// For each size of `sizes` (`pass` times one on the network's own tape): GPipe writes each micro-batch's tape in turn and reads them back after
+/// all forwards, where calibration's passes (`pass`, on `tape`) reuse one tape, which the cache may
+/// still hold. Each round times one pass on the reused tape, then the forwards of up to 8 tapes of
+/// their own and their backwards in the same order (as GPipe runs them), per layer; a size whose
+/// tapes would take over 1 GiB together times as many as fit, and one whose second tape would not
+/// fit is taken as measured with two at ratio 1 (a tape that large is out of the cache already).
+template <class Model, class Net, class Pass>
+std::vector<InFlight> time_in_flight(Net& net, Pass& pass, const std::vector<std::size_t>& sizes,
+                                     const CalibrationOptions& o) {
+  using T = typename Net::scalar_type;
+  constexpr std::size_t per_sample = tape_bytes_per_sample(Model::input_shape::size, Model::cost, sizeof(T));
+  const std::size_t rounds = std::min<std::size_t>(o.repeats, 3);
+  std::vector<InFlight> out;
+  for (const std::size_t n : sizes) {
+    InFlight f{std::vector<double>(Model::size, 1.0), std::vector<double>(Model::size, 1.0),
+               static_cast<double>(per_sample * n), 0};
+    const auto count = static_cast<std::size_t>(in_flight_most_bytes / std::max(1.0, f.tape_bytes));
+    const std::size_t tapes = std::min(in_flight_most_tapes, count);
+    f.bytes = static_cast<double>(std::max<std::size_t>(tapes, 2)) * f.tape_bytes;
+    if (tapes < 2) {
+      out.push_back(std::move(f));
+      continue;
+    }
+    std::vector<typename Net::Tape> many;
+    for (std::size_t k = 0; k < tapes; ++k) {
+      many.push_back(net.make_tape(n));
+      if constexpr (Net::classifier) Kokkos::deep_copy(many.back().labels, 1);
+      load_calibration_input(net, many.back(), o.samples, n);
+    }
+    using Seconds = std::vector<double>;  // per layer: every timed pass
+    std::vector<Seconds> one_forward(Model::size), one_backward(Model::size), many_forward(Model::size),
+        many_backward(Model::size);
+    for (std::size_t r = 0; r < rounds; ++r) {
+      pass(n);
+      const auto [forward, backward] = pass(n);
+      for (std::size_t u = 0; u < Model::size; ++u) {
+        one_forward[u].push_back(forward[u]);
+        one_backward[u].push_back(backward[u]);
+      }
+      trace::Recorder recorder(std::size_t{1} << 20);
+      trace::activate(&recorder, true);
+      std::vector<std::size_t> ends;  // each pass's last event
+      for (auto& t : many) {
+        net.forward(t, n, Mode::train);
+        Kokkos::fence();
+        ends.push_back(recorder.events().size());
+      }
+      for (auto& t : many) {
+        net.backward(t, T(1) / static_cast<T>(n));
+        Kokkos::fence();
+        ends.push_back(recorder.events().size());
+      }
+      trace::activate(nullptr, false);
+      const std::vector<trace::Event>& events = recorder.events();
+      for (std::size_t p = 0; p < ends.size(); ++p) {
+        const auto begin = events.begin() + static_cast<std::ptrdiff_t>(p == 0 ? 0 : ends[p - 1]);
+        const auto seconds = outermost_layer_seconds({begin, events.begin() + static_cast<std::ptrdiff_t>(ends[p])}, Model::size);
+        for (std::size_t u = 0; u < Model::size; ++u) (p < tapes ? many_forward : many_backward)[u].push_back(seconds[u]);
+      }
+    }
+    for (std::size_t u = 0; u < Model::size; ++u) {
+      const auto ratio = [](const Seconds& many_s, const Seconds& one_s) {
+        const double one = median(one_s);
+        return one > 0 ? median(many_s) / one : 1.0;
+      };
+      f.forward_ratio[u] = ratio(many_forward[u], one_forward[u]);
+      f.backward_ratio[u] = ratio(many_backward[u], one_backward[u]);
+    }
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
 /// Per top-level layer of Model: seconds forward and backward at each size of `o.batches`, timed
 /// inside the whole model (each layer reads what the one before it wrote, and backward finds the
 /// activations forward left, as in training), with the scratch its kernels ask for; with
@@ -364,6 +450,7 @@ std::vector<UnitTiming> time_layers(const CalibrationOptions& o, const BackendAl
     }
   }
   set_load(HostLoad::alone);
+  const std::vector<InFlight> in_flight = o.tapes_in_flight ? time_in_flight<Model>(net, pass, sizes, o) : std::vector<InFlight>{};
   // [size][layer]: the bf16 staging its products keep (one more pass per size, untimed: a
   // network's Bf16Gemm keeps its widest copies, which the memory model takes per stage).
   std::vector<std::vector<hpf::detail::Bf16StagingNeed>> staging(sizes.size());
@@ -407,6 +494,12 @@ std::vector<UnitTiming> time_layers(const CalibrationOptions& o, const BackendAl
       if (!split_elements.empty()) {
         timings[u].split_buffer_elements.push_back(split_elements[i].allocated[u]);
         timings[u].split_buffer_resident_elements.push_back(split_elements[i].resident[u]);
+      }
+      if (!in_flight.empty()) {
+        timings[u].in_flight_forward_ratio.push_back(in_flight[i].forward_ratio[u]);
+        timings[u].in_flight_backward_ratio.push_back(in_flight[i].backward_ratio[u]);
+        timings[u].tape_bytes.push_back(in_flight[i].tape_bytes);
+        timings[u].in_flight_bytes.push_back(in_flight[i].bytes);
       }
       if (!staging[i].empty()) {
         timings[u].bf16_rounded_a.push_back(static_cast<double>(staging[i][u].rounded_a));
@@ -480,6 +573,10 @@ void calibrate(MachineProfile& profile, const CalibrationOptions& options = {},
   constexpr std::array per_copy{&UnitTiming::forward_s, &UnitTiming::backward_s, &UnitTiming::busy_forward_s,
                                 &UnitTiming::busy_backward_s, &UnitTiming::split_buffer_elements,
                                 &UnitTiming::split_buffer_resident_elements};
+  // Averaged over the layers of one key, weighed by their copies: the per-copy values, and the
+  // factors of tapes in flight.
+  constexpr std::array averaged{per_copy[0], per_copy[1], per_copy[2], per_copy[3], per_copy[4], per_copy[5],
+                                &UnitTiming::in_flight_forward_ratio, &UnitTiming::in_flight_backward_ratio};
   for (std::size_t u = 0; u < Model::size; ++u) {
     UnitTiming& t = timings[u];
     const double n = static_cast<double>(where::copies[u]);  // a Repeat's span covers its copies
@@ -489,7 +586,7 @@ void calibrate(MachineProfile& profile, const CalibrationOptions& options = {},
     auto [it, added] = measured.try_emplace(keys[u], t);
     if (!added) {
       const double before = copies[keys[u]];
-      for (const auto member : per_copy) {
+      for (const auto member : averaged) {
         std::vector<double>& mean = it->second.*member;
         for (std::size_t i = 0; i < mean.size(); ++i) mean[i] = (mean[i] * before + (t.*member)[i] * n) / (before + n);
       }

@@ -92,6 +92,7 @@ double canary_seconds(double batch, MatmulPrecision precision = MatmulPrecision:
   o.repeats = repeats;
   o.matmul_precision = precision;
   o.samples = samples;
+  o.tapes_in_flight = false;
   double now = 0;
   for (const UnitTiming& t : detail::time_layers<Model, T, Space>(o)) now += t.forward_s.front() + t.backward_s.front();
   return now;

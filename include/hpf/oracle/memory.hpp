@@ -87,6 +87,14 @@ struct MemoryInputs {
   std::size_t gradient_buffer_unwritten_elements = 0;
 };
 
+/// Bytes per sample of a micro-batch's tape that its forward writes and its backward reads: the
+/// stage's input, the activations and indices its layers keep (`saved_elements` fewer activations
+/// under re-materialization). Tapes in flight (UnitTiming::in_flight_factor) and memory count them.
+constexpr std::size_t tape_bytes_per_sample(std::size_t input_elements, const LayerCost& cost, std::size_t scalar_bytes,
+                                            std::size_t saved_elements = 0) {
+  return (input_elements + cost.activations - saved_elements) * scalar_bytes + cost.saved_indices * sizeof(std::int32_t);
+}
+
 /// Peak bytes of one rank of stage `stage` (the allocation hpf makes for it, exactly as the engine
 /// makes it: the equations are in docs/oracle.md).
 constexpr MemoryBreakdown stage_memory(const StageFacts& stage, const MemoryInputs& in) {
@@ -99,9 +107,8 @@ constexpr MemoryBreakdown stage_memory(const StageFacts& stage, const MemoryInpu
   m.optimizer_state = in.optimizer_values * view(stage.cost.parameters * d);
   const std::size_t labels = in.last && in.classifier ? in.label_size * sizeof(std::int32_t) : 0;
   m.activations = in.slots * c *
-                  ((stage.input_elements + stage.cost.activations - in.recompute_saved_elements) * d +
-                   stage.cost.saved_indices * sizeof(std::int32_t) +
-                   labels + sizeof(std::uint64_t));
+                  (tape_bytes_per_sample(stage.input_elements, stage.cost, d, in.recompute_saved_elements) + labels +
+                   sizeof(std::uint64_t));
   m.boundary_gradients =
       in.slots * c * ((in.last ? 0 : stage.output_elements) + (in.first ? 0 : stage.input_elements)) * d;
   if (in.replicas > 1) {

@@ -222,6 +222,9 @@ inline std::span<const UnitFacts> stage_units(std::span<const UnitFacts> units, 
 struct LayerTimes {
   double forward = 0, backward = 0;
   bool calibrated = false;
+  /// Seconds forward and backward add with the tapes of many micro-batches in flight
+  /// (UnitTiming::in_flight_forward_ratio), and the bytes of one tape and of the tapes measured.
+  double forward_in_flight = 0, backward_in_flight = 0, one_tape_bytes = 0, in_flight_bytes = 0;
 };
 /// With `split`, their Dense and convolution layers are split (split_unit) in a job of `ranks` ranks:
 /// timed as a member's part where the profile has that calibration (`timings`: layer_timings of
@@ -236,8 +239,13 @@ inline std::vector<LayerTimes> layer_times(const ModelView& model, const Machine
     const UnitTiming* timing = timings[u.layer].as_run();
     const SplitUnit parts =
         split_unit(profile, u.cost, split, m, model.scalar_bytes, ranks, timings[u.layer].member != nullptr);
-    l.forward = timing->forward(m, load) * parts.forward_kept + parts.forward_s;
-    l.backward = timing->backward(m, load) * parts.backward_kept + parts.backward_s;
+    const double forward = timing->forward(m, load) * parts.forward_kept, backward = timing->backward(m, load) * parts.backward_kept;
+    l.forward = forward + parts.forward_s;
+    l.backward = backward + parts.backward_s;
+    l.forward_in_flight = forward * timing->in_flight_excess(timing->in_flight_forward_ratio, m);
+    l.backward_in_flight = backward * timing->in_flight_excess(timing->in_flight_backward_ratio, m);
+    l.one_tape_bytes = timing->one_tape_bytes(m);
+    l.in_flight_bytes = timing->tapes_in_flight_bytes(m);
     l.calibrated = true;
   }
   return out;
@@ -286,8 +294,11 @@ struct CalibratedLayers {
 
 /// The times of a stage whose units are `units` (stage_units) from its layers' (layer_times).
 /// With `recompute`, a Repeat's block runs its forward again inside its backward.
+/// With `tapes_in_flight` bytes of micro-batches' tapes alive together on the rank, each unit's
+/// passes take their share of what many tapes in flight add (LayerTimes::forward_in_flight;
+/// in_flight_share).
 inline StageTimes stage_times(const ModelView& model, const MachineProfile& profile, const std::vector<LayerTimes>& layers,
-                              std::span<const UnitFacts> units, bool recompute = false) {
+                              std::span<const UnitFacts> units, bool recompute = false, double tapes_in_flight = 0) {
   StageTimes t;
   for (const UnitFacts& u : units) {
     const LayerTimes& l = layers[u.layer];
@@ -299,8 +310,9 @@ inline StageTimes stage_times(const ModelView& model, const MachineProfile& prof
                                                         " for this model (or hpf::oracle::calibrate<SpatialSplit<Model, " + g + ", 1>>)"
                                                   : std::string("hpf-oracle calibrate for this model (or hpf::oracle::calibrate<Model>)")));
     }
-    t.forward += l.forward;
-    t.backward += unit_backward(layers, u, recompute);
+    const double share = in_flight_share(tapes_in_flight, l.one_tape_bytes, l.in_flight_bytes);
+    t.forward += l.forward + share * l.forward_in_flight;
+    t.backward += unit_backward(layers, u, recompute) + share * l.backward_in_flight;
   }
   return t;
 }
@@ -624,11 +636,28 @@ inline Prediction detail::predict_calibrated(const ModelView& model, const Plan&
   std::vector<std::span<const UnitFacts>> stage_runs(S);  // each stage's units
   std::vector<StageFacts> facts(S);
   std::vector<detail::StageTimes> times(S);
+  const double slots = profile.cluster ? static_cast<double>(profile.cluster->ranks_per_node)
+                                       : static_cast<double>(std::max<std::size_t>(1, profile.cores)) /
+                                             static_cast<double>(std::max<std::size_t>(1, profile.threads_per_rank));
+  const double hosts_used =
+      profile.cluster ? std::ceil(static_cast<double>(P) / static_cast<double>(profile.cluster->ranks_per_node))
+                      : static_cast<double>(profile.compute_hosts());
+  std::vector<std::size_t> saved(S, 0);  // activation elements per sample re-materialization saves each stage
+  double tapes = 0;                      // bytes of the tapes every stage keeps alive together
   for (std::size_t s = 0; s < S; ++s) {
     const bool last = s + 1 == S;
     stage_runs[s] = detail::stage_units(model.units, plan.bounds[s], plan.bounds[s + 1], last);
     facts[s] = stage_facts(stage_runs[s], plan.bounds[s], plan.bounds[s + 1], last);
-    times[s] = detail::stage_times(model, profile, layers, stage_runs[s], plan.recompute);
+    if (plan.recompute) saved[s] = detail::recompute_saved_elements(model, plan.bounds[s], plan.bounds[s + 1], last);
+    tapes += static_cast<double>(slots_needed(plan.schedule, S, s, M) *
+                                 tape_bytes_per_sample(facts[s].input_elements, facts[s].cost, model.scalar_bytes, saved[s])) * m;
+  }
+  // Tapes in flight (docs/oracle.md): a host's ranks share its cache, so the tapes that count are
+  // those of all the ranks computing on it, each holding a stage's (their mean).
+  const double host_ranks = std::min(slots, std::ceil(static_cast<double>(P) / hosts_used));
+  const double host_tapes = tapes / static_cast<double>(S) * host_ranks;
+  for (std::size_t s = 0; s < S; ++s) {
+    times[s] = detail::stage_times(model, profile, layers, stage_runs[s], plan.recompute, host_tapes);
     const double load = s == 0 ? profile.load_s_per_element * static_cast<double>(facts[s].input_elements) * m : 0;
     times[s].forward = (times[s].forward + load) / speed;  // sharing the cores: in the playing below
     times[s].backward /= speed;
@@ -637,12 +666,6 @@ inline Prediction detail::predict_calibrated(const ModelView& model, const Plan&
   // Play the programs (play.hpp): each stage runs its passes in order, a receive waits for its message,
   // and the ranks computing at one moment share the host's cores (processor sharing: a waiting
   // rank gives its core up, as MPI does when a host is oversubscribed). Replicas run alike.
-  const double slots = profile.cluster ? static_cast<double>(profile.cluster->ranks_per_node)
-                                       : static_cast<double>(std::max<std::size_t>(1, profile.cores)) /
-                                             static_cast<double>(std::max<std::size_t>(1, profile.threads_per_rank));
-  const double hosts_used =
-      profile.cluster ? std::ceil(static_cast<double>(P) / static_cast<double>(profile.cluster->ranks_per_node))
-                      : static_cast<double>(profile.compute_hosts());
   const detail::StagePasses programs(plan.schedule, S, M);
   // One micro-batch's message, priced once per size and kind of link: the stages' boundaries carry
   // a few sizes (looking the fits up by name for each took a tenth of a query).
@@ -804,7 +827,7 @@ inline Prediction detail::predict_calibrated(const ModelView& model, const Plan&
         stage_gradient_buffers_written(stage_runs[s], plan.bounds[s], plan.bounds[s + 1], in.first, in.last);
     in.gradient_buffer_unwritten_elements = (2 * facts[s].largest_inner_output - buffers_written) * capacity;
     in.bf16_staging_bytes = staging.bytes();
-    if (plan.recompute) in.recompute_saved_elements = detail::recompute_saved_elements(model, plan.bounds[s], plan.bounds[s + 1], in.last);
+    in.recompute_saved_elements = saved[s];
     out.stage_memory.push_back(stage_memory(facts[s], in));
     out.peak_memory_bytes = std::max(out.peak_memory_bytes, out.stage_memory.back().total());
     const std::size_t data_share = s == 0 ? plan.data_bytes / R : 0;

@@ -94,6 +94,12 @@ struct UnitTiming {
   /// whole model's layers wrote of the shared workspace (calibration sees the shared buffer, not
   /// which layer wrote it). Empty: all of them.
   std::vector<double> workspace_resident_elements;
+  /// Micro-batches alive together (docs/oracle.md, "Tapes in flight"): the factor on forward_s and
+  /// backward_s when the unit ran with the tapes of several micro-batches written in turn, as GPipe
+  /// keeps them, against one tape reused, as calibration and 1F1B's last stage run (measured in the
+  /// same rounds); the bytes of one micro-batch's tape of the calibrated model, and of the tapes it
+  /// cycled through. Empty: not measured, factor 1.
+  std::vector<double> in_flight_forward_ratio, in_flight_backward_ratio, tape_bytes, in_flight_bytes;
 
   /// Piecewise-linear in the micro-batch size, extended along the last segment at either end
   /// (time per call is nearly affine in the samples: a fixed cost plus a per-sample cost).
@@ -126,6 +132,13 @@ struct UnitTiming {
   double resident_part(double allocated, const std::vector<double>& resident, double m) const {
     return resident.empty() ? allocated : std::min(allocated, std::ceil(interpolate(batch, resident, m)));
   }
+  /// At m: a measured factor of tapes in flight (in_flight_forward_ratio or
+  /// in_flight_backward_ratio) less 1, the bytes of one tape, of the tapes it was measured with.
+  double in_flight_excess(const std::vector<double>& ratio, double m) const {
+    return ratio.empty() ? 0 : interpolate(batch, ratio, m) - 1;
+  }
+  double one_tape_bytes(double m) const { return tape_bytes.empty() ? 0 : interpolate(batch, tape_bytes, m); }
+  double tapes_in_flight_bytes(double m) const { return in_flight_bytes.empty() ? 0 : interpolate(batch, in_flight_bytes, m); }
   hpf::detail::Bf16StagingNeed bf16_staging(double m) const {
     const auto at = [&](const std::vector<double>& v) {
       return v.empty() ? std::size_t{0} : static_cast<std::size_t>(std::ceil(interpolate(batch, v, m)));
@@ -133,6 +146,15 @@ struct UnitTiming {
     return {at(bf16_rounded_a), at(bf16_rounded_b), at(bf16_bits)};
   }
 };
+
+/// Of a factor's excess over 1 measured with tapes of `many` bytes in flight
+/// (UnitTiming::in_flight_forward_ratio), the share a rank whose micro-batches' tapes alive together
+/// take `bytes` pays: none up to one tape of `one` bytes (as calibrated), all of it from `many`,
+/// linear in between.
+inline double in_flight_share(double bytes, double one, double many) {
+  if (!(many > one) || bytes <= one) return 0;
+  return std::min(1.0, (bytes - one) / (many - one));
+}
 
 /// \brief A cluster the oracle extrapolates to: nodes of `ranks_per_node` processes (as many
 /// nodes as a query's ranks need), alpha/beta within a node and between nodes (e.g. InfiniBand),
@@ -181,6 +203,17 @@ struct MachineProfile {
     return it == units.end() ? nullptr : &it->second;
   }
 };
+
+/// The profile without its measurements of tapes in flight (`hpf-oracle --without
+/// tapes-in-flight`): what the oracle predicts without that term, as its ablation weighs it.
+inline void drop_tapes_in_flight(MachineProfile& profile) {
+  for (auto& [key, t] : profile.units) {
+    t.in_flight_forward_ratio.clear();
+    t.in_flight_backward_ratio.clear();
+    t.tape_bytes.clear();
+    t.in_flight_bytes.clear();
+  }
+}
 
 namespace detail {
 using io::detail::JsonValue;
@@ -290,8 +323,12 @@ inline MachineProfile load_profile(const std::string& path) {
     if (const auto* units = member(*compute, "units")) {
       for (const auto& [key, u] : units->members) {
         const std::string at = where + ".units[" + key + "]";
-        UnitTiming t{detail::numbers(u, "batch", at), detail::numbers(u, "forward_s", at), detail::numbers(u, "backward_s", at),
-                     detail::numbers(u, "workspace_elements", at), detail::numbers(u, "scratch_elements", at), {}, {}, {}, {}, {}, {}, {}, {}};
+        UnitTiming t;
+        t.batch = detail::numbers(u, "batch", at);
+        t.forward_s = detail::numbers(u, "forward_s", at);
+        t.backward_s = detail::numbers(u, "backward_s", at);
+        t.workspace_elements = detail::numbers(u, "workspace_elements", at);
+        t.scratch_elements = detail::numbers(u, "scratch_elements", at);
         if (member(u, "busy_forward_s")) {
           t.busy_forward_s = detail::numbers(u, "busy_forward_s", at);
           t.busy_backward_s = detail::numbers(u, "busy_backward_s", at);
@@ -308,11 +345,19 @@ inline MachineProfile load_profile(const std::string& path) {
         if (member(u, "split_buffer_resident_elements")) {
           t.split_buffer_resident_elements = detail::numbers(u, "split_buffer_resident_elements", at);
         }
+        if (member(u, "in_flight_bytes")) {
+          t.in_flight_forward_ratio = detail::numbers(u, "in_flight_forward_ratio", at);
+          t.in_flight_backward_ratio = detail::numbers(u, "in_flight_backward_ratio", at);
+          t.tape_bytes = detail::numbers(u, "tape_bytes", at);
+          t.in_flight_bytes = detail::numbers(u, "in_flight_bytes", at);
+        }
         const std::size_t n = t.batch.size();
         auto sized = [n](const std::vector<double>& v) { return v.empty() || v.size() == n; };
         if (!sized(t.busy_forward_s) || !sized(t.busy_backward_s) || !sized(t.bf16_rounded_a) ||
             !sized(t.bf16_rounded_b) || !sized(t.bf16_bits) || !sized(t.split_buffer_elements) ||
             !sized(t.split_buffer_resident_elements) || !sized(t.workspace_resident_elements) ||
+            !sized(t.in_flight_forward_ratio) || !sized(t.in_flight_backward_ratio) || !sized(t.tape_bytes) ||
+            !sized(t.in_flight_bytes) ||
             n == 0 || t.forward_s.size() != n || t.backward_s.size() != n || t.workspace_elements.size() != n ||
             t.scratch_elements.size() != n || !std::is_sorted(t.batch.begin(), t.batch.end())) {
           throw ProfileError("hpf::oracle: " + at + " needs arrays of one length over increasing batch sizes");
@@ -440,6 +485,12 @@ inline void save_compute(const MachineProfile& profile, const std::string& path)
     }
     if (!t.split_buffer_resident_elements.empty()) {
       detail::set_member(u, "split_buffer_resident_elements", detail::json_numbers(t.split_buffer_resident_elements));
+    }
+    if (!t.in_flight_bytes.empty()) {
+      detail::set_member(u, "in_flight_forward_ratio", detail::json_numbers(t.in_flight_forward_ratio));
+      detail::set_member(u, "in_flight_backward_ratio", detail::json_numbers(t.in_flight_backward_ratio));
+      detail::set_member(u, "tape_bytes", detail::json_numbers(t.tape_bytes));
+      detail::set_member(u, "in_flight_bytes", detail::json_numbers(t.in_flight_bytes));
     }
     detail::set_member(units, key, std::move(u));
   }
