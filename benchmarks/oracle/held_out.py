@@ -78,6 +78,8 @@ sys.path.insert(0, BENCHMARKS)
 import bench_harness as h  # noqa: E402
 import provenance  # noqa: E402
 
+TERMS = ("tapes in flight",)  # the oracle's terms that `hpf-oracle predict --without` leaves out
+
 SETS = {"development": ("mlp", "cnn", "resnet20"), "held-out": ("resnet56", "resnet164", "gpt", "cosmoflow")}
 # name: (description, global batch)
 MODELS = {
@@ -313,6 +315,8 @@ def predictors(args, models):
     frozen = args.frozen_profile
     canaries = {m: canary_ratio(args, m, args.old_profile) for m in models} if args.old_profile else {}
     variants = {"oracle": (frozen, []), "closed form": (frozen, ["--closed-form"])}
+    # The ablation: the frozen oracle without each term that can be left out (hpf-oracle --without).
+    variants.update({f"without {term}": (frozen, ["--without", term.replace(" ", "-")]) for term in TERMS})
     if args.old_profile:
         variants["old profile"] = (args.old_profile, [])
     out = {name: {} for name in variants}
@@ -639,7 +643,7 @@ def report(data):
     out.append("")
     out += aging_report(data, rows) if aging else []
     out += canary_rules_report(rows, rule) if canaried and rule else []
-    # The predictors the run priced (the oracle of 2026-12-03 had terms to leave out; today's has none).
+    # The predictors the run priced: the closed form, and the oracle without each term it could leave out then.
     variants = ["closed form"] + sorted(name for name in data["configurations"][0]["predicted"] if name.startswith("without "))
     if len(variants) > 1:
         out.append("The ablation: each term left out of the frozen oracle (`hpf-oracle predict --without TERM`) and "
