@@ -492,6 +492,9 @@ void calibrate_model(const Args& a) {
                 t.backward_s.back() * 1e3, t.batch.back());
     if (!t.busy_forward_s.empty())
       std::printf(" (busy %8.3f, %8.3f ms)", t.busy_forward_s.back() * 1e3, t.busy_backward_s.back() * 1e3);
+    if (!t.in_flight_bytes.empty())
+      std::printf(" (x %.2f, %.2f with %.0f MiB of tapes in flight)", t.in_flight_forward_ratio.back(),
+                  t.in_flight_backward_ratio.back(), t.in_flight_bytes.back() / (1 << 20));
     std::printf("\n");
   });
   load.reset();

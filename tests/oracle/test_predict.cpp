@@ -644,6 +644,20 @@ TEST_CASE("calibration times every size within its time budget, and the first on
       CHECK(timing.in_flight_backward_ratio[i] > 0);
     }
   }
+  // Tapes that all fit in a core's cache are taken at ratio 1, untimed; more are timed.
+  const auto timed = static_cast<std::size_t>(std::ceil(2 * oracle::detail::core_cache_bytes() / (8 * per_sample)));
+  oracle::MachineProfile larger;
+  oracle::calibrate<Tiny>(larger, {.batches = {1, timed}, .repeats = 1});
+  for (const auto& [key, timing] : larger.units) {
+    REQUIRE(timing.in_flight_forward_ratio.size() == 2);
+    CHECK(timing.in_flight_forward_ratio[0] == 1);
+    CHECK(timing.in_flight_backward_ratio[0] == 1);
+    CHECK(timing.in_flight_bytes[1] > 2 * oracle::detail::core_cache_bytes() - 8 * per_sample);
+  }
+  const auto& conv = larger.units.begin()->second;  // Conv2D's: a ratio of medians of timed spans
+  CHECK(conv.in_flight_forward_ratio[1] != 1);
+  CHECK(conv.in_flight_forward_ratio[1] > 0.2);
+  CHECK(conv.in_flight_forward_ratio[1] < 5);
   oracle::MachineProfile times_only;  // as a canary calibrates
   oracle::calibrate<Tiny>(times_only, {.batches = {1}, .repeats = 1, .tapes_in_flight = false});
   for (const auto& [key, timing] : times_only.units) CHECK(timing.in_flight_bytes.empty());
