@@ -406,7 +406,8 @@ ROWS += [([f"oracle-{which}-{label}"], lambda which=which, label=label: oracle_j
                               ("development", "xeon19"), ("development", "xeon20"), ("held-out", "xeon21"),
                               ("held-out", "epyc1"), ("development", "epyc2"),
                               ("held-out", "epyc3"), ("held-out", "epyc4-bf16"), ("held-out", "epyc5"),
-                              ("held-out", "epyc6-bf16"), ("held-out", "xeon22")]]
+                              ("held-out", "epyc6-bf16"), ("held-out", "xeon22"), ("development", "xeon23"),
+                              ("held-out", "xeon24")]]
 
 
 # --- labels from the records ------------------------------------------------------------------------

@@ -89,7 +89,7 @@ struct MemoryInputs {
 
 /// Bytes per sample of a micro-batch's tape that its forward writes and its backward reads: the
 /// stage's input, the activations and indices its layers keep (`saved_elements` fewer activations
-/// under re-materialization). Tapes in flight (UnitTiming::in_flight_factor) and memory count them.
+/// under re-materialization). Tapes in flight (in_flight_share) and memory count them.
 constexpr std::size_t tape_bytes_per_sample(std::size_t input_elements, const LayerCost& cost, std::size_t scalar_bytes,
                                             std::size_t saved_elements = 0) {
   return (input_elements + cost.activations - saved_elements) * scalar_bytes + cost.saved_indices * sizeof(std::int32_t);
