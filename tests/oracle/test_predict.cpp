@@ -88,6 +88,13 @@ TEST_CASE("tapes in flight: a schedule that keeps many micro-batches' tapes pays
   auto two_hosts = profile;
   two_hosts.hosts = 2;
   CHECK(compute(plan(1, 2, 32, 4, Schedule::gpipe), two_hosts) == doctest::Approx(four));
+  // A cluster's node has as much cache per core as the calibrated host: calibrated on one core,
+  // 2 ranks on a node of 16 count 4 tapes each.
+  auto cluster = profile;
+  cluster.cores = 1;
+  cluster.cluster = oracle::Cluster{};
+  cluster.cluster->ranks_per_node = 16;
+  CHECK(compute(plan(1, 2, 32, 4, Schedule::gpipe), cluster) == doctest::Approx(four));
   // Without the term (hpf-oracle --without tapes-in-flight), the calibrated times.
   oracle::drop_tapes_in_flight(profile);
   CHECK(compute(plan(1, 1, 16, 8, Schedule::gpipe), profile) == doctest::Approx(calibrated));

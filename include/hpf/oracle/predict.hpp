@@ -653,8 +653,11 @@ inline Prediction detail::predict_calibrated(const ModelView& model, const Plan&
                                  tape_bytes_per_sample(facts[s].input_elements, facts[s].cost, model.scalar_bytes, saved[s])) * m;
   }
   // Tapes in flight (docs/oracle.md): a host's ranks share its cache, so the tapes that count are
-  // those of all the ranks computing on it, each holding a stage's (their mean).
-  const double host_ranks = std::min(slots, std::ceil(static_cast<double>(P) / hosts_used));
+  // those of all the ranks computing on it, each holding a stage's (their mean), at most as many as
+  // the calibrated host has slots: a cluster's node is taken to have as much cache per core.
+  const double calibrated_slots = static_cast<double>(std::max<std::size_t>(1, profile.cores)) /
+                                  static_cast<double>(std::max<std::size_t>(1, profile.threads_per_rank));
+  const double host_ranks = std::min({slots, calibrated_slots, std::ceil(static_cast<double>(P) / hosts_used)});
   const double host_tapes = tapes / static_cast<double>(S) * host_ranks;
   for (std::size_t s = 0; s < S; ++s) {
     times[s] = detail::stage_times(model, profile, layers, stage_runs[s], plan.recompute, host_tapes);
