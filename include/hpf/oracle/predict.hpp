@@ -636,9 +636,6 @@ inline Prediction detail::predict_calibrated(const ModelView& model, const Plan&
   std::vector<std::span<const UnitFacts>> stage_runs(S);  // each stage's units
   std::vector<StageFacts> facts(S);
   std::vector<detail::StageTimes> times(S);
-  const double slots = profile.cluster ? static_cast<double>(profile.cluster->ranks_per_node)
-                                       : static_cast<double>(std::max<std::size_t>(1, profile.cores)) /
-                                             static_cast<double>(std::max<std::size_t>(1, profile.threads_per_rank));
   const double hosts_used =
       profile.cluster ? std::ceil(static_cast<double>(P) / static_cast<double>(profile.cluster->ranks_per_node))
                       : static_cast<double>(profile.compute_hosts());
@@ -653,11 +650,12 @@ inline Prediction detail::predict_calibrated(const ModelView& model, const Plan&
                                  tape_bytes_per_sample(facts[s].input_elements, facts[s].cost, model.scalar_bytes, saved[s])) * m;
   }
   // Tapes in flight (docs/oracle.md): a host's ranks share its cache, so the tapes that count are
-  // those of all the ranks computing on it, each holding a stage's (their mean), at most as many as
-  // the calibrated host has slots: a cluster's node is taken to have as much cache per core.
+  // those of all the ranks on it (at most a node's ranks), each holding a stage's (their mean), at
+  // most as many as the calibrated host has slots: a cluster's node is taken to have as much cache
+  // per core.
   const double calibrated_slots = static_cast<double>(std::max<std::size_t>(1, profile.cores)) /
                                   static_cast<double>(std::max<std::size_t>(1, profile.threads_per_rank));
-  const double host_ranks = std::min({slots, calibrated_slots, std::ceil(static_cast<double>(P) / hosts_used)});
+  const double host_ranks = std::min(calibrated_slots, std::ceil(static_cast<double>(P) / hosts_used));
   const double host_tapes = tapes / static_cast<double>(S) * host_ranks;
   for (std::size_t s = 0; s < S; ++s) {
     times[s] = detail::stage_times(model, profile, layers, stage_runs[s], plan.recompute, host_tapes);
@@ -669,6 +667,7 @@ inline Prediction detail::predict_calibrated(const ModelView& model, const Plan&
   // Play the programs (play.hpp): each stage runs its passes in order, a receive waits for its message,
   // and the ranks computing at one moment share the host's cores (processor sharing: a waiting
   // rank gives its core up, as MPI does when a host is oversubscribed). Replicas run alike.
+  const double slots = profile.cluster ? static_cast<double>(profile.cluster->ranks_per_node) : calibrated_slots;
   const detail::StagePasses programs(plan.schedule, S, M);
   // One micro-batch's message, priced once per size and kind of link: the stages' boundaries carry
   // a few sizes (looking the fits up by name for each took a tenth of a query).
