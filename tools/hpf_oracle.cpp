@@ -59,14 +59,14 @@ const char* const usage_text =
     "                            [--memory-budget MIB] [--max-stages S] [--top N] [--recompute] [--precision P]\n"
     "                            [--exchange-precision full|bf16] [--stage-precision full|bf16]\n"
     "                            [--layer-splits] [--search-cuts] [--json] [--repeat N]\n"
-    "                            [--process-mib X] [--data-mib X] [--without tapes-in-flight]\n"
+    "                            [--process-mib X] [--data-mib X] [--without TERM]\n"
     "                            [--canary S | --compute-scale X]\n"
     "       hpf-oracle predict   --model NAME --ranks P --batch B --stages S --micro-batches M\n"
     "                            [--schedule 1f1b|gpipe] [--cuts L1,L2,...] [--profile FILE] [--cluster FILE]\n"
     "                            [--recompute] [--precision P] [--exchange-precision full|bf16]\n"
     "                            [--stage-precision full|bf16]\n"
     "                            [--split filter:G|channel:G|spatial:G] [--canary S | --compute-scale X]\n"
-    "                            [--closed-form] [--without tapes-in-flight] [--process-mib X] [--data-mib X]\n"
+    "                            [--closed-form] [--without TERM] [--process-mib X] [--data-mib X]\n"
     "                            [--json]\n"
     "       hpf-oracle partition --model NAME --ranks P --batch B --stages S --micro-batches M\n"
     "                            [predict's options but --cuts]\n"
@@ -88,8 +88,11 @@ const char* const usage_text =
     "           the micro-batch the plan computes (rank, recommend: each rank's share of the batch)\n"
     "  --compute-scale: multiply the profile's compute by X (a ratio --canary printed earlier)\n"
     "  --closed-form: ParaDL's closed form on the same calibration instead of the played step\n"
-    "  --without tapes-in-flight: the oracle without that term (its ablation): passes take their\n"
-    "             calibrated time however many micro-batches' tapes a schedule keeps alive\n"
+    "  --without TERM: the oracle without that term (its ablation; repeat to leave out several):\n"
+    "             tapes-in-flight: passes take their calibrated time however many micro-batches'\n"
+    "             tapes a schedule keeps alive;\n"
+    "             exchange-compute: a replica's copies and sums of its gradient exchange take none\n"
+    "             of its core's time\n"
     "  --repeat: ask the query N times in this process (the first runs cold: caches, threads); --json\n"
     "            adds warm_query_us, the median of the others\n"
     "  --threads: predict the strategies on up to N threads (default: the host's cores), one per 50,000\n"
@@ -126,7 +129,7 @@ struct Args {
   double memory_budget_mib = 0;
   double process_mib = 0, data_mib = 0;  ///< the base of the predicted resident set
   bool json = false, recompute = false, layer_splits = false, search_cuts = false, closed_form = false;
-  bool without_tapes_in_flight = false;
+  std::vector<std::string> without;  ///< the oracle's terms left out (its ablation)
   double canary_seconds = 0;  ///< 0: no canary
   double compute_scale = 1;
   hpf::LayerSplit split{};
@@ -215,8 +218,10 @@ Args parse(int argc, char** argv) {
     else if (flag == "--data") a.data = value;
     else if (flag == "--precision") a.precision = value;
     else if (flag == "--without" && (a.command == "predict" || a.command == "rank")) {
-      if (value != "tapes-in-flight") fail("--without: the oracle's terms that can be left out: tapes-in-flight");
-      a.without_tapes_in_flight = true;
+      if (value != "tapes-in-flight" && value != "exchange-compute") {
+        fail("--without: the oracle's terms that can be left out: tapes-in-flight, exchange-compute");
+      }
+      a.without.push_back(value);
     }
     else if (flag == "--exchange-precision" && a.command != "calibrate") a.exchange_precision = value;
     else if (flag == "--stage-precision" && a.command != "calibrate") a.stage_precision = value;
@@ -498,6 +503,9 @@ void calibrate_model(const Args& a) {
     std::printf("\n");
   });
   load.reset();
+  std::printf("  optimizer %.3f ns per parameter, batch loading %.3f ns per element, exchange sums %.3f ns per element\n",
+              profile.optimizer_s_per_parameter * 1e9, profile.load_s_per_element * 1e9,
+              profile.exchange_sum_s_per_element * 1e9);
   save_compute(profile, a.profile);
   const std::string slabs = !a.split.splits()         ? ""
                             : a.split.divides_layers() ? " (one member's part of a " + a.split.describe() + ")"
@@ -558,7 +566,9 @@ int run(const Args& a) {
     return 0;
   }
   MachineProfile profile = load_profile(a.profile);
-  if (a.without_tapes_in_flight) drop_tapes_in_flight(profile);
+  for (const std::string& term : a.without) {
+    term == "tapes-in-flight" ? drop_tapes_in_flight(profile) : drop_exchange_compute(profile);
+  }
   if (a.canary_seconds > 0) {
     const std::optional<hpf::data::Dataset> data = samples<Model>(a, 128);
     const Canary c = canary<Model>(profile, a.canary_seconds, matmul_precision(a), data ? &*data : nullptr, canary_batch(a));

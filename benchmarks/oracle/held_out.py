@@ -78,7 +78,7 @@ sys.path.insert(0, BENCHMARKS)
 import bench_harness as h  # noqa: E402
 import provenance  # noqa: E402
 
-TERMS = ("tapes in flight",)  # the oracle's terms that `hpf-oracle predict --without` leaves out
+TERMS = ("tapes in flight", "exchange compute")  # the oracle's terms that `hpf-oracle predict --without` leaves out
 
 SETS = {"development": ("mlp", "cnn", "resnet20"), "held-out": ("resnet56", "resnet164", "gpt", "cosmoflow")}
 # name: (description, global batch)

@@ -32,10 +32,12 @@ TEST_CASE("rescaled compute scales every calibrated price, not communication") {
   const auto view = oracle::view_of<Small>("small");
   const oracle::Plan one{.stages = 1, .replicas = 1, .batch = 32, .micro_batches = 1, .bounds = oracle::balanced_bounds<Small>(1)};
   const double before = oracle::predict(view, one, profile).time_s;
-  const double optimizer = profile.optimizer_s_per_parameter;
+  const double optimizer = profile.optimizer_s_per_parameter, sums = profile.exchange_sum_s_per_element;
+  CHECK(sums > 0);  // calibrated
   oracle::rescale_compute(profile, 3);
   CHECK(oracle::predict(view, one, profile).time_s == doctest::Approx(3 * before));
   CHECK(profile.optimizer_s_per_parameter == doctest::Approx(3 * optimizer));
+  CHECK(profile.exchange_sum_s_per_element == doctest::Approx(3 * sums));
   CHECK(profile.fit("p2p_latency").seconds(100, 2) == doctest::Approx(1e-3));
 }
 

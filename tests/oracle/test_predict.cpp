@@ -125,6 +125,37 @@ TEST_CASE("transfers and the gradient reduction add what the fitted lines say") 
   CHECK(bucketed.reduction_s < 30e-3);
 }
 
+TEST_CASE("exchange compute: a replica's copies and sums of its gradient exchange lengthen its backward") {
+  auto profile = linear_profile();
+  profile.link.compute_s_per_byte = 1e-6;      // 1 us per byte moved in or out
+  profile.exchange_sum_s_per_element = 1e-5;  // 10 us per element added
+  auto without = profile;
+  oracle::drop_exchange_compute(without);
+  const auto view = oracle::view_of<Tiny>("tiny");
+  const auto extra = [&](const oracle::Plan& p) {
+    return oracle::predict(view, p, profile).time_s - oracle::predict(view, p, without).time_s;
+  };
+  // Tiny's 47 gradients in one bucket, reduced for free by the links (no fits).
+  // 2 replicas: a copy of 47 floats out and one in (376 bytes), and both copies of the 47 added.
+  const auto two = plan(1, 2, 8, 1, Schedule::one_f_one_b);
+  CHECK(extra(two) == doctest::Approx(376e-6 + 94 * 1e-5));
+  CHECK(oracle::predict(view, two, profile).reduction_s == doctest::Approx(376e-6 + 94 * 1e-5));
+  // 4 replicas: 2 x 3/4 of the bucket in and out (564 bytes), every element added once.
+  CHECK(extra(plan(1, 4, 8, 1, Schedule::one_f_one_b)) == doctest::Approx(564e-6 + 47 * 1e-5));
+  // Exchanged as bf16: half the bytes moved, the same sums.
+  auto bf16 = two;
+  bf16.exchange_precision = ExchangePrecision::bf16;
+  CHECK(extra(bf16) == doctest::Approx(188e-6 + 94 * 1e-5));
+  // One replica exchanges nothing.
+  CHECK(extra(plan(1, 1, 8, 1, Schedule::one_f_one_b)) == 0);
+  // A reduction slower than what the rank computes for it is exposed as the fit says, not more:
+  // the fit's time includes the rank's copies.
+  profile.comm["buckets_ordered"].by_ranks[2] = {{0, 1e30, 5e-3, 0}};
+  without.comm = profile.comm;
+  CHECK(std::abs(extra(two)) < 1e-12);
+  CHECK(oracle::predict(view, two, profile).reduction_s == doctest::Approx(5e-3));
+}
+
 TEST_CASE("replicas that outnumber the cores reduce as the fit with a core per rank says, scaled") {
   const auto view = oracle::view_of<Tiny>("tiny");
   auto profile = linear_profile();
@@ -466,12 +497,14 @@ TEST_CASE("machine profile: compute written into a profile and read back; bad fi
   written.units.begin()->second.in_flight_bytes = {800, 12800};
   profile.units = written.units;
   profile.optimizer_s_per_parameter = 3e-9;
+  profile.exchange_sum_s_per_element = 4e-10;
   profile.runtime_bytes = 11264;
   profile.empty_view_bytes = 128;
   oracle::save_compute(profile, path);
   const auto read = oracle::load_profile(path);
   CHECK(read.units.size() == written.units.size());
   CHECK(read.optimizer_s_per_parameter == doctest::Approx(3e-9));
+  CHECK(read.exchange_sum_s_per_element == doctest::Approx(4e-10));
   CHECK(read.runtime_bytes == 11264);
   CHECK(read.empty_view_bytes == 128);
   CHECK(read.fit("p2p_latency").seconds(32, 2) == doctest::Approx(1e-6 + 32e-9));  // the rest is kept

@@ -13,6 +13,7 @@
 #include <hpf/parallel/partition.hpp>
 #include <hpf/system/resident_memory.hpp>
 #include <hpf/tensor/finite.hpp>
+#include <hpf/tensor/ordered_sum.hpp>
 #include <hpf/trace/recorder.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -545,6 +546,24 @@ double optimizer_seconds_per_parameter(std::size_t size, std::size_t repeats) {
   return median(times) / static_cast<double>(size);
 }
 
+/// Seconds per element added by the ordered reduction (hpf::ordered_sum of two copies of `size`
+/// gradients, as 2 replicas sum a bucket): each call on buffers larger than a core's cache, as a
+/// model's gradient is.
+template <class T, class Space>
+double exchange_sum_seconds_per_element(std::size_t size, std::size_t repeats) {
+  Buffer<T, Space> copies("hpf::oracle::gathered", 2 * size), sum("hpf::oracle::summed", size);
+  Kokkos::deep_copy(copies, T(1));
+  std::vector<double> times;
+  for (std::size_t r = 0; r < repeats + 1; ++r) {
+    Kokkos::fence();
+    const auto start = Clock::now();
+    ordered_sum(Space{}, copies.data(), 2, size, sum.data(), size);
+    Kokkos::fence();
+    if (r > 0) times.push_back(seconds_since(start));
+  }
+  return median(times) / static_cast<double>(2 * size);
+}
+
 /// Seconds per element of copying a batch into a tape (the loader's gather and copy).
 template <class T, class Space>
 double load_seconds_per_element(std::size_t size, std::size_t repeats) {
@@ -614,6 +633,7 @@ void calibrate(MachineProfile& profile, const CalibrationOptions& options = {},
   }
   profile.optimizer_s_per_parameter = detail::optimizer_seconds_per_parameter<T, Space>(std::size_t{1} << 20, options.repeats);
   profile.load_s_per_element = detail::load_seconds_per_element<T, Space>(std::size_t{1} << 20, options.repeats);
+  profile.exchange_sum_s_per_element = detail::exchange_sum_seconds_per_element<T, Space>(std::size_t{1} << 20, options.repeats);
   profile.threads_per_rank = static_cast<std::size_t>(Space().concurrency());
   if (backend.active()) {
     profile.runtime_bytes = std::max(profile.runtime_bytes, backend.peak());

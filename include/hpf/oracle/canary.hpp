@@ -114,7 +114,8 @@ Canary canary(const MachineProfile& profile, double seconds = 1.5, MatmulPrecisi
 }
 
 /// \brief `profile` with every calibrated compute price multiplied by `ratio` (a Canary's): the
-/// layers alone and busy, the optimizer and batch loading. Communication is left as fitted.
+/// layers alone and busy, the optimizer, batch loading and the exchange's sums. Communication is
+/// left as fitted.
 inline void rescale_compute(MachineProfile& profile, double ratio) {
   if (!(ratio > 0) || !std::isfinite(ratio)) return;
   for (auto& [key, t] : profile.units) {
@@ -124,6 +125,7 @@ inline void rescale_compute(MachineProfile& profile, double ratio) {
   }
   profile.optimizer_s_per_parameter *= ratio;
   profile.load_s_per_element *= ratio;
+  profile.exchange_sum_s_per_element *= ratio;
 }
 
 }  // namespace hpf::oracle

@@ -535,6 +535,23 @@ inline double bucket_seconds(const MachineProfile& profile, double bytes, std::s
   return used.seconds(bytes, measured) * volume + (shared - 1) * profile.link.compute_s_per_byte * moved;
 }
 
+/// What a rank computes on its own core to exchange one bucket of `elements` gradients among
+/// `replicas` (docs/oracle.md, "Exchange compute"): the copies it moves, in and out, at the
+/// profile's compute per byte moved (hpf_bench_comm's steal), and the copies it adds, at the
+/// calibrated sum per element: every element twice among 2 replicas (each sums both copies),
+/// its share of every replica's copy among more (scattered, or a ring's pieces). It computes them
+/// between its backward passes and after the last, so they lengthen its backward: the reduction
+/// hides behind backward only what the links do.
+inline double exchange_compute_seconds(const MachineProfile& profile, double elements, std::size_t scalar_bytes,
+                                       std::size_t replicas, ExchangePrecision precision) {
+  if (replicas <= 1 || !profile.exchange_compute) return 0;
+  const double r = static_cast<double>(replicas);
+  const double taken_in = 2 * (r - 1) / r;  // copies of the bucket a rank receives: 1 among 2
+  const double moved = 2 * taken_in * elements * static_cast<double>(scalar_bytes) * wire_share(precision);
+  const double added = (replicas == 2 ? 2 : 1) * elements;
+  return moved * profile.link.compute_s_per_byte + added * profile.exchange_sum_s_per_element;
+}
+
 }  // namespace detail
 
 /// \brief One gradient bucket's exchange among `replicas` replicas of a `stages`-stage plan as the
@@ -754,7 +771,7 @@ inline Prediction detail::predict_calibrated(const ModelView& model, const Plan&
       const std::size_t bucket_bytes = choose_bucket_bytes(plan.bucket_bytes, params * model.scalar_bytes, exchange);
       const std::size_t per_bucket = std::max<std::size_t>(1, bucket_bytes / model.scalar_bytes);
       const double stretch = times[s].backward > 0 ? (backward_end[s] - backward_start[s]) / times[s].backward : 1;
-      double ready_clock = backward_start[s], reduced = 0;
+      double ready_clock = backward_start[s], reduced = 0, exchanging = 0;
       std::size_t covered = params;  // gradients at offsets >= covered are final
       const std::span<const UnitFacts> units = stage_runs[s];
       std::size_t u = units.size();
@@ -767,10 +784,16 @@ inline Prediction detail::predict_calibrated(const ModelView& model, const Plan&
         }
         const std::size_t bucket_end = std::min(params, bucket_begin + per_bucket);
         reduced = std::max(reduced, ready_clock) + bucket_price(static_cast<double>((bucket_end - bucket_begin) * model.scalar_bytes));
+        // The rank computes its part of this bucket's exchange before its backward goes on.
+        const double computes = detail::exchange_compute_seconds(profile, static_cast<double>(bucket_end - bucket_begin),
+                                                                 model.scalar_bytes, R, plan.exchange_precision) /
+                                speed * stretch;
+        ready_clock += computes;
+        exchanging += computes;
         if (bucket_begin == 0) break;
         bucket_begin -= per_bucket;
       }
-      end = std::max(end, reduced);
+      end = std::max(end + exchanging, reduced);
     }
     step_end = std::max(step_end, end);
     busiest = std::max(busiest, played.computing[s]);

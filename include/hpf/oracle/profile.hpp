@@ -184,6 +184,12 @@ struct MachineProfile {
   std::map<std::string, UnitTiming, std::less<>> units;
   double optimizer_s_per_parameter = 0;  ///< optimizer step and zeroing gradients
   double load_s_per_element = 0;         ///< batch loading, per input element
+  /// The gradient exchange's sums, per element added (hpf::ordered_sum of two copies): what a
+  /// replica computes on its own core to reduce its gradients (docs/oracle.md, "Exchange compute").
+  double exchange_sum_s_per_element = 0;
+  /// The oracle prices what a replica computes to exchange its gradients (its copies and sums) on
+  /// its own core; false: it does not (`hpf-oracle --without exchange-compute`, the ablation).
+  bool exchange_compute = true;
   /// Bytes the Kokkos backend allocates for itself in a fresh process once a step has run
   /// (Kokkos::Serial's team scratch), and what its allocation records count for an empty view.
   std::size_t runtime_bytes = 0;
@@ -203,6 +209,10 @@ struct MachineProfile {
     return it == units.end() ? nullptr : &it->second;
   }
 };
+
+/// The profile whose exchanges compute nothing on the ranks' cores (`hpf-oracle --without
+/// exchange-compute`): the reduction hides behind backward whole wherever the links are fast enough.
+inline void drop_exchange_compute(MachineProfile& profile) { profile.exchange_compute = false; }
 
 /// The profile without its measurements of tapes in flight (`hpf-oracle --without
 /// tapes-in-flight`): what the oracle predicts without that term, as its ablation weighs it.
@@ -318,6 +328,7 @@ inline MachineProfile load_profile(const std::string& path) {
     p.threads_per_rank = detail::count_at(*compute, "threads", where, 1);
     p.optimizer_s_per_parameter = detail::number_at(*compute, "optimizer_s_per_parameter", where, 0);
     p.load_s_per_element = detail::number_at(*compute, "load_s_per_element", where, 0);
+    p.exchange_sum_s_per_element = detail::number_at(*compute, "exchange_sum_s_per_element", where, 0);
     p.runtime_bytes = detail::count_at(*compute, "runtime_bytes", where, 0);
     p.empty_view_bytes = detail::count_at(*compute, "empty_view_bytes", where, 0);
     if (const auto* units = member(*compute, "units")) {
@@ -455,6 +466,7 @@ inline void save_compute(const MachineProfile& profile, const std::string& path)
   detail::set_member(compute, "threads", detail::json_number(static_cast<double>(profile.threads_per_rank)));
   detail::set_member(compute, "optimizer_s_per_parameter", detail::json_number(profile.optimizer_s_per_parameter));
   detail::set_member(compute, "load_s_per_element", detail::json_number(profile.load_s_per_element));
+  detail::set_member(compute, "exchange_sum_s_per_element", detail::json_number(profile.exchange_sum_s_per_element));
   detail::set_member(compute, "runtime_bytes", detail::json_number(static_cast<double>(profile.runtime_bytes)));
   detail::set_member(compute, "empty_view_bytes", detail::json_number(static_cast<double>(profile.empty_view_bytes)));
   JsonValue units;
