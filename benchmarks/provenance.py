@@ -91,6 +91,7 @@ BLOCK_DATA = {
     "oracle-held-out-xeon22": ["benchmarks/oracle/results/held_out_xeon22_held-out.json"],
     "oracle-development-xeon23": ["benchmarks/oracle/results/held_out_xeon23_development.json"],
     "oracle-held-out-xeon24": ["benchmarks/oracle/results/held_out_xeon24_held-out.json"],
+    "oracle-held-out-xeon25": ["benchmarks/oracle/results/held_out_xeon25_held-out.json"],
     "oracle-held-out-fabric-1gbit": ["benchmarks/oracle/results/held_out_fabric-1gbit_held-out.json"],
     "oracle-held-out-fabric-25gbit": ["benchmarks/oracle/results/held_out_fabric-25gbit_held-out.json"],
     "oracle-ablation": ["benchmarks/oracle/results/held_out_local_held-out.json",

@@ -407,7 +407,7 @@ ROWS += [([f"oracle-{which}-{label}"], lambda which=which, label=label: oracle_j
                               ("held-out", "epyc1"), ("development", "epyc2"),
                               ("held-out", "epyc3"), ("held-out", "epyc4-bf16"), ("held-out", "epyc5"),
                               ("held-out", "epyc6-bf16"), ("held-out", "xeon22"), ("development", "xeon23"),
-                              ("held-out", "xeon24")]]
+                              ("held-out", "xeon24"), ("held-out", "xeon25")]]
 
 
 # --- labels from the records ------------------------------------------------------------------------
