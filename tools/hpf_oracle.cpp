@@ -567,7 +567,8 @@ int run(const Args& a) {
   }
   MachineProfile profile = load_profile(a.profile);
   for (const std::string& term : a.without) {
-    term == "tapes-in-flight" ? drop_tapes_in_flight(profile) : drop_exchange_compute(profile);
+    if (term == "tapes-in-flight") drop_tapes_in_flight(profile);
+    if (term == "exchange-compute") drop_exchange_compute(profile);
   }
   if (a.canary_seconds > 0) {
     const std::optional<hpf::data::Dataset> data = samples<Model>(a, 128);
