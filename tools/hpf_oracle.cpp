@@ -121,6 +121,14 @@ const char* const usage_text =
     "             the GPT) for the others;\n"
     "             random: values uniform in [-1, 1)\n";
 
+/// The oracle's terms `--without` leaves out, each with what takes it out of a profile.
+struct AblatedTerm {
+  const char* name;
+  void (*drop)(MachineProfile&);
+};
+constexpr AblatedTerm ablated_terms[] = {{"tapes-in-flight", drop_tapes_in_flight},
+                                         {"exchange-compute", drop_exchange_compute}};
+
 struct Args {
   std::string command, model, profile, cluster, schedule = "1f1b", data, precision = "float", exchange_precision = "full",
               stage_precision = "full";
@@ -129,7 +137,7 @@ struct Args {
   double memory_budget_mib = 0;
   double process_mib = 0, data_mib = 0;  ///< the base of the predicted resident set
   bool json = false, recompute = false, layer_splits = false, search_cuts = false, closed_form = false;
-  std::vector<std::string> without;  ///< the oracle's terms left out (its ablation)
+  std::vector<const AblatedTerm*> without;  ///< the oracle's terms left out (its ablation)
   double canary_seconds = 0;  ///< 0: no canary
   double compute_scale = 1;
   hpf::LayerSplit split{};
@@ -218,10 +226,14 @@ Args parse(int argc, char** argv) {
     else if (flag == "--data") a.data = value;
     else if (flag == "--precision") a.precision = value;
     else if (flag == "--without" && (a.command == "predict" || a.command == "rank")) {
-      if (value != "tapes-in-flight" && value != "exchange-compute") {
-        fail("--without: the oracle's terms that can be left out: tapes-in-flight, exchange-compute");
+      const auto known = std::find_if(std::begin(ablated_terms), std::end(ablated_terms),
+                                      [&](const AblatedTerm& t) { return value == t.name; });
+      if (known == std::end(ablated_terms)) {
+        std::string names;
+        for (const AblatedTerm& t : ablated_terms) names += std::string(names.empty() ? "" : ", ") + t.name;
+        fail("--without: the oracle's terms that can be left out: " + names);
       }
-      a.without.push_back(value);
+      a.without.push_back(known);
     }
     else if (flag == "--exchange-precision" && a.command != "calibrate") a.exchange_precision = value;
     else if (flag == "--stage-precision" && a.command != "calibrate") a.stage_precision = value;
@@ -566,10 +578,7 @@ int run(const Args& a) {
     return 0;
   }
   MachineProfile profile = load_profile(a.profile);
-  for (const std::string& term : a.without) {
-    if (term == "tapes-in-flight") drop_tapes_in_flight(profile);
-    if (term == "exchange-compute") drop_exchange_compute(profile);
-  }
+  for (const AblatedTerm* term : a.without) term->drop(profile);
   if (a.canary_seconds > 0) {
     const std::optional<hpf::data::Dataset> data = samples<Model>(a, 128);
     const Canary c = canary<Model>(profile, a.canary_seconds, matmul_precision(a), data ? &*data : nullptr, canary_batch(a));

@@ -471,6 +471,11 @@ inline double gathered_copies(const MachineProfile& profile, std::size_t replica
   return 0.5 * copies + 0.5 + (per_host ? copies : 0.0);
 }
 
+/// The copies of a bucket a rank takes in when `replicas` exchange it, in buckets: 1 among 2 (the
+/// ordered reduction's gather, a ring's halves), 2 (r - 1) / r among more (scattered and
+/// collected, or a ring).
+inline double copies_taken_in(double replicas) { return 2 * (replicas - 1) / replicas; }
+
 /// One gradient bucket of `bytes` reduced among the `replicas` of one stage of a `stages`-stage
 /// pipeline; `bytes` as float gradients take (a bf16 exchange moves fewer: wire_share).
 inline double bucket_seconds(const MachineProfile& profile, double bytes, std::size_t replicas, std::size_t stages,
@@ -521,16 +526,12 @@ inline double bucket_seconds(const MachineProfile& profile, double bytes, std::s
     }
   }
   const double r = static_cast<double>(replicas), q = static_cast<double>(measured);
-  const bool ordered = reduction == GradientReduction::ordered;
-  // What a rank takes in: the other copies of a bucket (ordered among 2), 2 (r - 1) / r of one
-  // (scattered among 3 or more, and a ring).
-  const auto taken_in = [&](double n) { return ordered && n <= 2 ? n - 1 : 2 * (n - 1) / n; };
-  const double volume = taken_in(r) / taken_in(q);
+  const double volume = copies_taken_in(r) / copies_taken_in(q);
   // More ranks on the host share its cores, which slows what the exchange computes: the profile's
   // compute per byte a rank sends or receives (hpf_bench_comm's steal), on a share of a core. The
   // rest of the fit is time the rank's core is not used, which sharing does not stretch: on an AMD
   // EPYC the 2-rank fit moves 2.7 MB each way in 1.7 ms, of which 0.5 ms computes (docs/oracle.md).
-  const double moved = 2 * taken_in(r) * bytes;  // in and out, per rank
+  const double moved = 2 * copies_taken_in(r) * bytes;  // in and out, per rank
   const double shared = sharing(profile, ranks) / sharing(profile, measured);
   return used.seconds(bytes, measured) * volume + (shared - 1) * profile.link.compute_s_per_byte * moved;
 }
@@ -545,9 +546,8 @@ inline double bucket_seconds(const MachineProfile& profile, double bytes, std::s
 inline double exchange_compute_seconds(const MachineProfile& profile, double elements, std::size_t scalar_bytes,
                                        std::size_t replicas, ExchangePrecision precision) {
   if (replicas <= 1 || !profile.exchange_compute) return 0;
-  const double r = static_cast<double>(replicas);
-  const double taken_in = 2 * (r - 1) / r;  // copies of the bucket a rank receives: 1 among 2
-  const double moved = 2 * taken_in * elements * static_cast<double>(scalar_bytes) * wire_share(precision);
+  const double moved = 2 * copies_taken_in(static_cast<double>(replicas)) * elements *
+                       static_cast<double>(scalar_bytes) * wire_share(precision);
   const double added = (replicas == 2 ? 2 : 1) * elements;
   return moved * profile.link.compute_s_per_byte + added * profile.exchange_sum_s_per_element;
 }
